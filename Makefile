@@ -1,0 +1,37 @@
+# repcost: `make demo` sets everything up and runs the default experiment; `make test` runs the tests.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+FULL ?=
+LAUNCHER ?= joblib
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-slow test-all bench figures clean
+
+setup: $(STAMP)
+
+# torch first, pinned: an unpinned torch pulls a multi-GB CUDA build here.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev,cluster]'
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/repcost-train
+
+test: setup
+	$(PY) -m pytest -q
+
+test-slow: setup
+	$(PY) -m pytest -q -m slow
+
+test-all: setup
+	$(PY) -m pytest -q -m ''
+
+bench: setup
+	$(PY) benchmarks/train_overhead.py
+	$(PY) benchmarks/jacobian.py
+
+clean:
+	rm -rf outputs multirun .pytest_cache

@@ -1,0 +1,36 @@
+"""Small array helpers shared by the analysis functions (all analysis numerics are float64 numpy)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def as_f64(x: Any) -> np.ndarray:
+    """Return ``x`` (numpy array, torch tensor, list or scalar) as a float64 numpy array."""
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch tensor, without importing torch
+        return np.asarray(x.detach().cpu().double())
+    return np.asarray(x, dtype=np.float64)
+
+
+def as_vector(x: Any, name: str = "a") -> np.ndarray:
+    """Return ``x`` as a 1-D float64 array, accepting (K,), (1, K) or (K, 1) inputs."""
+    v = as_f64(x)
+    if v.ndim == 0:
+        return v.reshape(1)
+    if v.ndim == 2 and 1 in v.shape:
+        return v.reshape(-1)
+    if v.ndim != 1:
+        raise ValueError(f"{name} must be a vector (scalar-output network), got shape {v.shape}")
+    return v
+
+
+def as_matrix(x: Any, name: str = "W") -> np.ndarray:
+    """Return ``x`` as a 2-D float64 array (a 1-D input is read as a single column)."""
+    m = as_f64(x)
+    if m.ndim == 1:
+        return m.reshape(-1, 1)
+    if m.ndim != 2:
+        raise ValueError(f"{name} must be a matrix, got shape {m.shape}")
+    return m

@@ -1,0 +1,216 @@
+"""Balancedness of weight-decay critical points (Jacot 2023 Prop 12 and Remark 6; deep linear nets).
+
+Every statement here comes from a rescaling that leaves the network function unchanged: at a
+critical point of  data-loss(f_θ) + λ·s·Σ_{p regularised}‖p‖²  the derivative of the penalty
+along that rescaling must vanish, which equates two squared norms. λ and s never enter, only
+*which* parameters are regularised (the model says so). Gaps are relative, |u − v| / max(u, v)
+in [0, 1], and 0 when u = v = 0.
+
+* Layer-wise (Jacot 2023 Prop 12). Scaling W_ℓ ↦ c_ℓ W_ℓ and b_ℓ ↦ c_1⋯c_ℓ b_ℓ with
+  Π c_ℓ = 1 keeps f for positively homogeneous σ_a. At a critical point every
+  ∂_{c_ℓ}‖θ‖² = 2(‖W_ℓ‖²_F + ‖b_ℓ‖² + ⋯ + ‖b_L‖²) is equal, and consecutive differences give
+      ‖W_ℓ‖²_F + ‖b_ℓ‖² = ‖W_{ℓ+1}‖²_F,        ℓ = 1 … L−1,
+  with b_ℓ the *stored* bias parameter (the one the penalty sees). In our β-parametrisation
+  α_ℓ = W_ℓ α_{ℓ−1} + β b_ℓ the effective bias βb_ℓ scales like b_ℓ, so β does not appear
+  (in terms of the effective bias the term is ‖βb_ℓ‖²/β²). Biases that are not regularised
+  (Ongie, Savarese, `bias_regularised: false`) drop out: ‖W_ℓ‖²_F = ‖W_{ℓ+1}‖²_F.
+* Neuron-wise (Jacot 2023 Remark 6; Ongie & Willett §3 diagonal rescaling). Scaling unit i of
+  a homogeneous hidden layer ℓ — incoming row W_ℓ[i, :] and its bias b_ℓ[i] by c, outgoing
+  column W_{ℓ+1}[:, i] by 1/c — keeps f, so
+      ‖W_ℓ[i, :]‖² + b_ℓ[i]² (iff biases regularised) = ‖W_{ℓ+1}[:, i]‖².
+  Summing over i recovers Prop 12 for that pair, so neuron balance is the stronger notion.
+* Linear layers (deep linear nets). Between two linear layers of linear_relu any invertible G
+  acts (W_ℓ ↦ G W_ℓ, W_{ℓ+1} ↦ W_{ℓ+1} G⁻¹) and the critical-point condition is
+      W_ℓ W_ℓᵀ = W_{ℓ+1}ᵀ W_{ℓ+1}.
+  Between the last linear layer W_{L−1} and the ReLU output weights a only positive diagonal
+  G act (ReLU is homogeneous, not linear), so only the diagonals must agree:
+  diag(W_{L−1}W_{L−1}ᵀ) = diag(aᵀa), i.e. the ReLU layer's neuron balance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .arrays import as_f64
+from .sparsity import parallel_balance
+
+__all__ = [
+    "relative_gap",
+    "LayerBalance",
+    "layer_balance",
+    "NeuronBalance",
+    "neuron_balance",
+    "LinearBalance",
+    "linear_layer_balance",
+    "balance_summary",
+]
+
+
+def relative_gap(u, v):
+    """|u − v| / max(|u|, |v|), 0 where both are 0 (the balancedness gap used throughout; Jacot 2023 Prop 12)."""
+    u, v = as_f64(u), as_f64(v)
+    top = np.maximum(np.abs(u), np.abs(v))
+    g = np.where(top > 0, np.abs(u - v) / np.where(top > 0, top, 1.0), 0.0)
+    return float(g) if np.ndim(g) == 0 else g
+
+
+def _family(model) -> str:
+    fam = getattr(model, "family", "")
+    if fam not in ("fc", "linear_relu", "parallel"):
+        raise ValueError(f"balance analyses know the families fc, linear_relu and parallel, got {fam!r}")
+    return fam
+
+
+def _fc_biases(model) -> list:
+    """Stored biases b_1 … b_L as float64 arrays if they are regularised (and present), else None."""
+    if getattr(model, "beta", 0) > 0 and getattr(model, "bias_regularised", False):
+        return [as_f64(b) for b in model.bias_vectors()]
+    return None
+
+
+@dataclass
+class LayerBalance:
+    """Pair (ℓ, ℓ+1): u = ‖W_ℓ‖²_F + ‖b_ℓ‖² (bias iff regularised), v = ‖W_{ℓ+1}‖²_F, gap = |u−v|/max(u,v)."""
+
+    layer: int
+    u: float
+    v: float
+    gap: float
+
+
+def layer_balance(model) -> list[LayerBalance]:
+    """Per consecutive layer pair, ‖W_ℓ‖²_F + ‖b_ℓ‖² vs ‖W_{ℓ+1}‖²_F and their relative gap (Jacot 2023 Prop 12).
+
+    b_ℓ is the stored (regularised) bias of fc, independent of β; families whose biases are not
+    regularised (linear_relu, parallel, fc with bias_regularised false) compare weights only.
+    For parallel the stacked sub-network layers are summed over sub-networks (layer L = α);
+    the per-sub-network statement is sparsity.parallel_balance (Savarese Cor C.2).
+    """
+    fam = _family(model)
+    sq = [float(np.sum(as_f64(W) ** 2)) for W in model.weight_matrices()]
+    biases = _fc_biases(model) if fam == "fc" else None
+    out = []
+    for ell in range(1, len(sq)):
+        u = sq[ell - 1] + (float(np.sum(biases[ell - 1] ** 2)) if biases is not None else 0.0)
+        v = sq[ell]
+        out.append(LayerBalance(ell, u, v, relative_gap(u, v)))
+    return out
+
+
+@dataclass
+class NeuronBalance:
+    """Hidden layer ℓ's units: incoming ‖W_ℓ[i,:]‖² (+ b_ℓ[i]² iff regularised), outgoing ‖W_{ℓ+1}[:,i]‖², gaps.
+
+    Arrays have one entry per unit in `model.hidden(x)[ℓ−1]` column order (for parallel,
+    sub-network i's unit j is entry i·n_ℓ + j).
+    """
+
+    layer: int
+    incoming: np.ndarray
+    outgoing: np.ndarray
+    gap: np.ndarray
+
+
+def neuron_balance(model) -> list[NeuronBalance]:
+    """Per homogeneous hidden unit, incoming vs outgoing squared weight norms and their relative gap (Jacot 2023 Remark 6).
+
+    fc: every hidden layer ℓ = 1 … L−1, incoming = row i of W_ℓ plus b_ℓ[i]² when biases are
+    regularised (the stored b, so β does not enter), outgoing = column i of W_{ℓ+1}.
+    linear_relu: only the ReLU layer (ℓ = L−1): incoming = row k of the last linear layer
+    W_{L−1} (not of the effective matrix: the per-unit rescaling acts on W_{L−1}'s row, b_k and
+    a's column k, and the penalty sees ‖W_{L−1}[k,:]‖², not ‖W[k,:]‖²), outgoing = column k of a;
+    b is free. The linear layers' (stronger) balance is linear_layer_balance.
+    parallel: every sub-network hidden layer; the last (one unit per sub-network) has outgoing
+    ‖α[:, i]‖² (Savarese App. C).
+    """
+    fam = _family(model)
+    Ws = [as_f64(W) for W in model.weight_matrices()]
+    L = len(Ws)
+    out = []
+    if fam == "fc":
+        biases = _fc_biases(model)
+        for ell in range(1, L):
+            inc = np.sum(Ws[ell - 1] ** 2, axis=1)
+            if biases is not None:
+                inc = inc + biases[ell - 1] ** 2
+            outg = np.sum(Ws[ell] ** 2, axis=0)
+            out.append(NeuronBalance(ell, inc, outg, relative_gap(inc, outg)))
+    elif fam == "linear_relu":
+        inc = np.sum(Ws[L - 2] ** 2, axis=1)
+        outg = np.sum(Ws[L - 1] ** 2, axis=0)
+        out.append(NeuronBalance(L - 1, inc, outg, relative_gap(inc, outg)))
+    else:  # parallel: Ws[:-1] stacked (k, out, in), Ws[-1] = α (d_out, k)
+        for ell in range(1, L):
+            inc = np.sum(Ws[ell - 1] ** 2, axis=2)  # (k, n_ℓ)
+            if ell < L - 1:
+                outg = np.sum(Ws[ell] ** 2, axis=1)  # (k, n_ℓ): column j of W_i^{(ℓ+1)}
+            else:
+                outg = np.sum(Ws[ell] ** 2, axis=0)[:, None]  # (k, 1): ‖α[:, i]‖²
+            inc, outg = inc.reshape(-1), outg.reshape(-1)
+            out.append(NeuronBalance(ell, inc, outg, relative_gap(inc, outg)))
+    return out
+
+
+@dataclass
+class LinearBalance:
+    """linear_relu pair (ℓ, ℓ+1): gap = ‖A − B‖ / max(‖A‖, ‖B‖) with A = W_ℓW_ℓᵀ, B = W_{ℓ+1}ᵀW_{ℓ+1} (diagonals only if diag_only)."""
+
+    layer: int
+    gap: float
+    diag_only: bool
+
+
+def linear_layer_balance(model) -> list[LinearBalance]:
+    """linear_relu: ‖W_ℓW_ℓᵀ − W_{ℓ+1}ᵀW_{ℓ+1}‖_F / max of the two norms, the deep-linear-net balancedness at weight-decay critical points (Ongie & Willett §3 architecture).
+
+    Pairs ℓ = 1 … L−2 are linear-linear and compare full matrices. The last pair (W_{L−1}, a)
+    straddles the ReLU layer, where only positive diagonal rescalings are symmetries, so it
+    compares diag(W_{L−1}W_{L−1}ᵀ) with diag(aᵀa) (diag_only=True); for L = 2 it is the only pair.
+    """
+    if getattr(model, "family", "") != "linear_relu":
+        raise ValueError(f"linear_layer_balance is for the linear_relu family, got {getattr(model, 'family', '')!r}")
+    Ws = [as_f64(W) for W in model.weight_matrices()]
+    L = len(Ws)
+    out = []
+    for ell in range(1, L - 1):
+        A = Ws[ell - 1] @ Ws[ell - 1].T
+        B = Ws[ell].T @ Ws[ell]
+        out.append(LinearBalance(ell, _rel_diff(A, B), False))
+    A = np.sum(Ws[L - 2] ** 2, axis=1)  # diag(W_{L−1}W_{L−1}ᵀ)
+    B = np.sum(Ws[L - 1] ** 2, axis=0)  # diag(aᵀa)
+    out.append(LinearBalance(L - 1, _rel_diff(A, B), True))
+    return out
+
+
+def _rel_diff(A: np.ndarray, B: np.ndarray) -> float:
+    top = max(np.linalg.norm(A), np.linalg.norm(B))
+    return float(np.linalg.norm(A - B) / top) if top > 0 else 0.0
+
+
+def _max_mean(prefix: str, gaps) -> dict:
+    g = np.concatenate([np.atleast_1d(as_f64(x)).ravel() for x in gaps]) if len(gaps) else np.zeros(0)
+    if g.size == 0:
+        return {}
+    return {f"{prefix}_gap_max": float(g.max()), f"{prefix}_gap_mean": float(g.mean())}
+
+
+def balance_summary(model) -> dict[str, float]:
+    """Max and mean relative balancedness gaps as scalars for summary.json (Jacot 2023 Prop 12, Remark 6; Savarese Cor C.2).
+
+    Keys: layer_gap_{max,mean} (layer_balance), neuron_gap_{max,mean} (pooled over all units of
+    neuron_balance); linear_relu adds linear_gap_{max,mean} (linear_layer_balance); parallel adds
+    subnet_gap_{max,mean} (sparsity.parallel_balance, with α_i² read as ‖α[:, i]‖² when d_out > 1).
+    """
+    fam = _family(model)
+    out = {}
+    out.update(_max_mean("layer", [b.gap for b in layer_balance(model)]))
+    out.update(_max_mean("neuron", [b.gap for b in neuron_balance(model)]))
+    if fam == "linear_relu":
+        out.update(_max_mean("linear", [b.gap for b in linear_layer_balance(model)]))
+    elif fam == "parallel":
+        Ws = model.weight_matrices()
+        alpha_norms = np.linalg.norm(as_f64(Ws[-1]), axis=0)  # only α_i² enters Cor C.2
+        out.update(_max_mean("subnet", [parallel_balance(Ws[:-1], alpha_norms)]))
+    return out

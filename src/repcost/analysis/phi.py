@@ -1,0 +1,172 @@
+"""Φ_L(W, a) of Ongie & Willett, Lemma 3.4, by numerical optimisation over the unit weighting λ.
+
+Ongie Lemma 3.4 (eq. 14, proof eqs. 31–32):
+
+    Φ_L(W, a) = inf_{λ > 0, ‖λ‖₂ = 1} ‖D_λ⁻¹ D_a W‖_{S_q}^{2/L},   q = 2/(L−1),
+
+with ‖M‖_{S_q} = (Σ_j σ_j(M)^q)^{1/q} the Schatten-q quasi-norm.  By eq. (31) the objective
+‖λ‖₂ · ‖D_λ⁻¹ D_a W‖_{S_q} is invariant to scaling λ, so we minimise, over t ∈ R^K with λ = eᵗ,
+
+    F(t) = log‖λ‖₂ + (1/q) log Σ_j σ_j(D_λ⁻¹ B)^q,        B = D_a W,
+
+an unconstrained smooth problem (the rank of D_λ⁻¹B does not depend on λ).  Its gradient is
+
+    ∂F/∂t_k = λ_k²/‖λ‖² − [(M Mᵀ)^{q/2}]_kk / Σ_j σ_j^q,      M = D_λ⁻¹ B,
+
+so a stationary point satisfies λ_k² ∝ [(M Mᵀ)^{q/2}]_kk.  Units with a_k = 0 or w_k = 0 are
+dropped first (they contribute nothing and would make the infimum unattained).  Φ_L = exp(F)^{2/L}.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import logsumexp
+
+from .arrays import as_matrix, as_vector
+
+
+@dataclass(frozen=True)
+class PhiResult:
+    """Result of :func:`phi_L_solve`: the value Φ_L and the optimal weighting λ (Lemma 3.4)."""
+
+    value: float  # Φ_L(W, a)
+    lam: np.ndarray  # optimal λ (length K, ‖λ‖₂ = 1, zeros on dropped units)
+    L: int
+    rank: int  # numerical rank of D_a W used in the optimisation
+    active: np.ndarray  # boolean mask of units kept (a_k ≠ 0 and w_k ≠ 0)
+    grad_norm: float  # ‖∇F‖ at the returned point (0 for closed forms)
+    closed_form: bool  # True if the value came from an exact formula (L = 2, trivial cases)
+
+
+def _check_L(L) -> int:
+    if int(L) != L or L < 2:
+        raise ValueError(f"depth L must be an integer >= 2, got {L}")
+    return int(L)
+
+
+def reduce_units(W, a, rank_rtol: float | None = None):
+    """Drop dead units and project D_a W onto its row space: returns (B_r, active, rank, V_r), B_r = D_a W V_r."""
+    W = as_matrix(W, "W")
+    a = as_vector(a, "a")
+    if W.shape[0] != a.shape[0]:
+        raise ValueError(f"W has {W.shape[0]} rows but a has {a.shape[0]} entries")
+    row_norms = np.linalg.norm(W, axis=1)
+    active = (a != 0) & (row_norms > 0)
+    B = a[active, None] * W[active]
+    if B.shape[0] == 0:
+        return np.zeros((0, 0)), active, 0, np.zeros((W.shape[1], 0))
+    # Rank from the row-normalised matrix: D_λ⁻¹B has the same rank for every λ > 0, and the
+    # normalisation keeps tiny-but-genuine units from being swamped by large ones.
+    Bn = B / np.linalg.norm(B, axis=1, keepdims=True)
+    _, s, Vt = np.linalg.svd(Bn, full_matrices=False)
+    tol = (rank_rtol if rank_rtol is not None else max(Bn.shape) * np.finfo(float).eps) * s[0]
+    r = int(np.sum(s > tol))
+    Vr = Vt[:r].T
+    return B @ Vr, active, r, Vr  # B_r is K' × r, of rank exactly r up to rounding
+
+
+def _log_norm(t: np.ndarray) -> float:
+    """log ‖eᵗ‖₂, computed stably."""
+    m = float(t.max())
+    return m + 0.5 * float(np.log(np.sum(np.exp(2.0 * (t - m)))))
+
+
+def _objective(t: np.ndarray, Br: np.ndarray, q: float, hess: bool = False):
+    """F(t), ∇F(t) and optionally ∇²F(t) (module docstring), plus the gauge term (Σt)²/(2K).
+
+    F is constant along the all-ones direction (the scale of λ); the gauge term fixes that
+    direction without changing the minimum value.  With M = D_λ⁻¹B = U S Zᵀ, φ = Σ σ_i^q,
+    c_k = Σ_i σ_i^q U_ki², π_k = λ_k²/‖λ‖² and n_k = (U S)_k (rows of M in G's eigenbasis,
+    G = MᵀM = Z S² Zᵀ), the Hessian of F is
+
+        2(diag π − ππᵀ) + 2(diag c + P)/φ − q c cᵀ/φ²,
+        P_kl = Σ_ij Γ_ij n_ki n_kj n_li n_lj,  Γ = divided differences of μ ↦ μ^{q/2−1} at μ = σ².
+    """
+    K = t.size
+    M = np.exp(-t)[:, None] * Br
+    U, s, _ = np.linalg.svd(M, full_matrices=False)
+    sq = s**q
+    phi = float(sq.sum())
+    lognorm = _log_norm(t)
+    pi = np.exp(2.0 * (t - lognorm))
+    c = (U**2) @ sq
+    gauge = t.sum() / K
+    f = lognorm + np.log(phi) / q + 0.5 * K * gauge**2
+    g = pi - c / phi + gauge
+    if not hess:
+        return f, g
+    p = q / 2.0 - 1.0
+    logmu = 2.0 * np.log(s)
+    dl = logmu[:, None] - logmu[None, :]  # log(μ_i/μ_j)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(dl == 0.0, p, np.expm1(p * dl) / np.expm1(dl))
+    Gamma = ratio * np.exp((p - 1.0) * logmu)[None, :]  # (μ_i^p − μ_j^p)/(μ_i − μ_j)
+    N = U * s[None, :]
+    A = (N[:, :, None] * N[:, None, :]).reshape(K, -1)  # row k = vec(n_k n_kᵀ)
+    P = (A * Gamma.reshape(1, -1)) @ A.T
+    H = 2.0 * (np.diag(pi) - np.outer(pi, pi)) + 2.0 * (np.diag(c) + P) / phi - q * np.outer(c, c) / phi**2
+    H += 1.0 / K
+    return f, g, 0.5 * (H + H.T)
+
+
+def phi_L_solve(
+    W,
+    a,
+    L: int,
+    *,
+    n_restarts: int = 4,
+    seed: int = 0,
+    closed_form: bool = True,
+    polish: bool = True,
+    rank_rtol: float | None = None,
+) -> PhiResult:
+    """Φ_L(W, a) and its optimal λ by minimising Ongie Lemma 3.4 eq. (14) (restarts + Newton polish)."""
+    L = _check_L(L)
+    W = as_matrix(W, "W")
+    a = as_vector(a, "a")
+    K = W.shape[0]
+    Br, active, r, _ = reduce_units(W, a, rank_rtol)
+    lam_full = np.zeros(K)
+    if r == 0:
+        return PhiResult(0.0, lam_full, L, 0, active, 0.0, True)
+    weights = np.linalg.norm(Br, axis=1)  # |a_k| ‖w_k‖ on active units
+
+    if closed_form and L == 2:
+        # Ongie eq. (13): Φ_2 = Σ|a_k|‖w_k‖, attained at λ_k ∝ (|a_k|‖w_k‖)^{1/2}.
+        lam = np.sqrt(weights)
+        lam_full[active] = lam / np.linalg.norm(lam)
+        return PhiResult(float(weights.sum()), lam_full, L, r, active, 0.0, True)
+
+    q = 2.0 / (L - 1)
+    logw = np.log(weights)
+    starts = [
+        0.5 * logw,  # optimum for L = 2 and for rank-one W (Cor 3.6)
+        q / (2.0 + q) * logw,  # optimum for orthonormal rows (Cor 3.7)
+        np.zeros_like(logw),  # uniform weighting
+    ]
+    rng = np.random.default_rng(seed)
+    n = logw.size
+    method = "BFGS" if n <= 400 else "L-BFGS-B"
+    best = None
+    for i in range(len(starts) + n_restarts):
+        t0 = starts[i] if i < len(starts) else starts[i % 3] + rng.normal(scale=1.0, size=n)
+        res = minimize(_objective, t0, args=(Br, q), jac=True, method=method,
+                       options={"gtol": 1e-12, "maxiter": 5000})
+        if best is None or res.fun < best[1]:
+            best = (res.x, res.fun)
+    t, f = best
+    f, g = _objective(t, Br, q)
+    if polish and n <= 200:
+        t, f, g = _newton_polish(t, Br, q)
+    lam = np.exp(t - 0.5 * logsumexp(2.0 * t))
+    lam_full[active] = lam
+    value = float(np.exp(f * 2.0 / L))
+    return PhiResult(value, lam_full, L, r, active, float(np.linalg.norm(g)), False)
+
+
+def phi_L(W, a, L: int, **kwargs) -> float:
+    """Φ_L(W, a) = inf_{λ>0, ‖λ‖₂=1} ‖D_λ⁻¹ D_a W‖_{S_{2/(L−1)}}^{2/L} (Ongie Lemma 3.4, eq. 14)."""
+    return phi_L_solve(W, a, L, **kwargs).value

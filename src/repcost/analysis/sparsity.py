@@ -1,0 +1,119 @@
+"""Parallel sub-networks and ℓ_{2/L} sparsity (Savarese et al. 2019, App. C).
+
+A parallel network is h(x) = Σ_i α_i v(𝒲_i, x) (eq. 40) with sub-network
+v(𝒲_i, x) = [W_i^{(L−1)}[⋯[W_i^{(1)} x]₊⋯]₊]₊ (eqs. 41–42, no biases, ReLU after every layer).
+Weights are stacked along a leading sub-network axis: Ws = [W^{(1)} (k, m, d), W^{(2)} (k, m, m), …,
+W^{(L−1)} (k, 1, m)], α of shape (k,), so L = len(Ws) + 1 (depth = number of weight matrices).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .arrays import as_f64
+
+__all__ = [
+    "parallel_forward",
+    "parallel_cost_CL",
+    "parallel_normalise",
+    "parallel_alpha_normalised",
+    "parallel_from_normalised",
+    "l2L_quasinorm",
+    "active_subnetworks",
+    "parallel_balance",
+]
+
+
+def _stack(Ws: Sequence, alpha):
+    Ws = [as_f64(W) for W in Ws]
+    alpha = as_f64(alpha).reshape(-1)
+    if len(Ws) == 0:
+        raise ValueError("Ws must hold at least one layer")
+    k = alpha.shape[0]
+    for l, W in enumerate(Ws, start=1):
+        if W.ndim != 3 or W.shape[0] != k:
+            raise ValueError(f"W^({l}) must have shape (k={k}, out, in), got {W.shape}")
+    for l in range(1, len(Ws)):
+        if Ws[l].shape[2] != Ws[l - 1].shape[1]:
+            raise ValueError(f"W^({l + 1}) input size {Ws[l].shape[2]} != W^({l}) output size {Ws[l - 1].shape[1]}")
+    if Ws[-1].shape[1] != 1:
+        raise ValueError(f"last sub-network layer must have one output, got {Ws[-1].shape}")
+    return Ws, alpha
+
+
+def _layer_sq_norms(Ws) -> np.ndarray:
+    """(k, L−1) array of ‖W_i^{(l)}‖²_F."""
+    return np.stack([np.sum(W**2, axis=(1, 2)) for W in Ws], axis=1)
+
+
+def parallel_forward(Ws: Sequence, alpha, X) -> np.ndarray:
+    """h(x) = Σ_i α_i v(𝒲_i, x) for the rows x of X (N × d) (Savarese App. C, eqs. 40–42)."""
+    Ws, alpha = _stack(Ws, alpha)
+    H = np.broadcast_to(as_f64(X)[None], (alpha.size,) + np.shape(X))  # (k, N, d)
+    for W in Ws:
+        H = np.maximum(np.einsum("kod,knd->kno", W, H), 0.0)
+    return np.einsum("k,kn->n", alpha, H[..., 0])
+
+
+def parallel_cost_CL(Ws: Sequence, alpha) -> float:
+    """C_L(θ) = (1/L)(‖α‖² + Σ_i Σ_l ‖W_i^{(l)}‖²_F), L = len(Ws) + 1 (Savarese App. C, eq. 43)."""
+    Ws, alpha = _stack(Ws, alpha)
+    L = len(Ws) + 1
+    return float((alpha @ alpha + _layer_sq_norms(Ws).sum()) / L)
+
+
+def parallel_normalise(Ws: Sequence, alpha):
+    """(W̄s, ᾱ): each W_i^{(l)} scaled to unit Frobenius norm, ᾱ_i = α_i Π_l ‖W_i^{(l)}‖_F (Savarese Thm C.1 proof, eq. 50).
+
+    A sub-network with some zero layer computes the zero function: it gets ᾱ_i = 0 and its
+    layers are returned unchanged (they cannot be put on the sphere).
+    """
+    Ws, alpha = _stack(Ws, alpha)
+    norms = np.sqrt(_layer_sq_norms(Ws))  # (k, L−1)
+    alive = np.all(norms > 0, axis=1)
+    alpha_bar = np.where(alive, alpha * np.prod(norms, axis=1), 0.0)
+    scale = np.where(alive[:, None], 1.0 / np.where(norms > 0, norms, 1.0), 1.0)
+    Ws_bar = [W * scale[:, l, None, None] for l, W in enumerate(Ws)]
+    return Ws_bar, alpha_bar
+
+
+def parallel_alpha_normalised(Ws: Sequence, alpha) -> np.ndarray:
+    """ᾱ_i = α_i Π_l ‖W_i^{(l)}‖_F, the output weights once every sub-network layer is on the unit sphere (Savarese eq. 50)."""
+    return parallel_normalise(Ws, alpha)[1]
+
+
+def parallel_from_normalised(Ws_bar: Sequence, alpha_bar):
+    """Balanced parameters w_i = sign(ᾱ_i)|ᾱ_i|^{1/L}, 𝒲_i = |ᾱ_i|^{1/L} 𝒲̄_i, with C_L = ‖ᾱ‖_{2/L}^{2/L} (Savarese eqs. 55–56, 59)."""
+    Ws_bar, alpha_bar = _stack(Ws_bar, alpha_bar)
+    L = len(Ws_bar) + 1
+    r = np.abs(alpha_bar) ** (1.0 / L)
+    return [W * r[:, None, None] for W in Ws_bar], np.sign(alpha_bar) * r
+
+
+def l2L_quasinorm(alpha_bar, L: int) -> float:
+    """‖ᾱ‖_{2/L}^{2/L} = Σ_i |ᾱ_i|^{2/L}, the cost P_L of the normalised parametrisation (Savarese eqs. 46, 49)."""
+    alpha_bar = as_f64(alpha_bar).reshape(-1)
+    return float(np.sum(np.abs(alpha_bar) ** (2.0 / L)))
+
+
+def active_subnetworks(Ws: Sequence, alpha, rel_tol: float = 1e-3) -> int:
+    """Number of sub-networks with |ᾱ_i| > rel_tol · max_j |ᾱ_j| (‖ᾱ‖_0 of Savarese Thm C.3, with a tolerance)."""
+    alpha_bar = np.abs(parallel_alpha_normalised(Ws, alpha))
+    top = alpha_bar.max(initial=0.0)
+    if top == 0:
+        return 0
+    return int(np.sum(alpha_bar > rel_tol * top))
+
+
+def parallel_balance(Ws: Sequence, alpha) -> np.ndarray:
+    """Per-sub-network gap (max − min)/max of (‖W_i^{(1)}‖²_F, …, ‖W_i^{(L−1)}‖²_F, α_i²); 0 iff eq. (47) holds (Savarese Cor C.2).
+
+    The gap is in [0, 1]; it is defined as 0 for a sub-network whose parameters are all zero.
+    """
+    Ws, alpha = _stack(Ws, alpha)
+    vals = np.concatenate([_layer_sq_norms(Ws), (alpha**2)[:, None]], axis=1)  # (k, L)
+    top = vals.max(axis=1)
+    gap = (top - vals.min(axis=1)) / np.where(top > 0, top, 1.0)
+    return np.where(top > 0, gap, 0.0)

@@ -1,0 +1,165 @@
+"""Schemas for the train/analysis groups and top-level keys, and `validate` for a whole run.
+
+Hydra composes plain YAML; `validate` merges each section into its dataclass schema (the
+model/data schema is chosen by the section's `name`), so an unknown key, a wrong type or an
+impossible value becomes one ConfigError naming the key, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+
+from ..errors import ConfigError, check
+from ..registry import DATASETS, MODELS
+
+OPTIMIZERS = ("gd", "sgd", "adam")
+SCHEDULES = ("constant", "cosine", "linear", "exponential")
+REG_SCALES = ("one", "per_depth", "half")  # s = 1, 1/L, 1/2 (DESIGN.md)
+LOSSES = ("mse", "cross_entropy")
+
+
+@dataclass
+class PhaseConfig:
+    optimizer: str = "gd"  # gd (full-batch), sgd (minibatch), adam
+    lr: float = 0.01
+    steps: int = 1000
+    batch_size: Optional[int] = None  # minibatch size for sgd/adam; null = full batch
+    momentum: float = 0.0  # sgd only
+    schedule: str = "constant"  # constant | cosine | linear | exponential
+    final_lr_ratio: float = 0.01  # lr at the phase's end / lr, for decaying schedules
+
+    def __post_init__(self):
+        check(self.optimizer in OPTIMIZERS, "optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))
+        check(self.lr > 0, "lr", self.lr, "a learning rate > 0")
+        check(self.steps >= 0, "steps", self.steps, "an integer >= 0")
+        check(self.batch_size is None or self.batch_size > 0, "batch_size", self.batch_size,
+              "a positive integer or null (full batch)")
+        check(self.optimizer != "gd" or self.batch_size is None, "batch_size", self.batch_size,
+              "null for optimizer=gd (full-batch gradient descent); use optimizer=sgd for minibatches")
+        check(0 <= self.momentum < 1, "momentum", self.momentum, "a number in [0, 1)")
+        check(self.schedule in SCHEDULES, "schedule", self.schedule, "one of " + ", ".join(SCHEDULES))
+        check(0 < self.final_lr_ratio <= 1, "final_lr_ratio", self.final_lr_ratio, "a number in (0, 1]")
+
+
+@dataclass
+class TrainConfig:
+    lam: float = 1e-4  # λ in objective = loss + λ·s·Σ‖p‖²
+    reg_scale: str = "one"  # s: one (Jacot 2022), per_depth = 1/L (Jacot 2023, Ongie C_L), half (Savarese)
+    loss: str = "mse"  # mse = (1/N)Σ‖f(x_i)−y_i‖² | cross_entropy
+    phases: List[PhaseConfig] = field(default_factory=lambda: [PhaseConfig()])
+    target_loss: Optional[float] = None  # stop once the train data loss is <= this
+    plateau_window: int = 0  # stop when the objective improved by < plateau_rel_tol over this many steps (0 = off)
+    plateau_rel_tol: float = 1e-7
+    check_every: int = 10  # steps between stop/NaN checks (each costs a device sync)
+    log_every: int = 100  # steps between metrics.jsonl lines
+    checkpoint_every: int = 0  # steps between checkpoints (0 = only at the end)
+    progress: bool = True  # tqdm progress bar
+
+    def __post_init__(self):
+        check(self.lam >= 0, "lam", self.lam, "a regularisation strength λ >= 0")
+        check(self.reg_scale in REG_SCALES, "reg_scale", self.reg_scale, "one of " + ", ".join(REG_SCALES))
+        check(self.loss in LOSSES, "loss", self.loss, "one of " + ", ".join(LOSSES))
+        check(len(self.phases) > 0, "phases", self.phases, "a non-empty list of optimiser phases")
+        check(self.target_loss is None or self.target_loss >= 0, "target_loss", self.target_loss, "null or >= 0")
+        check(self.plateau_window >= 0, "plateau_window", self.plateau_window, "an integer >= 0")
+        check(self.plateau_rel_tol >= 0, "plateau_rel_tol", self.plateau_rel_tol, "a number >= 0")
+        for key in ("check_every", "log_every"):
+            check(getattr(self, key) > 0, key, getattr(self, key), "a positive integer")
+        check(self.checkpoint_every >= 0, "checkpoint_every", self.checkpoint_every, "an integer >= 0")
+
+    @property
+    def total_steps(self) -> int:
+        """Step budget summed over the phases."""
+        return sum(p.steps for p in self.phases)
+
+
+@dataclass
+class AnalysisConfig:
+    name: str = "none"
+    analyses: List[str] = field(default_factory=list)  # which analyses run (see repcost.analysis.hooks)
+    every: int = 0  # run them every k steps during training (0 = only at the end)
+    at_end: bool = True
+    n_points: int = 10  # points at which Jacobians are taken
+    options: Any = field(default_factory=dict)  # per-analysis options (thresholds, centring, …)
+
+    def __post_init__(self):
+        check(self.every >= 0, "every", self.every, "an integer >= 0")
+        check(self.n_points > 0, "n_points", self.n_points, "a positive integer")
+
+
+@dataclass
+class RunSpec:
+    """A validated run: typed sections plus the top-level keys."""
+
+    model: Any
+    data: Any
+    train: TrainConfig
+    analysis: AnalysisConfig
+    seed: int
+    device: str  # resolved: cpu or cuda[:i]
+    dtype: str
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        """The training dtype as a torch dtype."""
+        return getattr(torch, self.dtype)
+
+
+TOP_LEVEL = ("model", "data", "train", "analysis", "seed", "device", "dtype", "experiment", "name", "resume", "force")
+
+
+def _section(prefix: str, schema: type, node) -> Any:
+    """Merge one config section into its schema and build the dataclass (runs __post_init__)."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(schema), node)
+        return OmegaConf.to_object(merged)
+    except ConfigError as e:
+        raise e.with_prefix(prefix) from None
+    except ConfigKeyError as e:
+        allowed = ", ".join(f.name for f in dataclasses.fields(schema))
+        raise ConfigError(f"{prefix}.{e.full_key or e.key}", "<unknown key>", f"keys of {prefix}: {allowed}") from None
+    except OmegaConfBaseException as e:
+        msg = str(e).splitlines()[0]
+        raise ConfigError(f"{prefix}.{e.full_key or e.key}", e.value if hasattr(e, "value") else None, msg) from None
+
+
+def _registered_section(prefix: str, registry, node) -> Any:
+    if node is None or "name" not in node:
+        raise ConfigError(f"{prefix}.name", None, "one of " + ", ".join(registry.names()))
+    return _section(prefix, registry.get(node["name"]).schema, node)
+
+
+def resolve_device(device: str) -> str:
+    """auto -> cuda if available else cpu; cuda where there is none is a ConfigError."""
+    check(device == "auto" or device == "cpu" or device.startswith("cuda"), "device", device,
+          "auto, cpu or cuda[:i]")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda"):
+        check(torch.cuda.is_available(), "device", device, "cpu or auto (no CUDA device on this machine)")
+    return device
+
+
+def validate(cfg: DictConfig) -> RunSpec:
+    """Validate a composed run config against the schemas; ConfigError on the first problem."""
+    for key in cfg:
+        check(key in TOP_LEVEL or key == "hydra", str(key), "<unknown key>", "top-level keys " + ", ".join(TOP_LEVEL))
+    seed = cfg.get("seed", 0)
+    check(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, "seed", seed, "an integer >= 0")
+    dtype = cfg.get("dtype", "float64")
+    check(dtype in ("float32", "float64"), "dtype", dtype, "float32 or float64")
+    device = resolve_device(str(cfg.get("device", "auto")))
+    model = _registered_section("model", MODELS, cfg.get("model"))
+    data = _registered_section("data", DATASETS, cfg.get("data"))
+    train_node = cfg.get("train", {})
+    for i, phase in enumerate(train_node.get("phases", []) or []):
+        _section(f"train.phases.{i}", PhaseConfig, phase)  # so an error names the phase
+    train = _section("train", TrainConfig, train_node)
+    analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
+    return RunSpec(model, data, train, analysis, seed, device, dtype)

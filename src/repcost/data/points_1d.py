@@ -1,0 +1,95 @@
+"""A handful of 1-D points with targets (Savarese et al. 2019, Figs 1–2)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List, Optional
+
+import numpy as np
+import torch
+
+from ..errors import check
+from ..registry import DATASETS
+from ._nets import rng
+from .bundle import DataBundle
+
+# Named target functions on the interval, applied to u = frequency·π·x (sin, cos) or to x.
+FUNCTIONS = {
+    "sin": lambda x, fr: np.sin(math.pi * fr * x),
+    "cos": lambda x, fr: np.cos(math.pi * fr * x),
+    "abs": lambda x, fr: np.abs(x),
+    "square": lambda x, fr: x**2,
+    "relu": lambda x, fr: np.maximum(x, 0.0),
+}
+RANDOM_Y = ("uniform", "normal")
+
+
+@dataclass
+class Points1DConfig:
+    name: str = "points_1d"
+    seed: int = 0
+    n_points: int = 10
+    x_min: float = -1.0
+    x_max: float = 1.0
+    x_spacing: str = "even"
+    y_dist: str = "uniform"
+    y_scale: float = 1.0
+    frequency: float = 1.0
+    x: Optional[List[float]] = None
+    y: Optional[List[float]] = None
+    n_test: int = 0
+
+    def __post_init__(self):
+        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check(self.n_points >= 2, "n_points", self.n_points, "an integer >= 2")
+        check(self.x_max > self.x_min, "x_max", self.x_max, f"a number > x_min = {self.x_min}")
+        check(self.x_spacing in ("even", "random"), "x_spacing", self.x_spacing, "even or random")
+        check(self.y_dist in RANDOM_Y + tuple(FUNCTIONS), "y_dist", self.y_dist,
+              "one of " + ", ".join(RANDOM_Y + tuple(FUNCTIONS)))
+        check(self.y_scale > 0, "y_scale", self.y_scale, "a positive number")
+        check(self.n_test >= 0, "n_test", self.n_test, "an integer >= 0")
+        check(self.n_test == 0 or self.y_dist in FUNCTIONS, "n_test", self.n_test,
+              "0 unless y_dist is a named function (random targets have no test split)")
+        if self.x is not None:
+            xs = list(self.x)
+            check(len(xs) >= 2, "x", xs, "a list of >= 2 numbers")
+            check(len(set(xs)) == len(xs), "x", xs, "distinct numbers")
+        check(self.y is None or self.x is not None, "y", self.y, "null unless x is given too")
+        if self.y is not None:
+            check(len(self.y) == len(self.x), "y", self.y, f"a list of len(x) = {len(self.x)} numbers")
+
+
+def _targets(cfg: Points1DConfig, x: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    """Targets at x: y_scale·U[-1, 1], y_scale·N(0, 1) or y_scale·f(x) for a named f."""
+    if cfg.y_dist == "uniform":
+        return cfg.y_scale * gen.uniform(-1.0, 1.0, size=x.shape)
+    if cfg.y_dist == "normal":
+        return cfg.y_scale * gen.standard_normal(x.shape)
+    return cfg.y_scale * FUNCTIONS[cfg.y_dist](x, cfg.frequency)
+
+
+def _column(a: np.ndarray) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(a, dtype=np.float64)).reshape(-1, 1)
+
+
+@DATASETS.register("points_1d", Points1DConfig)
+def load_points_1d(cfg: Points1DConfig) -> DataBundle:
+    """N scalar points (x_i, y_i) to interpolate, as in Savarese et al. 2019 Figs 1–2 (sorted by x)."""
+    gen = rng(cfg.seed, 0)
+    if cfg.x is not None:
+        x = np.asarray(cfg.x, dtype=np.float64)
+    elif cfg.x_spacing == "even":
+        x = np.linspace(cfg.x_min, cfg.x_max, cfg.n_points)
+    else:
+        x = np.sort(gen.uniform(cfg.x_min, cfg.x_max, size=cfg.n_points))
+    y = np.asarray(cfg.y, dtype=np.float64) if cfg.y is not None else _targets(cfg, x, gen)
+    order = np.argsort(x, kind="stable")
+    x, y = x[order], y[order]
+    x_test = y_test = None
+    if cfg.n_test > 0:
+        lo, hi = min(cfg.x_min, x.min()), max(cfg.x_max, x.max())
+        xt = np.sort(rng(cfg.seed, 1).uniform(lo, hi, size=cfg.n_test))
+        x_test, y_test = _column(xt), _column(_targets(cfg, xt, gen))
+    meta = {"x_min": float(x.min()), "x_max": float(x.max())}
+    return DataBundle("points_1d", _column(x), _column(y), x_test, y_test, meta=meta)

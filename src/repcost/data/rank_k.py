@@ -1,0 +1,67 @@
+"""Low-rank true function f* = h∘g with inner dimension k (Jacot 2023, Fig 1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..errors import check
+from ..registry import DATASETS
+from ._nets import gaussian, random_relu_net, relu_net_forward, rng
+from .bundle import DataBundle
+
+
+@dataclass
+class RankKConfig:
+    name: str = "rank_k"
+    seed: int = 0
+    teacher_seed: int = 0
+    d_in: int = 50
+    d_out: int = 50
+    k: int = 5
+    hidden: int = 50
+    beta: float = 0.0
+    n_train: int = 2000
+    n_test: int = 500
+    noise: float = 0.0
+
+    def __post_init__(self):
+        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check(self.teacher_seed >= 0, "teacher_seed", self.teacher_seed, "an integer >= 0")
+        check(self.d_in >= 1, "d_in", self.d_in, "an integer >= 1")
+        check(self.d_out >= 1, "d_out", self.d_out, "an integer >= 1")
+        check(1 <= self.k, "k", self.k, "an integer >= 1")
+        check(self.hidden >= 1, "hidden", self.hidden, "an integer >= 1")
+        check(self.beta >= 0, "beta", self.beta, "a bias amount >= 0")
+        check(self.n_train >= 1, "n_train", self.n_train, "an integer >= 1")
+        check(self.n_test >= 0, "n_test", self.n_test, "an integer >= 0")
+        check(self.noise >= 0, "noise", self.noise, "a noise std >= 0")
+
+
+def rank_k_function(cfg: RankKConfig) -> Callable[[torch.Tensor], torch.Tensor]:
+    """f* = h∘g with g: R^d_in→R^k, h: R^k→R^d_out random one-hidden-layer ReLU nets (Jacot 2023 Fig 1).
+
+    The bottleneck g(x) ∈ R^k is linear in the last ReLU layer, so Jf*(x) = Jh(g(x))·Jg(x) has
+    rank ≤ k and RankBN(f*) ≤ k (Jacot 2023 Def. 2).
+    """
+    gen = rng(cfg.teacher_seed, 0)
+    g = random_relu_net([cfg.d_in, cfg.hidden, cfg.k], gen, cfg.beta)
+    h = random_relu_net([cfg.k, cfg.hidden, cfg.d_out], gen, cfg.beta)
+    return lambda x: relu_net_forward(h, relu_net_forward(g, x))
+
+
+@DATASETS.register("rank_k", RankKConfig)
+def load_rank_k(cfg: RankKConfig) -> DataBundle:
+    """x ~ N(0, I_d_in), y = f*(x) with BN-rank ≤ k (+ noise on train), as in Jacot 2023 Fig 1."""
+    f = rank_k_function(cfg)
+    x_train = gaussian(rng(cfg.seed, 0), cfg.n_train, cfg.d_in)
+    y_train = f(x_train)
+    if cfg.noise > 0:
+        y_train = y_train + cfg.noise * gaussian(rng(cfg.seed, 2), *y_train.shape)
+    x_test = y_test = None
+    if cfg.n_test > 0:
+        x_test = gaussian(rng(cfg.seed, 1), cfg.n_test, cfg.d_in)
+        y_test = f(x_test)
+    return DataBundle("rank_k", x_train, y_train, x_test, y_test, meta={"k": cfg.k})

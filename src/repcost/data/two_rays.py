@@ -1,0 +1,79 @@
+"""Samples on two rays in R² from the origin (Ongie & Willett §5.2, Figs 2–4)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import numpy as np
+import torch
+
+from ..errors import check
+from ..registry import DATASETS
+from ._nets import rng
+from .bundle import DataBundle
+
+
+@dataclass
+class TwoRaysConfig:
+    name: str = "two_rays"
+    seed: int = 0
+    angle: float = 2 * math.pi / 3
+    angle_pi: Optional[float] = None
+    w1: List[float] = field(default_factory=lambda: [2.0, 1.0])
+    points_per_ray: int = 5
+    t_min: float = 0.2
+    t_max: float = 1.0
+    spacing: str = "even"
+    slopes: List[float] = field(default_factory=lambda: [1.0, 1.0])
+    offsets: List[float] = field(default_factory=lambda: [0.0, 0.0])
+
+    def __post_init__(self):
+        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        if self.angle_pi is not None:
+            check(0.5 < self.angle_pi < 1.0, "angle_pi", self.angle_pi,
+                  "a number in (0.5, 1) (angle/π, so that w1ᵀw2 < 0 and w1 ≠ -w2), or null")
+        check(math.pi / 2 < self.angle < math.pi, "angle", self.angle,
+              "radians in (π/2, π), so that w1ᵀw2 < 0 and w1 ≠ -w2")
+        check(len(self.w1) == 2 and any(v != 0 for v in self.w1), "w1", self.w1, "a nonzero 2-vector")
+        check(self.points_per_ray >= 1, "points_per_ray", self.points_per_ray, "an integer >= 1")
+        check(self.t_min > 0, "t_min", self.t_min, "a positive distance (rays exclude the origin)")
+        check(self.t_max > self.t_min, "t_max", self.t_max, f"a number > t_min = {self.t_min}")
+        check(self.spacing in ("even", "random"), "spacing", self.spacing, "even or random")
+        check(len(self.slopes) == 2, "slopes", self.slopes, "a list of 2 numbers (one per ray)")
+        check(len(self.offsets) == 2, "offsets", self.offsets, "a list of 2 numbers (one per ray)")
+
+    def theta(self) -> float:
+        """The angle between the rays in radians (angle_pi·π when angle_pi is set)."""
+        return self.angle_pi * math.pi if self.angle_pi is not None else self.angle
+
+
+def ray_directions(cfg: TwoRaysConfig) -> tuple:
+    """Unit w1 ∝ cfg.w1, w2 = w1 rotated by θ, w0 = (w1 − w2)/‖w1 − w2‖ (Ongie & Willett §5.2)."""
+    w1 = np.asarray(cfg.w1, dtype=np.float64)
+    w1 = w1 / np.linalg.norm(w1)
+    c, s = math.cos(cfg.theta()), math.sin(cfg.theta())
+    w2 = np.array([[c, -s], [s, c]]) @ w1
+    w0 = (w1 - w2) / np.linalg.norm(w1 - w2)
+    return w1, w2, w0
+
+
+@DATASETS.register("two_rays", TwoRaysConfig)
+def load_two_rays(cfg: TwoRaysConfig) -> DataBundle:
+    """Points x = t·w_j on two rays with labels y = slope_j·t + offset_j (Ongie & Willett §5.2)."""
+    w1, w2, w0 = ray_directions(cfg)
+    xs, ys, ray = [], [], []
+    for j, w in enumerate((w1, w2)):
+        if cfg.spacing == "even":
+            t = np.linspace(cfg.t_min, cfg.t_max, cfg.points_per_ray)
+        else:
+            t = np.sort(rng(cfg.seed, j).uniform(cfg.t_min, cfg.t_max, size=cfg.points_per_ray))
+        xs.append(t[:, None] * w[None, :])
+        ys.append(cfg.slopes[j] * t + cfg.offsets[j])
+        ray += [j] * len(t)
+    x = torch.as_tensor(np.concatenate(xs))
+    y = torch.as_tensor(np.concatenate(ys)).reshape(-1, 1)
+    meta = {"w1": w1.tolist(), "w2": w2.tolist(), "w0": w0.tolist(), "angle": cfg.theta(),
+            "ray": ray}
+    return DataBundle("two_rays", x, y, meta=meta)

@@ -1,0 +1,28 @@
+"""Errors that end a command with one line and exit status 2 (never a traceback)."""
+
+from __future__ import annotations
+
+
+class RepcostError(Exception):
+    """A user-facing error: bad config, bad input, a run that cannot go on."""
+
+
+class ConfigError(RepcostError):
+    """An invalid config value: names the key, the value and what is allowed."""
+
+    def __init__(self, key: str, value, allowed: str):
+        self.key, self.value, self.allowed = key, value, allowed
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        return f"invalid config: {self.key}={self.value!r}; allowed: {self.allowed}"
+
+    def with_prefix(self, prefix: str) -> "ConfigError":
+        """The same error with the key qualified by its config section (e.g. `model.`)."""
+        return ConfigError(f"{prefix}.{self.key}" if prefix else self.key, self.value, self.allowed)
+
+
+def check(ok: bool, key: str, value, allowed: str) -> None:
+    """Raise ConfigError(key, value, allowed) unless `ok`."""
+    if not ok:
+        raise ConfigError(key, value, allowed)

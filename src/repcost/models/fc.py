@@ -1,0 +1,96 @@
+"""Fully connected homogeneous network (Jacot 2022 §2, Jacot 2023 §2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..errors import check
+from ..registry import MODELS
+from .base import Hidden, RepModel
+from .init import gaussian_param, zeros_param
+
+
+@dataclass
+class FCConfig:
+    name: str = "fc"
+    depth: int = 3  # L = number of weight matrices
+    width: Any = 50  # hidden width: one int, or a list of L-1 ints
+    slope: float = 0.0  # σ_a: x ↦ x for x ≥ 0, a·x otherwise (0 = ReLU)
+    beta: float = 1.0  # bias amount β: α_ℓ = W_ℓ α^σ_{ℓ-1} + β b_ℓ (0 = no bias)
+    bias_regularised: bool = True  # whether ‖b_ℓ‖² enters the λ-term
+    init_scale: float = 1.0  # weights ~ N(0, init_scale²·2/((1+a²)·fan_in))
+
+    def __post_init__(self):
+        check(self.depth >= 2, "depth", self.depth, "an integer >= 2")
+        widths = self.widths()
+        check(len(widths) == self.depth - 1, "width", self.width,
+              f"one positive int or a list of depth-1 = {self.depth - 1} positive ints")
+        check(all(isinstance(w, int) and w > 0 for w in widths), "width", self.width, "positive integers")
+        check(-1.0 < self.slope < 1.0, "slope", self.slope, "a leaky-ReLU slope in (-1, 1)")
+        check(self.beta >= 0, "beta", self.beta, "a bias amount >= 0")
+        check(self.init_scale > 0, "init_scale", self.init_scale, "a positive number")
+
+    def widths(self) -> list:
+        """Hidden widths n_1 … n_{L-1}."""
+        if isinstance(self.width, (list, tuple)) or hasattr(self.width, "__iter__"):
+            return list(self.width)
+        return [self.width] * (self.depth - 1)
+
+
+class FC(RepModel):
+    """f(x) = W_L σ_a(… σ_a(W_1 x + β b_1) …) + β b_L with σ_a the leaky ReLU of slope a."""
+
+    family = "fc"
+
+    def __init__(self, cfg: FCConfig, d_in: int, d_out: int, gen: torch.Generator):
+        super().__init__()
+        self.depth, self.slope, self.beta = cfg.depth, cfg.slope, cfg.beta
+        self.bias_regularised = cfg.bias_regularised
+        dims = [d_in, *cfg.widths(), d_out]
+        gain = 2.0 / (1.0 + cfg.slope**2)
+        self.weights = nn.ParameterList(
+            gaussian_param((dims[i + 1], dims[i]), dims[i], 1.0 if i == 0 else gain, cfg.init_scale, gen)
+            for i in range(cfg.depth))
+        self.biases = nn.ParameterList(zeros_param((dims[i + 1],)) for i in range(cfg.depth)) \
+            if cfg.beta > 0 else nn.ParameterList()
+
+    def _act(self, z: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.leaky_relu(z, self.slope) if self.slope else torch.relu(z)
+
+    def _layer(self, i: int, h: torch.Tensor) -> torch.Tensor:
+        z = h @ self.weights[i].T
+        return z + self.beta * self.biases[i] if self.beta > 0 else z
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x
+        for i in range(self.depth - 1):
+            h = self._act(self._layer(i, h))
+        return self._layer(self.depth - 1, h)
+
+    def hidden(self, x: torch.Tensor) -> list[Hidden]:
+        out, h = [], x
+        for i in range(self.depth - 1):
+            z = self._layer(i, h)
+            h = self._act(z)
+            out.append(Hidden(z, h))
+        return out
+
+    def weight_matrices(self) -> list[torch.Tensor]:
+        return list(self.weights)
+
+    def bias_vectors(self) -> list[torch.Tensor]:
+        """Bias vectors b_1 … b_L as stored (the forward pass multiplies them by β); empty if β = 0."""
+        return list(self.biases)
+
+    def regularised_params(self) -> list[torch.Tensor]:
+        return list(self.weights) + (list(self.biases) if self.bias_regularised else [])
+
+
+@MODELS.register("fc", FCConfig)
+def build_fc(cfg: FCConfig, d_in: int, d_out: int, gen: torch.Generator) -> FC:
+    """A depth-L fully connected net with leaky-ReLU slope a and bias amount β (Jacot 2023 §2)."""
+    return FC(cfg, d_in, d_out, gen)

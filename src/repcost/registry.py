@@ -1,0 +1,62 @@
+"""Name -> (config schema, builder) registries for models and datasets.
+
+Each model family and dataset registers itself from its own module, so adding one is one
+Python file plus one YAML file; the packages import all their modules on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    schema: type
+    build: Callable[..., Any]
+
+
+class Registry:
+    """A registry of named builders, each with a dataclass schema for its config."""
+
+    def __init__(self, kind: str, package: str):
+        self.kind, self.package = kind, package
+        self._entries: dict[str, Entry] = {}
+        self._loaded = False
+
+    def register(self, name: str, schema: type):
+        """Decorator: register `build` under `name` with config dataclass `schema`."""
+
+        def deco(build):
+            self._entries[name] = Entry(name, schema, build)
+            return build
+
+        return deco
+
+    def _load(self) -> None:
+        if not self._loaded:
+            pkg = importlib.import_module(self.package)
+            for mod in pkgutil.iter_modules(pkg.__path__):
+                importlib.import_module(f"{self.package}.{mod.name}")
+            self._loaded = True
+
+    def names(self) -> list[str]:
+        """Sorted registered names."""
+        self._load()
+        return sorted(self._entries)
+
+    def get(self, name: str) -> Entry:
+        """The entry for `name`, or a ConfigError listing the known names."""
+        self._load()
+        if name not in self._entries:
+            raise ConfigError(f"{self.kind}.name", name, "one of " + ", ".join(self.names()))
+        return self._entries[name]
+
+
+MODELS = Registry("model", "repcost.models")
+DATASETS = Registry("data", "repcost.data")

@@ -1,0 +1,34 @@
+"""Shared fixtures: small models and data, and a runner for the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli(prog: str, *args: str, cwd: Path, timeout: int = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run a repcost console script (as `python -m`) in `cwd`; returns the completed process."""
+    module = {"repcost-train": "repcost.cli.train", "repcost-analyze": "repcost.cli.analyze",
+              "repcost-collect": "repcost.cli.collect"}[prog]
+    e = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=e)
+
+
+@pytest.fixture
+def run_cli():
+    """The `cli` helper as a fixture."""
+    return cli
+
+
+@pytest.fixture(autouse=True)
+def _float64_default():
+    torch.manual_seed(0)
+    yield

@@ -1,0 +1,61 @@
+"""repcost-train end to end through the real CLI, and its one-line errors for bad configs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+
+def test_train_cli_writes_every_output(tmp_path, run_cli):
+    p = run_cli("repcost-train", "train.phases.0.steps=50", "train.phases.1.steps=10", "seed=0", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    runs = list((tmp_path / "outputs" / "runs").glob("*/*"))
+    assert len(runs) == 1
+    d = runs[0]
+    for f in (".hydra/config.yaml", ".hydra/overrides.yaml", "metrics.jsonl", "summary.json", "checkpoint.pt"):
+        assert (d / f).exists(), f
+    s = json.loads((d / "summary.json").read_text())
+    assert s["steps"] == 60 and s["seed"] == 0
+    assert "seed: 0" in (d / ".hydra/config.yaml").read_text()
+    ck = torch.load(d / "checkpoint.pt", weights_only=True)
+    assert ck["status"] == "finished"
+    assert str(d) in p.stdout and "objective=" in p.stdout
+    assert not list(d.glob(".*.tmp*")) and not list(d.glob(".summary*"))  # no temp files left behind
+
+
+def test_two_runs_same_second_get_two_dirs(tmp_path, run_cli):
+    import subprocess, sys, os
+    cmd = [sys.executable, "-m", "repcost.cli.train", "train.phases.0.steps=1", "train.phases.1.steps=0"]
+    ps = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    assert all(p.wait(timeout=120) == 0 for p in ps)
+    assert len(list((tmp_path / "outputs" / "runs").glob("*/*"))) == 2
+
+
+BAD = [
+    (["model.depth=1"], "model.depth=1", "integer >= 2"),
+    (["model=fc", "model.width=0"], "model.width=0", "positive"),
+    (["train.lam=-1"], "train.lam=-1.0", ">= 0"),
+    (["model=fc", "model.slope=1.5"], "model.slope=1.5", "(-1, 1)"),
+    (["model=resnet"], "unknown model 'resnet'", "fc, linear_relu, parallel"),
+    (["data=cifar"], "unknown data 'cifar'", "points_1d"),
+    (["train.phases.0.lr=0"], "train.phases.0.lr=0.0", "learning rate > 0"),
+    (["dtype=float16"], "dtype='float16'", "float32 or float64"),
+    (["model.foo=1"], "model.foo", "not a key"),
+    (["+model.foo=1"], "model.foo", "keys of model"),
+    (["model.depth=abc"], "model.depth", "Integer"),
+]
+if not torch.cuda.is_available():
+    BAD.append((["device=cuda"], "device='cuda'", "no CUDA device"))
+
+
+@pytest.mark.parametrize("overrides,key,allowed", BAD, ids=lambda v: v if isinstance(v, str) else " ".join(v))
+def test_bad_config_one_line_exit_2(tmp_path, run_cli, overrides, key, allowed):
+    p = run_cli("repcost-train", *overrides, cwd=tmp_path)
+    assert p.returncode == 2
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, p.stderr
+    assert key in lines[0] and allowed in lines[0]
+    assert "Traceback" not in p.stderr + p.stdout
+    assert not (tmp_path / "outputs" / "runs").exists() or not list((tmp_path / "outputs" / "runs").rglob("summary.json"))

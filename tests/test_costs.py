@@ -1,0 +1,326 @@
+"""Tests for the representation-cost functions (Ongie & Willett §3; Savarese et al. §3 and App. C)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from repcost.analysis.arrays import as_f64
+from repcost.analysis.costs import (
+    balanced_factorisation,
+    cost_CL,
+    effective_matrix,
+    min_factorisation_cost,
+    path_norm,
+    phi3_lower_bound,
+    phi3_lower_bound_search,
+    phi3_upper_bound,
+    phi_L,
+    phi_L_solve,
+    schatten_quasinorm,
+)
+from repcost.analysis.sparsity import (
+    active_subnetworks,
+    l2L_quasinorm,
+    parallel_alpha_normalised,
+    parallel_balance,
+    parallel_cost_CL,
+    parallel_forward,
+    parallel_from_normalised,
+    parallel_normalise,
+)
+from repcost.analysis.splines import (
+    PiecewiseLinear1D,
+    linear_spline_interpolant,
+    min_norm_relu_net_1d,
+    rbar_of_piecewise_linear,
+    relu_net_1d_cost,
+    relu_net_1d_function,
+    rl_cost_univariate,
+    spline_min_cost,
+)
+
+TOL = 1e-8
+DEPTHS = [2, 3, 4, 5]
+
+
+def _orthonormal(rng, n, d):
+    Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    return Q[:n]
+
+
+# ----------------------------------------------------------------------------------------------
+# Ongie: Φ_L closed forms (Prop 3.5, Cor 3.6, Cor 3.7), path norm
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("L", DEPTHS)
+def test_phi_rank_one_unit_rows_cor36(L):
+    rng = np.random.default_rng(10 + L)
+    v = rng.normal(size=5)
+    v /= np.linalg.norm(v)
+    signs = rng.choice([-1.0, 1.0], size=7)
+    W = signs[:, None] * v[None, :]
+    a = rng.normal(size=7)
+    expected = np.sum(np.abs(a)) ** (2 / L)
+    assert abs(phi_L(W, a, L, closed_form=False) - expected) < TOL
+    assert abs(phi_L(W, a, L) - expected) < TOL
+
+
+@pytest.mark.parametrize("L", DEPTHS)
+def test_phi_orthonormal_rows_cor37(L):
+    rng = np.random.default_rng(20 + L)
+    W = _orthonormal(rng, 4, 6)
+    a = rng.normal(size=4) * np.array([1.0, 0.1, 3.0, 0.5])
+    expected = np.sum(np.abs(a) ** (2 / L))
+    assert abs(phi_L(W, a, L, closed_form=False) - expected) < TOL
+
+
+@pytest.mark.parametrize("L", DEPTHS)
+def test_phi_clustered_orthonormal_rows_prop35(L):
+    rng = np.random.default_rng(30 + L)
+    V = _orthonormal(rng, 3, 5)
+    cluster = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 2])
+    signs = rng.choice([-1.0, 1.0], size=cluster.size)
+    W = signs[:, None] * V[cluster]
+    a = rng.normal(size=cluster.size)
+    expected = sum(np.sum(np.abs(a[cluster == j])) ** (2 / L) for j in range(3))
+    assert abs(phi_L(W, a, L, closed_form=False) - expected) < TOL
+
+
+def test_path_norm_hand_example_and_phi2():
+    W = np.array([[3.0, 4.0], [1.0, 0.0], [0.0, -2.0]])
+    a = np.array([2.0, -1.0, 0.5])
+    assert path_norm(W, a) == pytest.approx(2 * 5 + 1 * 1 + 0.5 * 2)
+    rng = np.random.default_rng(0)
+    W, a = rng.normal(size=(6, 3)), rng.normal(size=6)
+    # Lemma 3.4 at L = 2 (q = 2, Frobenius norm) reduces to eq. (13).
+    assert abs(phi_L(W, a, 2, closed_form=False) - path_norm(W, a)) < TOL
+    assert phi_L(W, a, 2) == pytest.approx(path_norm(W, a), abs=1e-12)
+
+
+def test_phi_dead_units_and_torch_input():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    W, a = rng.normal(size=(5, 3)), rng.normal(size=5)
+    W2 = np.vstack([W, np.zeros((1, 3)), rng.normal(size=(1, 3))])
+    a2 = np.concatenate([a, [4.0, 0.0]])
+    assert phi_L(W2, a2, 3) == pytest.approx(phi_L(W, a, 3), abs=1e-10)
+    assert phi_L(torch.tensor(W, dtype=torch.float32), torch.tensor(a), 3) == pytest.approx(
+        phi_L(as_f64(torch.tensor(W, dtype=torch.float32)), a, 3), abs=1e-12
+    )
+    assert phi_L(np.zeros((3, 2)), np.ones(3), 4) == 0.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Ongie: bounds and factorisations
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_phi3_between_lemma38_and_thm39(seed):
+    rng = np.random.default_rng(100 + seed)
+    K, d = 8, 3 + seed
+    W, a = rng.normal(size=(K, d)), rng.normal(size=K)
+    phi3 = phi_L(W, a, 3)
+    upper = phi3_upper_bound(W, a)
+    lb_random = phi3_lower_bound(W, a, rng.normal(size=(K, d)))  # any Q, rescaled to ‖Q‖₂ ≤ 1
+    lb_search, Q = phi3_lower_bound_search(W, a, use_primal=False)
+    assert np.linalg.norm(Q, 2) <= 1 + 1e-12
+    assert lb_random <= lb_search + 1e-12
+    assert lb_search <= phi3 + 1e-10
+    assert phi3 <= upper + 1e-10
+    # Strong duality (proof of Lemma 3.8): the best Q closes the gap.
+    assert phi3_lower_bound(W, a) == pytest.approx(phi3, abs=1e-8)
+    # Upper bound eqs. (19a) and (19b) agree.
+    U, s, Vt = np.linalg.svd(W, full_matrices=False)
+    eq19a = np.sum((s * np.sum(np.abs(a[:, None] * U), axis=0)) ** (2 / 3))
+    assert upper == pytest.approx(eq19a, rel=1e-12)
+
+
+def test_phi3_bounds_tight_on_prop35():
+    rng = np.random.default_rng(7)
+    V = _orthonormal(rng, 3, 4)
+    cluster = np.array([0, 0, 1, 1, 1, 2, 2, 2, 2])  # distinct cluster sizes: the SVD basis is V
+    W = rng.choice([-1.0, 1.0], size=cluster.size)[:, None] * V[cluster]
+    a = rng.normal(size=cluster.size)
+    exact = sum(np.sum(np.abs(a[cluster == j])) ** (2 / 3) for j in range(3))
+    assert phi3_upper_bound(W, a) == pytest.approx(exact, abs=1e-10)
+    assert phi3_upper_bound(W, a, V=V.T) == pytest.approx(exact, abs=1e-10)
+    assert phi3_lower_bound(W, a) == pytest.approx(exact, abs=1e-8)
+
+
+@pytest.mark.parametrize("L", [2, 3, 4])
+def test_phi_below_CL_for_factored_networks(L):
+    rng = np.random.default_rng(200 + L)
+    d, widths, K = 3, [4, 5, 4][: L - 2], 6
+    for _ in range(3):
+        dims = [d] + widths + [K]
+        Ws = [rng.normal(size=(dims[i + 1], dims[i])) for i in range(L - 1)]
+        a = rng.normal(size=K)
+        W = effective_matrix(Ws)
+        assert W.shape == (K, d)
+        phi = phi_L(W, a, L)
+        # C_L ≥ min over factorisations (eq. 10) ≥ Φ_L (eq. 11 / Lemma 3.4).
+        assert min_factorisation_cost(W, a, L) <= cost_CL(Ws, a) + 1e-12
+        assert phi <= min_factorisation_cost(W, a, L) + 1e-12
+
+
+@pytest.mark.parametrize("L", DEPTHS)
+def test_balanced_factorisation_attains_phi(L):
+    rng = np.random.default_rng(300 + L)
+    W, a = rng.normal(size=(7, 3)), rng.normal(size=7)
+    bf = balanced_factorisation(W, a, L)
+    assert len(bf.Ws) == L - 1
+    We = effective_matrix(bf.Ws)
+    # Same function: a'_k w'_k = a_k w_k (biases would be rescaled by unit_scale).
+    np.testing.assert_allclose(bf.a[:, None] * We, a[:, None] * W, atol=1e-12)
+    np.testing.assert_allclose(We, bf.unit_scale[:, None] * W, atol=1e-12)
+    assert cost_CL(bf.Ws, bf.a) == pytest.approx(phi_L(W, a, L), abs=1e-10)
+    # Balanced: every layer has the same squared norm, equal to ‖a'‖².
+    norms = [np.sum(Wi**2) for Wi in bf.Ws] + [bf.a @ bf.a]
+    np.testing.assert_allclose(norms, norms[0], rtol=1e-10)
+
+
+def test_cost_CL_and_schatten_hand_examples():
+    Ws = [np.array([[1.0, 2.0]]), np.array([[3.0]])]
+    assert cost_CL(Ws, np.array([2.0])) == pytest.approx((4 + 5 + 9) / 3)
+    np.testing.assert_allclose(effective_matrix(Ws), [[3.0, 6.0]])
+    M = np.diag([4.0, 1.0, 0.0])
+    assert schatten_quasinorm(M, 1) == pytest.approx(5.0)
+    assert schatten_quasinorm(M, 0.5) == pytest.approx(9.0)
+    res = phi_L_solve(M, np.ones(3), 3)
+    assert res.rank == 2 and res.lam[2] == 0 and np.linalg.norm(res.lam) == pytest.approx(1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Savarese §3: univariate costs and minimum-cost interpolation
+# ----------------------------------------------------------------------------------------------
+
+
+def test_relu_net_1d_cost_hand_example():
+    # f = 2[x]₊ − [−x + 1]₊ + 3[2x − 4]₊ + [−2x + 4]₊ + 7[5]₊ + 0.5x + 1, units: (w, b, a) = (1, 0, 2): kink 0, jump +2;  (−1, 1, −1): kink 1, jump −1;
+    # (2, −4, 3): kink 2, jump +6;  (−2, 4, 1): kink 2, jump +2 (merged with the previous: +8);
+    # (0, 5, 7): constant 35.
+    w = np.array([1.0, -1.0, 2.0, -2.0, 0.0])
+    b = np.array([0.0, 1.0, -4.0, 4.0, 5.0])
+    a = np.array([2.0, -1.0, 3.0, 1.0, 7.0])
+    f = relu_net_1d_function(w, b, a, c=1.0, v=0.5)
+    np.testing.assert_allclose(f.knots, [0.0, 1.0, 2.0])
+    np.testing.assert_allclose(f.jumps, [2.0, -1.0, 8.0])
+    # f′(−∞) = 0.5 + (−1)(−1) + 1·(−2) = −0.5 ; f′(+∞) = 0.5 + 2 + 6 = 8.5
+    assert f.left_slope == pytest.approx(-0.5) and f.right_slope == pytest.approx(8.5)
+    assert relu_net_1d_cost(w, b, a, c=1.0, v=0.5) == pytest.approx(max(11.0, 8.0))
+    xs = np.linspace(-3, 5, 41)
+    direct = np.maximum(np.outer(xs, w) + b, 0) @ a + 0.5 * xs + 1.0
+    np.testing.assert_allclose(f(xs), direct, atol=1e-12)
+    # Opposite jumps at one kink cancel before absolute values: [x]₊ − [x]₊ has cost 0.
+    assert relu_net_1d_cost([1.0, 2.0], [0.0, 0.0], [1.0, -0.5]) == 0.0
+    # A pure linear function v·x costs |2v| (end-slope term); an absolute value |x| costs 2.
+    assert relu_net_1d_cost([0.0], [0.0], [0.0], v=1.5) == pytest.approx(3.0)
+    assert relu_net_1d_cost([1.0, -1.0], [0.0, 0.0], [1.0, 1.0]) == pytest.approx(2.0)
+
+
+def _brute_force_27(x, y):
+    """Minimise eq. (27) over (l_0, l_N) numerically."""
+    l = np.diff(y) / np.diff(x)
+
+    def obj(ends):
+        s = np.concatenate([[ends[0]], l, [ends[1]]])
+        return max(np.sum(np.abs(np.diff(s))), abs(ends[0] + ends[1]))
+
+    best = min(
+        (minimize(obj, x0, method="Nelder-Mead", options={"xatol": 1e-12, "fatol": 1e-12, "maxiter": 4000})
+         for x0 in ([l[0], l[-1]], [0.0, 0.0], [l[0] / 2, l[-1] / 2])),
+        key=lambda r: r.fun,
+    )
+    return best.fun
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_spline_min_cost_matches_interpolant(seed):
+    rng = np.random.default_rng(400 + seed)
+    N = rng.integers(2, 9)
+    x = rng.permutation(rng.uniform(-3, 3, size=N))
+    y = rng.normal(size=N) + (3.0 * x if seed % 2 else 0.0)  # odd seeds: strong trend (end-slope case)
+    f = linear_spline_interpolant(x, y)
+    np.testing.assert_allclose(f(x), y, atol=1e-12)
+    cost = spline_min_cost(x, y)
+    assert cost == pytest.approx(f.rbar(), abs=1e-12)
+    assert cost == pytest.approx(rbar_of_piecewise_linear(f.knots, f.values, f.left_slope, f.right_slope), abs=1e-12)
+    xs = np.sort(x)
+    assert cost == pytest.approx(_brute_force_27(xs, y[np.argsort(x)]), abs=1e-7)
+    # A ReLU net realising the interpolant with C(θ) = ½(‖a‖² + ‖w‖²) = R̄ (Thm 3.1 construction).
+    w, b, a, c = min_norm_relu_net_1d(f)
+    grid = np.linspace(-6, 6, 101)
+    np.testing.assert_allclose(np.maximum(np.outer(grid, w) + b, 0) @ a + c, f(grid), atol=1e-10)
+    assert 0.5 * (a @ a + w @ w) == pytest.approx(cost, abs=1e-10)
+    assert relu_net_1d_cost(w, b, a, c) == pytest.approx(cost, abs=1e-10)
+
+
+def test_spline_collinear_data_hand_check():
+    m, x = -2.0, np.array([0.0, 1.0, 2.5, 4.0])
+    y = m * x + 1.0
+    # Interior slopes all m: T = 0, |l_1 + l_{N−1}| = 2|m|, so the minimum is |m|, not the 2|m| of the line.
+    assert spline_min_cost(x, y) == pytest.approx(abs(m))
+    line = PiecewiseLinear1D.from_values(x, y, m, m)
+    assert line.rbar() == pytest.approx(2 * abs(m))
+    f = linear_spline_interpolant(x, y)
+    assert f.left_slope == pytest.approx(m / 2) and f.right_slope == pytest.approx(m / 2)
+    assert spline_min_cost([1.0], [3.0]) == 0.0
+    # Ongie Thm 3.1: R_L(f) = R_2(f)^{2/L} for univariate f.
+    assert rl_cost_univariate(spline_min_cost(x, y), 4) == pytest.approx(abs(m) ** 0.5)
+
+
+def test_spline_v_shape_hand_check():
+    # |x| through (−1, 1), (0, 0), (1, 1): T = 2, s = 0, cost 2 (the V itself, flat ends not needed).
+    assert spline_min_cost([-1.0, 0.0, 1.0], [1.0, 0.0, 1.0]) == pytest.approx(2.0)
+    with pytest.raises(ValueError):
+        spline_min_cost([0.0, 0.0], [1.0, 2.0])
+
+
+# ----------------------------------------------------------------------------------------------
+# Savarese App. C: parallel networks and ℓ_{2/L}
+# ----------------------------------------------------------------------------------------------
+
+
+def _parallel_net(rng, k, m, d, L):
+    shapes = [(k, m, d)] + [(k, m, m)] * (L - 3) + [(k, 1, m)]
+    if L == 2:
+        shapes = [(k, 1, d)]
+    return [rng.normal(size=s) * rng.uniform(0.2, 3.0, size=(k, 1, 1)) for s in shapes], rng.normal(size=k)
+
+
+@pytest.mark.parametrize("L", [2, 3, 4])
+def test_parallel_normalisation_keeps_function_and_am_gm(L):
+    rng = np.random.default_rng(500 + L)
+    Ws, alpha = _parallel_net(rng, k=5, m=4, d=3, L=L)
+    X = rng.normal(size=(20, 3))
+    Ws_bar, alpha_bar = parallel_normalise(Ws, alpha)
+    for W in Ws_bar:
+        np.testing.assert_allclose(np.sum(W**2, axis=(1, 2)), 1.0)
+    np.testing.assert_allclose(parallel_alpha_normalised(Ws, alpha), alpha_bar)
+    np.testing.assert_allclose(parallel_forward(Ws_bar, alpha_bar, X), parallel_forward(Ws, alpha, X), atol=1e-12)
+    # AM-GM (eq. 53): C_L(θ) ≥ ‖ᾱ‖_{2/L}^{2/L}, with equality for the balanced version (eqs. 55–59).
+    P = l2L_quasinorm(alpha_bar, L)
+    assert parallel_cost_CL(Ws, alpha) >= P
+    Wb, ab = parallel_from_normalised(Ws_bar, alpha_bar)
+    assert parallel_cost_CL(Wb, ab) == pytest.approx(P, rel=1e-12)
+    np.testing.assert_allclose(parallel_forward(Wb, ab, X), parallel_forward(Ws, alpha, X), atol=1e-12)
+    np.testing.assert_allclose(parallel_balance(Wb, ab), 0.0, atol=1e-12)
+    assert np.all(parallel_balance(Ws, alpha) > 1e-3)
+
+
+def test_parallel_balance_and_active_hand_example():
+    # k = 3, L = 3, m = 1, d = 1. Sub-net 0 balanced (all squared norms 4), sub-net 1 unbalanced,
+    # sub-net 2 dead (all zero).
+    W1 = np.array([[[2.0]], [[1.0]], [[0.0]]])
+    W2 = np.array([[[-2.0]], [[4.0]], [[0.0]]])
+    alpha = np.array([2.0, 1e-2, 0.0])
+    gaps = parallel_balance([W1, W2], alpha)
+    np.testing.assert_allclose(gaps, [0.0, (16 - 1e-4) / 16, 0.0])
+    np.testing.assert_allclose(parallel_alpha_normalised([W1, W2], alpha), [8.0, 4e-2, 0.0])
+    assert active_subnetworks([W1, W2], alpha) == 2
+    assert active_subnetworks([W1, W2], alpha, rel_tol=1e-2) == 1
+    assert l2L_quasinorm([8.0, 4e-2, 0.0], 3) == pytest.approx(4.0 + 4e-2 ** (2 / 3))

@@ -1,0 +1,131 @@
+"""Model families: shapes, ReLU rescaling invariance, parallel vs loop, linear_relu vs hand-built."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from repcost.models import MODELS, build_model
+
+D_IN, D_OUT, N = 3, 2, 7
+
+
+def make(name, **kw):
+    return build_model(MODELS.get(name).schema(**kw), D_IN, D_OUT, seed=1)
+
+
+CASES = [("fc", dict(depth=3, width=5)), ("fc", dict(depth=4, width=[4, 6, 3], slope=0.2, beta=0.5)),
+         ("fc", dict(depth=2, width=6, beta=0.0)), ("linear_relu", dict(depth=2, width=6)),
+         ("linear_relu", dict(depth=4, width=6, linear_width=3)), ("parallel", dict(depth=3, n_subnets=4, width=3)),
+         ("parallel", dict(depth=2, n_subnets=5, width=3))]
+
+
+@pytest.mark.parametrize("name,kw", CASES)
+def test_shapes_and_interface(name, kw):
+    m = make(name, **kw)
+    x = torch.randn(N, D_IN, dtype=torch.float64)
+    assert m(x).shape == (N, D_OUT)
+    assert len(m.weight_matrices()) == m.depth == kw["depth"]
+    hs = m.hidden(x)
+    assert len(hs) == m.depth - 1
+    assert all(h.pre.shape == h.post.shape and h.pre.shape[0] == N for h in hs)
+    sq = sum((p ** 2).sum() for p in m.regularised_params())
+    assert torch.allclose(m.param_sq_norm(), sq)
+    assert torch.allclose(m.cost(), sq / m.depth)
+
+
+def _rescale_unit(m, c, unit=1):
+    """Multiply one ReLU unit's incoming weights (and bias) by c and its outgoing weights by 1/c."""
+    with torch.no_grad():
+        if m.family == "fc":
+            m.weights[0][unit] *= c
+            if len(m.biases):
+                m.biases[0][unit] *= c
+            m.weights[1][:, unit] /= c
+        elif m.family == "linear_relu":
+            m.linear[-1][unit] *= c
+            m.b[unit] *= c
+            m.a[:, unit] /= c
+        else:
+            m.sub[0][0, unit] *= c
+            m.sub[1][0, :, unit] /= c
+
+
+@pytest.mark.parametrize("name,kw", [c for c in CASES if not (c[0] == "fc" and c[1].get("slope"))] +
+                         [("fc", dict(depth=3, width=5, slope=-0.5))])
+def test_relu_unit_rescaling_keeps_function(name, kw):
+    if name == "parallel" and kw["depth"] == 2:
+        pytest.skip("depth-2 parallel has no hidden unit inside a sub-network")
+    m = make(name, **kw)
+    x = torch.randn(N, D_IN, dtype=torch.float64)
+    y0 = m(x).detach()
+    ps = [p.detach().clone() for p in m.regularised_params()]
+    c = 2.5
+    _rescale_unit(m, c)
+    assert torch.allclose(m(x), y0, atol=1e-12)
+    # hand count of the norm change: incoming (and regularised bias) × c², outgoing ÷ c²
+    if name == "fc":
+        w_in, w_out = ps[0][1], ps[1][:, 1]
+        extra = (ps[m.depth][1] ** 2) if (m.bias_regularised and len(m.biases)) else 0.0
+        inc = (w_in ** 2).sum() + extra
+    elif name == "linear_relu":
+        w_in, w_out = ps[m.depth - 2][1], ps[-1][:, 1]
+        inc = (w_in ** 2).sum()
+    else:
+        w_in, w_out = ps[0][0, 1], ps[1][0, :, 1]
+        inc = (w_in ** 2).sum()
+    out = (w_out ** 2).sum()
+    expected = sum((p ** 2).sum() for p in ps) + (c ** 2 - 1) * inc + (c ** -2 - 1) * out
+    assert torch.allclose(m.param_sq_norm(), expected, rtol=1e-12)
+
+
+def test_parallel_equals_loop_over_subnetworks():
+    m = make("parallel", depth=4, n_subnets=5, width=3)
+    x = torch.randn(N, D_IN, dtype=torch.float64)
+    out = torch.zeros(N, D_OUT, dtype=torch.float64)
+    for i in range(5):
+        h = x
+        for W in m.sub:
+            h = torch.relu(h @ W[i].T)
+        out += h[:, :1] * m.alpha[:, i]
+    assert torch.allclose(m(x), out, atol=1e-12)
+
+
+def test_linear_relu_depth2_is_plain_two_layer_net():
+    m = make("linear_relu", depth=2, width=6)
+    with torch.no_grad():
+        m.c.copy_(torch.tensor([0.3, -0.2]))
+        m.b.copy_(torch.randn(6))
+    x = torch.randn(N, D_IN, dtype=torch.float64)
+    W, b, a, c = m.linear[0], m.b, m.a, m.c
+    hand = torch.stack([sum(a[o, k] * torch.relu(W[k] @ x[i] + b[k]) for k in range(6)) + c[o]
+                        for i in range(N) for o in range(D_OUT)]).reshape(N, D_OUT)
+    assert torch.allclose(m(x), hand, atol=1e-12)
+
+
+def test_linear_relu_effective_matrix():
+    m = make("linear_relu", depth=4, width=6, linear_width=3)
+    W = m.linear[2] @ m.linear[1] @ m.linear[0]
+    assert torch.allclose(m.effective_matrix(), W)
+    x = torch.randn(N, D_IN, dtype=torch.float64)
+    assert torch.allclose(m(x), torch.relu(x @ W.T + m.b) @ m.a.T + m.c, atol=1e-12)
+
+
+def test_fc_bias_amount_and_regularisation():
+    m = make("fc", depth=3, width=4, beta=0.5, bias_regularised=False)
+    assert len(m.regularised_params()) == 3
+    with torch.no_grad():
+        m.biases[2].fill_(1.0)
+    x = torch.randn(N, D_IN, dtype=torch.float64)
+    h = torch.relu(torch.relu(x @ m.weights[0].T + 0.5 * m.biases[0]) @ m.weights[1].T + 0.5 * m.biases[1])
+    assert torch.allclose(m(x), h @ m.weights[2].T + 0.5, atol=1e-12)
+    m2 = make("fc", depth=3, width=4, beta=0.5, bias_regularised=True)
+    assert len(m2.regularised_params()) == 6
+
+
+def test_init_scale_and_seed():
+    a = make("fc", depth=3, width=50, init_scale=1.0)
+    b = make("fc", depth=3, width=50, init_scale=0.1)
+    assert torch.allclose(b.weights[1], 0.1 * a.weights[1])
+    c = build_model(MODELS.get("fc").schema(depth=3, width=50), D_IN, D_OUT, seed=2)
+    assert not torch.allclose(a.weights[0], c.weights[0])
