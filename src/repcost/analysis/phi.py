@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import logsumexp
 
 from .arrays import as_matrix, as_vector
 
@@ -120,10 +119,10 @@ def phi_L_solve(
     n_restarts: int = 4,
     seed: int = 0,
     closed_form: bool = True,
-    polish: bool = True,
     rank_rtol: float | None = None,
+    newton_max_units: int = 1500,
 ) -> PhiResult:
-    """Φ_L(W, a) and its optimal λ by minimising Ongie Lemma 3.4 eq. (14) (restarts + Newton polish)."""
+    """Φ_L(W, a) and its optimal λ by minimising Ongie Lemma 3.4 eq. (14) (exact-Hessian Newton, restarts)."""
     L = _check_L(L)
     W = as_matrix(W, "W")
     a = as_vector(a, "a")
@@ -149,19 +148,24 @@ def phi_L_solve(
     ]
     rng = np.random.default_rng(seed)
     n = logw.size
-    method = "BFGS" if n <= 400 else "L-BFGS-B"
-    best = None
-    for i in range(len(starts) + n_restarts):
-        t0 = starts[i] if i < len(starts) else starts[i % 3] + rng.normal(scale=1.0, size=n)
-        res = minimize(_objective, t0, args=(Br, q), jac=True, method=method,
-                       options={"gtol": 1e-12, "maxiter": 5000})
-        if best is None or res.fun < best[1]:
-            best = (res.x, res.fun)
-    t, f = best
-    f, g = _objective(t, Br, q)
-    if polish and n <= 200:
-        t, f, g = _newton_polish(t, Br, q)
-    lam = np.exp(t - 0.5 * logsumexp(2.0 * t))
+    starts += [starts[i % 3] + rng.normal(size=n) for i in range(n_restarts)]
+    newton = n <= newton_max_units
+    best_t, best_f = None, np.inf
+    for t0 in starts:
+        t0 = t0 - t0.mean()
+        if newton:
+            # Trust-region Newton with the exact Hessian: quadratic convergence to ~1e-15.
+            res = minimize(_objective, t0, args=(Br, q), jac=True,
+                           hess=lambda t, *args: _objective(t, *args, hess=True)[2],
+                           method="trust-exact", options={"gtol": 1e-13, "maxiter": 200})
+        else:
+            res = minimize(_objective, t0, args=(Br, q), jac=True, method="L-BFGS-B",
+                           options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 20000})
+        if res.fun < best_f:
+            best_t, best_f = res.x, float(res.fun)
+    f, g = _objective(best_t, Br, q)
+    f -= 0.5 * n * (best_t.mean()) ** 2  # remove the gauge term (zero at a stationary point anyway)
+    lam = np.exp(best_t - _log_norm(best_t))
     lam_full[active] = lam
     value = float(np.exp(f * 2.0 / L))
     return PhiResult(value, lam_full, L, r, active, float(np.linalg.norm(g)), False)

@@ -14,3 +14,12 @@ def _uid() -> str:
 
 if not OmegaConf.has_resolver("repcost_uid"):
     OmegaConf.register_new_resolver("repcost_uid", _uid, use_cache=True)
+
+
+def _job_dir(override_dirname: str) -> str:
+    """A sweep job's sub-directory: its overrides (so a relaunch lands in the same place), or 'base'."""
+    return override_dirname or "base"
+
+
+if not OmegaConf.has_resolver("repcost_job_dir"):
+    OmegaConf.register_new_resolver("repcost_job_dir", _job_dir)

@@ -60,6 +60,7 @@ class TrainConfig:
     log_every: int = 100  # steps between metrics.jsonl lines
     checkpoint_every: int = 0  # steps between checkpoints (0 = only at the end)
     progress: bool = True  # tqdm progress bar
+    ensemble_size: int = 1  # K > 1 trains seeds seed … seed+K−1 as one stacked model
 
     def __post_init__(self):
         check(self.lam >= 0, "lam", self.lam, "a regularisation strength λ >= 0")
@@ -71,6 +72,7 @@ class TrainConfig:
         check(self.plateau_rel_tol >= 0, "plateau_rel_tol", self.plateau_rel_tol, "a number >= 0")
         for key in ("check_every", "log_every"):
             check(getattr(self, key) > 0, key, getattr(self, key), "a positive integer")
+        check(self.ensemble_size >= 1, "ensemble_size", self.ensemble_size, "an integer >= 1")
         check(self.checkpoint_every >= 0, "checkpoint_every", self.checkpoint_every, "an integer >= 0")
 
     @property

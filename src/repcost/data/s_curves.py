@@ -1,0 +1,85 @@
+"""Four classes on identical inverted-S curves translated along the x-axis (Jacot 2023, Fig 2)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List
+
+import numpy as np
+import torch
+
+from ..errors import check
+from ..registry import DATASETS
+from ._nets import rng
+from .bundle import DataBundle
+
+T_MAX = 1.5 * math.pi  # the curve parameter runs over [-3π/2, 3π/2]
+
+
+@dataclass
+class SCurvesConfig:
+    name: str = "s_curves"
+    seed: int = 0
+    n_classes: int = 4
+    n_per_class: int = 50
+    n_test_per_class: int = 50
+    spacing: float = 1.5
+    noise: float = 0.0
+    sampling: str = "random"
+
+    def __post_init__(self):
+        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check(self.n_classes >= 2, "n_classes", self.n_classes, "an integer >= 2 (the paper uses 4)")
+        check(self.n_per_class >= 1, "n_per_class", self.n_per_class, "an integer >= 1")
+        check(self.n_test_per_class >= 0, "n_test_per_class", self.n_test_per_class, "an integer >= 0")
+        check(self.spacing > 0, "spacing", self.spacing,
+              "a positive x-translation between curves (> 1 keeps the width-1 curves disjoint)")
+        check(self.noise >= 0, "noise", self.noise, "a noise std >= 0")
+        check(self.sampling in ("random", "even"), "sampling", self.sampling,
+              "random (uniform along the curve) or even (equally spaced along it)")
+
+
+def inverted_s(t: np.ndarray) -> np.ndarray:
+    """Points (len(t), 2) of a mirrored 'S' (Ƨ) of width 1, height 2, centred at 0; t ∈ [−3π/2, 3π/2].
+
+    This is the 2-D S of sklearn's make_s_curve, (sin t, sign(t)(cos t − 1)), mirrored in x and
+    halved: unit-speed up to the factor ½, so uniform t is uniform along the curve. It runs from
+    the top-left end (−½, ½) over the top (0, 1), through the centre (0, 0) at t = 0, to the
+    bottom-right end (½, −½).
+    """
+    t = np.asarray(t, dtype=np.float64)
+    return 0.5 * np.stack([-np.sin(t), np.sign(t) * (np.cos(t) - 1.0)], axis=-1)
+
+
+def class_offsets(cfg: SCurvesConfig) -> List[float]:
+    """x-translation of each class's curve: (c − (n_classes − 1)/2)·spacing, so the dataset is centred."""
+    return [(c - (cfg.n_classes - 1) / 2) * cfg.spacing for c in range(cfg.n_classes)]
+
+
+def _split(cfg: SCurvesConfig, n: int, stream: int):
+    gen = rng(cfg.seed, stream)
+    xs, ys = [], []
+    for c, dx in enumerate(class_offsets(cfg)):
+        if cfg.sampling == "even":
+            t = np.linspace(-T_MAX, T_MAX, n)
+        else:
+            t = gen.uniform(-T_MAX, T_MAX, size=n)
+        xs.append(inverted_s(t) + np.array([dx, 0.0]))
+        ys.append(np.full(n, c, dtype=np.int64))
+    x = np.concatenate(xs)
+    if cfg.noise > 0:
+        x = x + cfg.noise * gen.standard_normal(x.shape)
+    return torch.from_numpy(x), torch.from_numpy(np.concatenate(ys))
+
+
+@DATASETS.register("s_curves", SCurvesConfig)
+def load_s_curves(cfg: SCurvesConfig) -> DataBundle:
+    """Class c = points on an inverted S shifted by class_offsets[c] along x (+ noise), Jacot 2023 Fig 2."""
+    x_train, y_train = _split(cfg, cfg.n_per_class, 0)
+    x_test = y_test = None
+    if cfg.n_test_per_class > 0:
+        x_test, y_test = _split(cfg, cfg.n_test_per_class, 1)
+    meta = {"offsets": class_offsets(cfg), "spacing": cfg.spacing}
+    return DataBundle("s_curves", x_train, y_train, x_test, y_test, task="classification",
+                      n_classes=cfg.n_classes, meta=meta)

@@ -1,0 +1,102 @@
+"""Aggregate a sweep into tidy tables: one row per job (overrides as columns) and a per-layer table."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from .errors import RepcostError
+from .runio import atomic_write_bytes
+from .train.run import ERROR, FINISHED, SUMMARY
+
+RUNS_CSV, LAYERS_CSV = "runs.csv", "layers.csv"
+
+
+def _value(text: str):
+    """An override's value as int/float/bool where it looks like one, else the string."""
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def job_dirs(sweep_dir: Path) -> list[Path]:
+    """Every job directory (one holding .hydra/overrides.yaml) under a sweep directory, sorted."""
+    return sorted(p.parent.parent for p in Path(sweep_dir).rglob(".hydra/overrides.yaml")
+                  if ".submitit" not in p.parts)
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        elif isinstance(v, (int, float, str, bool)) or v is None:
+            out[key] = v
+    return out
+
+
+def job_overrides(job: Path) -> dict:
+    """A job's command-line overrides (hydra.* left out) as {key: value}."""
+    out = {}
+    for o in OmegaConf.load(job / ".hydra" / "overrides.yaml"):
+        k, _, v = str(o).lstrip("+~").partition("=")
+        if not k.startswith("hydra"):
+            out[k] = _value(v)
+    return out
+
+
+def job_record(job: Path, sweep_dir: Path) -> dict:
+    """One job's row: its overrides, status (finished/failed/unfinished), error line, summary scalars."""
+    rec = {"job": str(job.relative_to(sweep_dir)) if job != sweep_dir else ".", **job_overrides(job)}
+    if (job / ERROR).exists():
+        rec.update(status="failed", error=(job / ERROR).read_text().strip())
+    elif (job / FINISHED).exists():
+        rec.update(status="finished", error="")
+    else:
+        rec.update(status="unfinished", error="")
+    if (job / SUMMARY).exists() and rec["status"] != "unfinished":
+        summary = json.loads((job / SUMMARY).read_text())
+        rec.update({k: v for k, v in _flatten(summary).items() if k not in rec})
+    return rec
+
+
+def _csv_bytes(rows: list[dict]) -> bytes:
+    cols: list[str] = []
+    for r in rows:
+        cols += [c for c in r if c not in cols]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols)
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue().encode()
+
+
+def collect(sweep_dir: Path) -> tuple[list[dict], list[dict]]:
+    """Write runs.csv and layers.csv into `sweep_dir`; returns (job rows, per-layer rows)."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        raise RepcostError(f"{sweep_dir}: no such directory")
+    jobs = job_dirs(sweep_dir)
+    if not jobs:
+        raise RepcostError(f"{sweep_dir}: no sweep jobs found (no */.hydra/overrides.yaml below it)")
+    rows = [job_record(j, sweep_dir) for j in jobs]
+    layers = []
+    for j, r in zip(jobs, rows):
+        table = j / "analysis" / "layers.csv"
+        if table.exists():
+            keys = {"job": r["job"], **job_overrides(j)}
+            with open(table, newline="") as f:
+                layers += [{**keys, **row} for row in csv.DictReader(f)]
+    atomic_write_bytes(sweep_dir / RUNS_CSV, _csv_bytes(rows))
+    if layers:
+        atomic_write_bytes(sweep_dir / LAYERS_CSV, _csv_bytes(layers))
+    return rows, layers
+
