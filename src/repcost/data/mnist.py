@@ -1,4 +1,4 @@
-"""MNIST digit subsets for classification or (denoising) autoencoders (Jacot 2023 Fig 3A; Jacot et al. 2022 Figs 1–2)."""
+"""MNIST digit subsets: classification or (denoising) autoencoders (Jacot 2023 Fig 3A; Jacot et al. 2022 Figs 1–2)."""
 
 from __future__ import annotations
 
@@ -143,7 +143,10 @@ def _read_idx_pair(images_path: str, labels_path: str) -> Tuple[np.ndarray, np.n
     return images, labels
 
 
-def mnist_source(cfg: MnistConfig) -> Tuple[Tuple[np.ndarray, np.ndarray], Optional[Tuple[np.ndarray, np.ndarray]], str]:
+Pool = Tuple[np.ndarray, np.ndarray]  # (images uint8 (N, 784), labels int64 (N,))
+
+
+def mnist_source(cfg: MnistConfig) -> Tuple[Pool, Optional[Pool], str]:
     """(train pool, test pool or None, description): the embedded digits, or IDX files under cfg.root.
 
     With the embedded 5,000 digits (500 per class) both splits come from one pool. With IDX files the

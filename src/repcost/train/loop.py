@@ -36,6 +36,16 @@ class TrainResult:
     message: str = ""
 
 
+def batch_size_of(phase, n: int) -> Optional[int]:
+    """The phase's minibatch size, or None for full batch (batch_size null or >= n)."""
+    return phase.batch_size if phase.batch_size is not None and phase.batch_size < n else None
+
+
+def minibatch_indices(n: int, batch_size: int, gen: torch.Generator) -> torch.Tensor:
+    """Row indices of one minibatch: the first batch_size of a fresh permutation drawn from gen (CPU)."""
+    return torch.randperm(n, generator=gen)[:batch_size]
+
+
 def make_optimizer(name: str, params, lr: float, momentum: float) -> torch.optim.Optimizer:
     """Plain SGD for gd/sgd (no weight_decay: the λ-term is in the objective), or Adam."""
     if name == "adam":
@@ -112,7 +122,7 @@ class Trainer:
                 if saved is not None:
                     self.optimizer.load_state_dict(saved)
                     self._resume_optimizer = None
-                bs = ph.batch_size if ph.batch_size is not None and ph.batch_size < n else None
+                bs = batch_size_of(ph, n)
                 while self.pos.step_in_phase < ph.steps:
                     if self.stop_flag:
                         result = TrainResult("preempted", self.pos.step, f"signal {self.stop_flag.signal}")
@@ -124,7 +134,7 @@ class Trainer:
                     if bs is None:
                         xb, yb = x, y
                     else:
-                        idx = torch.randperm(n, generator=self.gen)[:bs].to(x.device)
+                        idx = minibatch_indices(n, bs, self.gen).to(x.device)
                         xb, yb = x[idx], y[idx]
                     self.optimizer.zero_grad(set_to_none=True)
                     dl = data_loss(model(xb), yb, cfg.loss)

@@ -77,6 +77,9 @@ def load_checkpoint(path: Path) -> dict:
 def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Optional[StopFlag] = None,
                  chash: Optional[str] = None) -> dict:
     """Train the run described by `spec` in `run_dir` (resuming a checkpoint left there); returns the summary."""
+    if spec.train.ensemble_size > 1:  # several seeds as one stacked model
+        from .ensemble import run_ensemble
+        return run_ensemble(spec, cfg_dict, run_dir, stop_flag, chash)
     from ..analysis.hooks import AnalysisRunner  # analysis builds on models; import lazily
 
     run_dir = Path(run_dir)
