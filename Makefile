@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 FULL ?=
-LAUNCHER ?= joblib
+LAUNCHER ?= parallel
 STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test test-slow test-all bench figures clean
@@ -35,3 +35,14 @@ bench: setup
 
 clean:
 	rm -rf outputs multirun .pytest_cache
+
+# Paper figures: `make fig-<id>` (quick variant; FULL=1 for paper settings), `make figures` for all.
+FIGURE_IDS := $(patsubst experiments/%.py,%,$(wildcard experiments/*.py))
+figures: $(addprefix fig-,$(FIGURE_IDS))
+
+fig-%: setup
+	MPLBACKEND=Agg $(PY) experiments/$*.py $(if $(FULL),--full,)
+
+# Launch a figure's sweep on a cluster: `make sweep-<id> LAUNCHER=slurm`
+sweep-%: setup
+	MPLBACKEND=Agg $(PY) experiments/$*.py $(if $(FULL),--full,) --launcher $(LAUNCHER)

@@ -1,0 +1,100 @@
+"""Figure machinery for experiments/<id>.py: run a preset's sweep (reusing finished jobs), load runs, save.
+
+A figure is a Hydra multirun of the preset `experiment=<id>` (or `<id>-quick`) under
+outputs/sweeps/<id>[-quick]/: job directories are derived from the overrides, so a relaunch
+skips the finished jobs and a figure script can be rerun cheaply to redraw.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .errors import RepcostError
+from .paths import REPO_ROOT
+
+FIG_DIR = REPO_ROOT / "figures"
+
+
+def preset_name(fig_id: str, full: bool) -> str:
+    """The experiment preset for a figure: `<id>` (paper settings) or `<id>-quick`."""
+    return fig_id if full else f"{fig_id}-quick"
+
+
+def run_sweep(fig_id: str, sweep_args: Sequence[str] = (), full: bool = False, extra: Sequence[str] = (),
+              cwd: Path = REPO_ROOT, launcher: str | None = None) -> list[dict]:
+    """Run `repcost-train -m experiment=<preset> name=<preset> ARGS` (finished jobs are skipped); rows of runs.csv."""
+    name = preset_name(fig_id, full)
+    cmd = [sys.executable, "-m", "repcost.cli.train", "-m", f"experiment={name}", f"name={name}",
+           "train.progress=false", *sweep_args, *extra]
+    if launcher:
+        cmd.append(f"hydra/launcher={launcher}")
+    print("$ " + " ".join(cmd[2:]), flush=True)
+    p = subprocess.run(cmd, cwd=cwd)
+    if p.returncode != 0:
+        raise RepcostError(f"sweep for {fig_id} failed (exit {p.returncode})")
+    return read_rows(Path(cwd) / "outputs" / "sweeps" / name)
+
+
+def read_rows(sweep_dir: Path) -> list[dict]:
+    """The rows of a sweep's runs.csv, each with `path` (the job directory) added."""
+    f = Path(sweep_dir) / "runs.csv"
+    if not f.exists():
+        raise RepcostError(f"{f} not found: run the sweep first")
+    with open(f, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        r["path"] = str(Path(sweep_dir) / r["job"])
+    bad = [r for r in rows if r["status"] != "finished"]
+    if bad:
+        raise RepcostError(f"{len(bad)} job(s) of {sweep_dir} did not finish, e.g. {bad[0]['job']}: {bad[0]['error']}")
+    return rows
+
+
+def load_run(run_dir: Path):
+    """(model in float64, data bundle, summary dict, validated spec) of a finished run directory."""
+    from omegaconf import OmegaConf
+
+    from .config import validate
+    from .data import load_data
+    from .models import build_model
+    from .train.run import CHECKPOINT, SUMMARY, load_checkpoint
+
+    run_dir = Path(run_dir)
+    spec = validate(OmegaConf.load(run_dir / ".hydra" / "config.yaml"))
+    data = load_data(spec.data)
+    model = build_model(spec.model, data.d_in, data.d_out, spec.seed)
+    state = load_checkpoint(run_dir / CHECKPOINT)["trainer"]["model"]
+    model.load_state_dict({k: v.double() for k, v in state.items()})
+    return model.double().eval(), data, json.loads((run_dir / SUMMARY).read_text()), spec
+
+
+def save_figure(fig, fig_id: str, rows: list[dict], out_dir: Path = FIG_DIR) -> tuple[Path, Path]:
+    """Write figures/<id>.png and the plotted data figures/<id>.csv; returns both paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png, csv_path = out_dir / f"{fig_id}.png", out_dir / f"{fig_id}.csv"
+    fig.savefig(png, dpi=120, bbox_inches="tight")
+    cols: list[str] = []
+    for r in rows:
+        cols += [c for c in r if c not in cols]
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    print(f"wrote {png} and {csv_path}")
+    return png, csv_path
+
+
+def figure_args(description: str):
+    """The common argparse parser of figure scripts: --full, --launcher, --out."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--full", action="store_true", help="paper settings (default: the quick variant)")
+    ap.add_argument("--launcher", default=None, help="hydra/launcher option for the sweep, e.g. parallel, slurm")
+    ap.add_argument("--out", type=Path, default=FIG_DIR, help="where the PNG and CSV go")
+    return ap

@@ -1,0 +1,37 @@
+"""Every experiment preset composes, and its quick variant runs with a tiny step budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from repcost.config import compose_config, validate
+from repcost.paths import CONFIG_DIR
+from repcost.train.run import run_training
+
+PRESETS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
+
+
+def test_every_figure_has_a_quick_preset():
+    full = [p for p in PRESETS if not p.endswith("-quick")]
+    assert all(f"{p}-quick" in PRESETS for p in full), [p for p in full if f"{p}-quick" not in PRESETS]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_preset_composes_and_validates(preset):
+    text = (CONFIG_DIR / "experiment" / f"{preset}.yaml").read_text()
+    assert text.startswith("# @package _global_"), "experiment presets are global packages"
+    validate(compose_config([f"experiment={preset}"]))
+
+
+@pytest.mark.parametrize("preset", [p for p in PRESETS if p.endswith("-quick")])
+def test_quick_preset_runs_a_few_steps(tmp_path, preset):
+    cfg = compose_config([f"experiment={preset}", "train.progress=false"])
+    n_phases = len(cfg.train.phases)
+    cfg = compose_config([f"experiment={preset}", "train.progress=false"]
+                         + [f"train.phases.{i}.steps=3" for i in range(n_phases)])
+    spec = validate(cfg)
+    s = run_training(spec, OmegaConf.to_container(cfg, resolve=True), tmp_path / "run")
+    assert s["status"] == "finished" and s["steps"] == 3 * n_phases
