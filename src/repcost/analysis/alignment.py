@@ -1,0 +1,113 @@
+"""Neuron alignment, effective width and the merged (pruned) network (Jacot et al. 2022 §3.1, Prop 8, Prop 15).
+
+With a positively homogeneous σ, neurons k, k' of a layer whose pre-activation vectors over the
+data are positively proportional (Z_{ℓ,k'} = c·Z_{ℓ,k}, c > 0) also have proportional
+post-activations, so they act as ONE neuron on the data. `neuron_groups` finds such groups
+(cosine of the pre-activation vectors above a threshold; neurons whose post-activation is ~0 on
+every data point are 'dead'); the number of groups is the layer's effective width.
+
+`merge_neurons` builds the pruned network (one neuron per group, dead neurons removed) with the
+same outputs on the data (exactly, when the groups are exactly proportional) and a squared norm
+no larger than the original: for a group G with representative r and Z_k = c_k Z_r,
+    incoming  ũ ∝ Z_r (Z^σ_{ℓ−1})⁺  (the minimal-norm row producing Z_r on the data, bias column included)
+    outgoing  ṽ ∝ Σ_{k∈G} c_k v_k   (v_k = column k of W_{ℓ+1})
+balanced so ‖ũ‖ = ‖ṽ‖. Its cost 2‖ṽ‖‖ũ‖ = 2‖Σ c_k v_k‖‖Pu_r‖ ≤ Σ 2‖v_k‖‖Pu_k‖ ≤ Σ(‖v_k‖² + ‖u_k‖²)
+(P: projection on the data span; Pu_k = c_k Pu_r), the Prop 15 merge argument in any dimension.
+Samples are rows here (N × n); Z_ℓ of the paper is the transpose.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+from .reformulation import augment
+
+
+def neuron_groups(pre: torch.Tensor, post: torch.Tensor | None = None, threshold: float = 0.99,
+                  dead_tol: float = 1e-6) -> tuple[list[list[int]], list[int]]:
+    """(groups, dead) of the neurons (columns) of an N × n pre-activation matrix.
+
+    dead: neurons whose post-activation norm over the data is ≤ dead_tol × the largest one (post
+    defaults to ReLU(pre)). The others are grouped greedily, largest norm first: a neuron joins
+    the first group whose representative has cosine > threshold with it (positive proportionality).
+    """
+    pre = pre.detach().to(torch.float64)
+    post = torch.relu(pre) if post is None else post.detach().to(torch.float64)
+    pn = post.norm(dim=0)
+    dead = [int(k) for k in torch.nonzero(pn <= dead_tol * max(float(pn.max()), 1e-300)).flatten()]
+    alive = [k for k in torch.argsort(pre.norm(dim=0), descending=True).tolist() if k not in set(dead)]
+    unit = pre / pre.norm(dim=0).clamp_min(1e-300)
+    groups: list[list[int]] = []
+    for k in alive:
+        for g in groups:
+            if float(unit[:, g[0]] @ unit[:, k]) > threshold:
+                g.append(k)
+                break
+        else:
+            groups.append([k])
+    return groups, sorted(dead)
+
+
+def effective_widths(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: float = 1e-6) -> list[int]:
+    """Number of neuron groups (aligned rays, dead neurons excluded) in each hidden layer."""
+    with torch.no_grad():
+        hs = model.hidden(x.to(torch.float64))
+    return [len(neuron_groups(h.pre, h.post, threshold, dead_tol)[0]) for h in hs]
+
+
+def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: float = 1e-6,
+                  rcond: float = 1e-10):
+    """A new float64 `fc` network with each group of aligned neurons merged into one and dead neurons
+    removed, layer by layer (input side first). Returns (merged model, widths, groups per layer).
+
+    Outputs on x are preserved exactly when every group is exactly proportional; with a threshold
+    < 1 the change is what the approximate proportionality allows (check it with the returned model).
+    """
+    from ..models.fc import FC, FCConfig
+
+    m = copy.deepcopy(model).double()
+    beta = float(m.beta)
+    x = x.to(torch.float64)
+    weights = [w.detach().clone() for w in m.weights]
+    biases = [b.detach().clone() for b in m.biases] if beta > 0 else []
+    all_groups = []
+    with torch.no_grad():
+        h = x
+        for l in range(m.depth - 1):
+            zsig_prev = augment(h.T, beta)  # (n_{ℓ−1}[+1]) × N
+            pre = h @ weights[l].T + (beta * biases[l] if beta > 0 else 0.0)
+            post = m._act(pre)
+            groups, _ = neuron_groups(pre, post, threshold, dead_tol)
+            all_groups.append(groups)
+            pinv = torch.linalg.pinv(zsig_prev, rtol=rcond)
+            new_in, new_out = [], []
+            for g in groups:
+                r = g[0]
+                zr = pre[:, r]
+                c = torch.stack([(pre[:, k] @ zr) / (zr @ zr) for k in g])  # least-squares c_k
+                u = zr @ pinv  # minimal-norm augmented incoming row for Z_r
+                v = (weights[l + 1][:, g] * c).sum(1)
+                t = torch.sqrt(v.norm() / u.norm().clamp_min(1e-300)) if float(v.norm()) > 0 else torch.tensor(1.0)
+                new_in.append(u * t)
+                new_out.append(v / t)
+            if not groups:  # everything dead: keep one zero neuron so shapes stay valid
+                new_in.append(torch.zeros(zsig_prev.shape[0], dtype=torch.float64))
+                new_out.append(torch.zeros(weights[l + 1].shape[0], dtype=torch.float64))
+            u = torch.stack(new_in)
+            weights[l] = u[:, :-1] if beta > 0 else u
+            if beta > 0:
+                biases[l] = u[:, -1]
+            weights[l + 1] = torch.stack(new_out, 1)
+            h = m._act(h @ weights[l].T + (beta * biases[l] if beta > 0 else 0.0))
+    widths = [w.shape[0] for w in weights[:-1]]
+    cfg = FCConfig(depth=m.depth, width=widths, slope=float(m.slope), beta=beta,
+                   bias_regularised=bool(m.bias_regularised))
+    new = FC(cfg, x.shape[1], weights[-1].shape[0], torch.Generator().manual_seed(0)).double()
+    with torch.no_grad():
+        for i in range(m.depth):
+            new.weights[i].copy_(weights[i])
+            if beta > 0:
+                new.biases[i].copy_(biases[i])
+    return new.eval(), widths, all_groups

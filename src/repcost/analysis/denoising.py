@@ -1,0 +1,106 @@
+"""Denoising by autoencoders: how far outputs lie from the clean data vs how far inputs do (Jacot 2023 §5, Fig 3).
+
+Jacot 2023 (§5, "Autoencoders") argues that an autoencoder of Bottleneck rank k trained on
+k-dimensional data has, at data points, a Jacobian that is a projection onto the data's tangent
+space, so it is naturally (locally) denoising: a noisy input x̃ = x + ε is mapped closer to the
+data than x̃ itself. We measure, for each noisy input, its distance to the clean data d_in and the
+distance d_out of the autoencoder's output to the clean data, with "the clean data" being
+
+* the clean point the noise was added to (`paired_distance`, MNIST Fig 3A),
+* the nearest of a set of clean points (`nearest_distance`), or
+* any distance function, e.g. `repcost.data.curve_2d.distance_to_curve` (Fig 3B–C).
+
+ratio = mean(d_out) / mean(d_in): 1 = no denoising (e.g. the identity), 0 = perfect projection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from .arrays import as_f64
+
+__all__ = ["add_noise", "paired_distance", "nearest_distance", "apply_model", "Denoising", "denoising"]
+
+
+def add_noise(clean, sigma: float, seed: int = 0) -> np.ndarray:
+    """clean + N(0, sigma²) per coordinate (float64 numpy, deterministic given seed)."""
+    c = as_f64(clean)
+    return c + sigma * np.random.default_rng(seed).standard_normal(c.shape)
+
+
+def paired_distance(points, clean) -> np.ndarray:
+    """‖points_i − clean_i‖ (N,): distance to the clean point each noisy input came from."""
+    return np.linalg.norm(as_f64(points) - as_f64(clean), axis=1)
+
+
+def nearest_distance(points, data, chunk: int = 1024) -> np.ndarray:
+    """min_j ‖points_i − data_j‖ (N,): distance to the nearest clean data point."""
+    p, d = as_f64(points), as_f64(data)
+    d2 = (d * d).sum(1)
+    out = np.empty(len(p))
+    for i in range(0, len(p), chunk):
+        q = p[i:i + chunk]
+        sq = (q * q).sum(1)[:, None] - 2 * q @ d.T + d2[None, :]
+        out[i:i + chunk] = np.sqrt(np.maximum(sq.min(1), 0.0))
+    return out
+
+
+def apply_model(model: Callable, x, chunk: int = 4096) -> np.ndarray:
+    """model(x) as float64 numpy, in the model's dtype/device, without gradients."""
+    p = next(iter(model.parameters()), None) if isinstance(model, torch.nn.Module) else None
+    dtype, device = (p.dtype, p.device) if p is not None else (torch.float64, torch.device("cpu"))
+    x = as_f64(x)
+    with torch.no_grad():
+        return np.concatenate([as_f64(model(torch.as_tensor(x[i:i + chunk], dtype=dtype, device=device)))
+                               for i in range(0, len(x), chunk)])
+
+
+@dataclass
+class Denoising:
+    """Distances of noisy inputs (d_in) and of their outputs (d_out) to the clean data."""
+
+    d_in: np.ndarray = field(repr=False)
+    d_out: np.ndarray = field(repr=False)
+    outputs: np.ndarray = field(repr=False)
+
+    @property
+    def ratio(self) -> float:
+        """mean(d_out) / mean(d_in): < 1 the autoencoder moves inputs towards the data (0.5 = halfway)."""
+        m = float(np.mean(self.d_in))
+        return float(np.mean(self.d_out)) / m if m > 0 else float("nan")
+
+    @property
+    def median_ratio(self) -> float:
+        """Median over inputs of d_out / d_in (inputs with d_in = 0 left out)."""
+        ok = self.d_in > 0
+        return float(np.median(self.d_out[ok] / self.d_in[ok])) if ok.any() else float("nan")
+
+    @property
+    def frac_closer(self) -> float:
+        """Fraction of inputs whose output is closer to the data than the input."""
+        return float(np.mean(self.d_out < self.d_in))
+
+    def summary(self, prefix: str = "") -> dict:
+        return {f"{prefix}d_in_mean": float(np.mean(self.d_in)), f"{prefix}d_out_mean": float(np.mean(self.d_out)),
+                f"{prefix}ratio": self.ratio, f"{prefix}median_ratio": self.median_ratio,
+                f"{prefix}frac_closer": self.frac_closer}
+
+
+def denoising(model: Callable, noisy, clean=None, distance: Optional[Callable] = None) -> Denoising:
+    """Apply model to noisy inputs; distances of inputs and outputs to the clean data.
+
+    distance(points) -> (N,) distances to the data; default: to the paired clean points
+    (`paired_distance(points, clean)`), which needs `clean`.
+    """
+    if distance is None:
+        if clean is None:
+            raise ValueError("denoising: give the clean points or a distance function")
+        c = as_f64(clean)
+        distance = lambda p: paired_distance(p, c)  # noqa: E731
+    noisy = as_f64(noisy)
+    out = apply_model(model, noisy)
+    return Denoising(as_f64(distance(noisy)), as_f64(distance(out)), out)

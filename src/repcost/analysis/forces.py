@@ -1,0 +1,87 @@
+"""Attraction and repulsion forces on hidden representations (Jacot et al. 2022 §3.1, Fig 1).
+
+For layer ℓ (paper orientation, Z_ℓ is n_ℓ × N), holding the other layers fixed, the two terms of
+L^r that depend on Z_ℓ are
+    attraction term  A(Z_ℓ) = ‖Z_ℓ (Z^σ_{ℓ−1})⁺‖²_F        (pulls Z_ℓ towards the origin)
+    repulsion term   R(Z_ℓ) = ‖Z_{ℓ+1} (Z^σ_ℓ)⁺‖²_F         (pushes Z^σ_ℓ away from the origin)
+with Z^σ_ℓ = [σ(Z_ℓ); β1ᵀ]. `attraction_grad` / `repulsion_grad` return ∂A/∂Z_ℓ and ∂R/∂Z_ℓ
+(n_ℓ × N). The *forces* drawn in Fig 1 are the negative gradients (the direction gradient flow
+moves Z_ℓ). As in the paper, the pseudo-inverse is replaced by the Tikhonov-regularised
+M⁺_ρ = Mᵀ(MMᵀ + ρI)⁻¹ (→ M⁺ as ρ → 0), which keeps ∂R finite where Z^σ_ℓ loses rank.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .reformulation import augment, representations
+
+
+def ridge_pinv(m: torch.Tensor, ridge: float) -> torch.Tensor:
+    """Tikhonov pseudo-inverse Mᵀ(MMᵀ + ρI)⁻¹ (= (MᵀM + ρI)⁻¹Mᵀ); differentiable; ρ = 0 needs full row rank."""
+    r, c = m.shape
+    if r <= c:
+        return torch.linalg.solve(m @ m.T + ridge * torch.eye(r, dtype=m.dtype, device=m.device), m).T
+    return torch.linalg.solve(m.T @ m + ridge * torch.eye(c, dtype=m.dtype, device=m.device), m.T)
+
+
+def attraction_grad(z: torch.Tensor, zsig_prev: torch.Tensor, ridge: float = 1e-6) -> torch.Tensor:
+    """∂_{Z_ℓ} ‖Z_ℓ (Z^σ_{ℓ−1})⁺_ρ‖²_F = 2 Z_ℓ P Pᵀ with P = (Z^σ_{ℓ−1})⁺_ρ (N × n_{ℓ−1})."""
+    p = ridge_pinv(zsig_prev.to(torch.float64), ridge)
+    return 2.0 * z.to(torch.float64) @ p @ p.T
+
+
+def repulsion_grad(z: torch.Tensor, z_next: torch.Tensor, beta: float, slope: float = 0.0,
+                   ridge: float = 1e-6) -> torch.Tensor:
+    """∂_{Z_ℓ} ‖Z_{ℓ+1} ([σ_a(Z_ℓ); β1ᵀ])⁺_ρ‖²_F by autograd (σ_a = leaky ReLU of slope a)."""
+    z = z.detach().to(torch.float64).clone().requires_grad_(True)
+    act = torch.nn.functional.leaky_relu(z, slope) if slope else torch.relu(z)
+    term = (z_next.detach().to(torch.float64) @ ridge_pinv(augment(act, beta), ridge)).pow(2).sum()
+    (g,) = torch.autograd.grad(term, z)
+    return g
+
+
+def layer_forces(model, x: torch.Tensor, ridge: float = 1e-6) -> list[dict]:
+    """Per hidden layer ℓ = 1 … L−1 of an `fc` model: {'Z', 'attraction', 'repulsion'} (n_ℓ × N).
+
+    'attraction' = −∂A/∂Z_ℓ and 'repulsion' = −∂R/∂Z_ℓ are the forces (negative gradients);
+    at a critical point of L^r in Z_ℓ, λ(attraction + repulsion) = 0 (C only depends on Z_L).
+    """
+    with torch.no_grad():
+        zs, zsig = representations(model, x)
+    out = []
+    for l in range(model.depth - 1):  # hidden layer ℓ = l + 1: Z_ℓ = zs[l], Z^σ_{ℓ−1} = zsig[l]
+        att = -attraction_grad(zs[l], zsig[l], ridge)
+        rep = -repulsion_grad(zs[l], zs[l + 1], float(model.beta), float(model.slope), ridge)
+        out.append({"Z": zs[l].detach(), "attraction": att.detach(), "repulsion": rep.detach()})
+    return out
+
+
+def pca_basis(m: torch.Tensor, k: int = 2, centred: bool = False) -> torch.Tensor:
+    """The top-k principal directions (d × k) of the rows of m (n × d); uncentred by default.
+
+    Uncentred PCA keeps the origin fixed, so rays from the origin (aligned neurons) stay rays.
+    """
+    m = m.to(torch.float64)
+    if centred:
+        m = m - m.mean(0, keepdim=True)
+    _, _, vh = torch.linalg.svd(m, full_matrices=False)
+    v = vh[:k].T
+    # fix signs so that the projected points have a positive mean on each axis (deterministic plots)
+    sgn = torch.sign((m @ v).sum(0))
+    sgn[sgn == 0] = 1
+    return v * sgn
+
+
+def project_points_and_forces(z: torch.Tensor, forces: dict, axis: str = "data", k: int = 2) -> dict:
+    """Project Z_ℓ and its forces onto the top-k PCs: axis='data' → the N columns (points in R^{n_ℓ}),
+    axis='neurons' → the n_ℓ rows (points in R^N). Returns {'points', 'attraction', 'repulsion'}."""
+    if axis == "data":
+        pts, att, rep = z.T, forces["attraction"].T, forces["repulsion"].T
+    elif axis == "neurons":
+        pts, att, rep = z, forces["attraction"], forces["repulsion"]
+    else:
+        raise ValueError(f"axis must be 'data' or 'neurons', got {axis!r}")
+    v = pca_basis(pts, k)
+    return {"points": (pts.double() @ v).numpy(), "attraction": (att.double() @ v).numpy(),
+            "repulsion": (rep.double() @ v).numpy()}

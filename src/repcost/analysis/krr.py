@@ -1,0 +1,89 @@
+"""Kernel ridge regression baseline and the rank of its Jacobian (Jacot 2023 App. D).
+
+For a translation- and rotation-invariant kernel K(x, y) = k(‖x − y‖) the KRR predictor is
+f̂(x) = K(x, X)(K(X, X) + ρI)⁻¹Y (ρ = 0 in the paper), and its Jacobian is
+
+    Jf̂(x) = Σ_i α_i ∇_x k(‖x − x_i‖)ᵀ = Σ_i α_i (x − x_i)ᵀ k′(r_i)/r_i,   α = (K + ρI)⁻¹Y,
+
+i.e. (paper's notation, samples as columns) JK(x, X)·K⁻¹Y with JK(x, X) = (X − x)diag(k′(r)/r).
+Its rank is generically min{Rank(X − x), Rank Y} = min{N, d_in, d_out}: KRR does not recover
+the rank of a low-rank true function (App. D; footnote 1 of §4). Samples are rows here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .arrays import as_f64
+from .spectra import DEFAULT_REL_TOL, numerical_rank
+
+__all__ = ["KERNELS", "KRR", "fit_krr", "median_bandwidth"]
+
+
+def _sqdist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.maximum((a * a).sum(1)[:, None] - 2 * a @ b.T + (b * b).sum(1)[None, :], 0.0)
+
+
+# k(r) and k′(r)/r as functions of r² and the bandwidth h
+KERNELS = {
+    # Gaussian: k = exp(−r²/2h²), k′(r)/r = −k/h²
+    "gaussian": (lambda r2, h: np.exp(-r2 / (2 * h * h)), lambda r2, h: -np.exp(-r2 / (2 * h * h)) / (h * h)),
+    # Laplace: k = exp(−r/h), k′(r)/r = −k/(h r)  (not differentiable at r = 0)
+    "laplace": (lambda r2, h: np.exp(-np.sqrt(r2) / h),
+                lambda r2, h: -np.exp(-np.sqrt(r2) / h) / (h * np.maximum(np.sqrt(r2), 1e-300))),
+}
+
+
+def median_bandwidth(x) -> float:
+    """The median pairwise distance of the rows of x (a standard bandwidth choice)."""
+    x = as_f64(x)
+    d = np.sqrt(_sqdist(x, x))
+    return float(np.median(d[np.triu_indices(len(x), 1)]))
+
+
+@dataclass
+class KRR:
+    """A fitted kernel ridge regressor f̂(x) = K(x, X)α (samples as rows)."""
+
+    x_train: np.ndarray = field(repr=False)
+    alpha: np.ndarray = field(repr=False)  # (N, d_out) = (K + ρI)⁻¹Y
+    kernel: str
+    bandwidth: float
+    ridge: float
+
+    def predict(self, x) -> np.ndarray:
+        """f̂(x) (M, d_out)."""
+        k, _ = KERNELS[self.kernel]
+        return k(_sqdist(as_f64(x), self.x_train), self.bandwidth) @ self.alpha
+
+    def jacobians(self, x) -> np.ndarray:
+        """Jf̂(x) (M, d_out, d_in) = Σ_i α_i (x − x_i)ᵀ k′(r_i)/r_i."""
+        x = np.atleast_2d(as_f64(x))
+        _, dk = KERNELS[self.kernel]
+        w = dk(_sqdist(x, self.x_train), self.bandwidth)  # (M, N)
+        # Σ_i w_mi α_i (x_m − x_i)ᵀ = (αᵀ w_m) x_mᵀ − αᵀ diag(w_m) X
+        t1 = np.einsum("mi,io->mo", w, self.alpha)[:, :, None] * x[:, None, :]
+        t2 = np.einsum("mi,io,id->mod", w, self.alpha, self.x_train)
+        return t1 - t2
+
+    def jacobian_spectra(self, x) -> np.ndarray:
+        """Singular values (M, min(d_out, d_in)) of the Jacobians, descending."""
+        return np.linalg.svd(self.jacobians(x), compute_uv=False)
+
+    def jacobian_rank(self, x, rel_tol: float = DEFAULT_REL_TOL) -> np.ndarray:
+        """Numerical rank (M,) of Jf̂ at each row of x (s_i > rel_tol · s_1)."""
+        return np.atleast_1d(numerical_rank(self.jacobian_spectra(x), rel_tol))
+
+
+def fit_krr(x, y, kernel: str = "gaussian", bandwidth: float | None = None, ridge: float = 1e-6) -> KRR:
+    """Fit f̂ = K(·, X)(K(X, X) + ρ N I)⁻¹Y (ρ scaled by N; bandwidth None = median pairwise distance)."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel={kernel!r}; allowed: " + ", ".join(KERNELS))
+    x, y = as_f64(x), as_f64(y)
+    y = y[:, None] if y.ndim == 1 else y
+    h = median_bandwidth(x) if bandwidth is None else float(bandwidth)
+    K = KERNELS[kernel][0](_sqdist(x, x), h)
+    alpha = np.linalg.solve(K + ridge * len(x) * np.eye(len(x)), y)
+    return KRR(x, alpha, kernel, h, ridge)

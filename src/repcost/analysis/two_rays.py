@@ -1,0 +1,182 @@
+"""Ongie & Willett §5.2–5.3: interpolants of samples on two rays, Prop 5.2, and unit alignment.
+
+Conventions as in :mod:`repcost.analysis.costs`: a 2-layer representation is (W, a, b, c) with
+W of shape K × d (row k = unit k's inner weight w_k), h(x) = Σ_k a_k [w_kᵀx + b_k]₊ + c.
+
+Two rays from the origin in R² with unit directions w1, w2, w1ᵀw2 < 0 (separation angle
+α ∈ (π/2, π)).  Samples on ray j are x = t·w_j, t > 0, with labels y.  On each ray we take the
+linear spline through (0, 0) and the ray's samples, extended linearly past the last sample:
+
+    f_j(t) = Σ_k a_{j,k} [t − τ_{j,k}]₊,   0 = τ_{j,1} < τ_{j,2} < …   (kinks at the samples),
+
+so f (§5.2) has units a_{j,k}[w_jᵀx − τ_{j,k}]₊.  Because w1ᵀw2 < 0 and τ ≥ 0, a unit along w_j
+is inactive on the other ray, so f interpolates.  g (§5.2) replaces w_j by ±w0,
+w0 = (w1 − w2)/‖w1 − w2‖, with ã = a/|w_jᵀw0| and b̃ = |w_jᵀw0|·b; here |w_jᵀw0| = sin(α/2),
+and ±w0ᵀx is again negative on the other ray, so g interpolates the same samples.
+
+Prop 5.2 (Ongie & Willett): R2(f) < R2(g), and R3(g) < R3(f) provided
+
+    1/cos²(θ/2) ≤ 1 + 4 ‖a1‖₁‖a2‖₁ / ‖a‖₁² · |sin θ|,
+
+with 0 < θ ≤ π/2 "the smallest angle between w1, w2" — the angle between the two *lines*,
+θ = π − α for a ray separation α ∈ (π/2, π).  (With θ = π − α, cos(θ/2) = sin(α/2) = |w_jᵀw0|,
+which is exactly the factor by which g's outer weights grow, so the condition compares
+Φ3(g) = (‖a‖₁/sin(α/2))^{2/3} with the lower bound (39) on Φ3(f).)  Here a1, a2 are f's outer
+weights on unit-norm rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .arrays import as_matrix, as_vector
+
+__all__ = [
+    "TwoLayerNet",
+    "line_angle",
+    "prop52_condition",
+    "prop52_margin",
+    "ray_units",
+    "two_rays_f",
+    "two_rays_g",
+    "projection_interpolant",
+    "prune_units",
+    "angle_to_line_deg",
+    "unit_line_angles_deg",
+    "directional_variation",
+]
+
+
+@dataclass(frozen=True)
+class TwoLayerNet:
+    """h(x) = Σ_k a_k [w_kᵀx + b_k]₊ + c (W is K × d, rows are units)."""
+
+    W: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    c: float = 0.0
+
+    def __call__(self, x) -> np.ndarray:
+        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+        return np.maximum(x @ self.W.T + self.b, 0.0) @ self.a + self.c
+
+    def gradient(self, x) -> np.ndarray:
+        """∇h at each row of x (N × d): Σ_k a_k 1[w_kᵀx + b_k > 0] w_k."""
+        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+        act = (x @ self.W.T + self.b > 0).astype(np.float64)
+        return (act * self.a) @ self.W
+
+
+def line_angle(separation: float) -> float:
+    """Prop 5.2's θ ∈ (0, π/2]: the smallest angle between the lines of w1, w2 at ray separation α (= min(α, π − α))."""
+    a = float(separation) % math.pi
+    return min(a, math.pi - a)
+
+
+def prop52_margin(separation: float, a1, a2) -> float:
+    """RHS − LHS of Prop 5.2's condition, 1 + 4‖a1‖₁‖a2‖₁/‖a‖₁²·|sin θ| − 1/cos²(θ/2) (≥ 0: the condition holds)."""
+    n1, n2 = float(np.sum(np.abs(a1))), float(np.sum(np.abs(a2)))
+    th = line_angle(separation)
+    return 1.0 + 4.0 * n1 * n2 / (n1 + n2) ** 2 * abs(math.sin(th)) - 1.0 / math.cos(th / 2.0) ** 2
+
+
+def prop52_condition(separation: float, a1, a2) -> bool:
+    """Whether Prop 5.2's sufficient condition for R3(g) < R3(f) holds."""
+    return prop52_margin(separation, a1, a2) >= 0.0
+
+
+def ray_units(t, y, tol: float = 1e-12):
+    """(a, τ) with Σ_k a_k[s − τ_k]₊ = the linear spline through (0, 0) and (t_i, y_i), t_i > 0 (module docstring)."""
+    t = as_vector(t, "t")
+    y = as_vector(y, "y")
+    if np.any(t <= 0):
+        raise ValueError("ray samples need t > 0")
+    o = np.argsort(t)
+    t, y = np.concatenate([[0.0], t[o]]), np.concatenate([[0.0], y[o]])
+    slopes = np.diff(y) / np.diff(t)
+    a = np.diff(np.concatenate([[0.0], slopes]))  # slope jumps at 0 = t_0 < t_1 < … < t_{n−1}
+    tau = t[:-1]
+    keep = np.abs(a) > tol * max(1.0, np.max(np.abs(a)))
+    return a[keep], tau[keep]
+
+
+def two_rays_f(w1, w2, rays) -> TwoLayerNet:
+    """§5.2's f: units along the rays, a_{j,k}[w_jᵀx − τ_{j,k}]₊; rays = [(a_1, τ_1), (a_2, τ_2)] from :func:`ray_units`."""
+    W, a, b = [], [], []
+    for w, (aj, tj) in zip((w1, w2), rays):
+        w = np.asarray(w, dtype=np.float64) / np.linalg.norm(w)
+        W += [np.tile(w, (len(aj), 1))]
+        a += [np.asarray(aj, dtype=np.float64)]
+        b += [-np.asarray(tj, dtype=np.float64)]
+    return TwoLayerNet(np.concatenate(W), np.concatenate(a), np.concatenate(b))
+
+
+def two_rays_g(w1, w2, rays) -> TwoLayerNet:
+    """§5.2's g: units along ±w0 with ã = a/|w_jᵀw0|, b̃ = |w_jᵀw0|·b (interpolates the same samples)."""
+    w1 = np.asarray(w1, dtype=np.float64) / np.linalg.norm(w1)
+    w2 = np.asarray(w2, dtype=np.float64) / np.linalg.norm(w2)
+    w0 = (w1 - w2) / np.linalg.norm(w1 - w2)
+    W, a, b = [], [], []
+    for sign, w, (aj, tj) in zip((1.0, -1.0), (w1, w2), rays):
+        s = abs(float(w @ w0))
+        W += [np.tile(sign * w0, (len(aj), 1))]
+        a += [np.asarray(aj, dtype=np.float64) / s]
+        b += [-s * np.asarray(tj, dtype=np.float64)]
+    return TwoLayerNet(np.concatenate(W), np.concatenate(a), np.concatenate(b))
+
+
+def projection_interpolant(x, y, u) -> TwoLayerNet:
+    """Min-R2 interpolant of the projections (uᵀx_i, y_i) lifted to R^d: units ±u (rank one, §5.3 / Fig 5).
+
+    The 1-D interpolant is Savarese's minimiser (linear spline, eq. 27) realised by a balanced net
+    (:func:`repcost.analysis.splines.min_norm_relu_net_1d`); raises ValueError when two samples
+    with different labels project to the same point (no interpolant on span(u)).
+    """
+    from .splines import linear_spline_interpolant, min_norm_relu_net_1d
+
+    x = as_matrix(x, "x")
+    u = as_vector(u, "u")
+    u = u / np.linalg.norm(u)
+    p = x @ u
+    w, b, a, c = min_norm_relu_net_1d(linear_spline_interpolant(p, as_vector(y, "y")))
+    return TwoLayerNet(w[:, None] * u[None, :], a, b, c)
+
+
+def prune_units(W, a, rel_tol: float = 1e-10):
+    """(W, a) without units whose |a_k|‖w_k‖ ≤ rel_tol · max (dead units after weight decay)."""
+    W = as_matrix(W, "W")
+    a = as_vector(a, "a")
+    m = np.abs(a) * np.linalg.norm(W, axis=1)
+    keep = m > rel_tol * (m.max() if m.size and m.max() > 0 else 1.0)
+    return W[keep], a[keep]
+
+
+def angle_to_line_deg(v, u) -> float:
+    """Angle in degrees in [0, 90] between the lines spanned by v and u."""
+    v, u = as_vector(v, "v"), as_vector(u, "u")
+    c = abs(float(v @ u)) / (np.linalg.norm(v) * np.linalg.norm(u))
+    return float(np.degrees(np.arccos(min(1.0, c))))
+
+
+def unit_line_angles_deg(W, directions) -> np.ndarray:
+    """For each unit, the angle in degrees from its w_k to the nearest *ray* among `directions` (signed, in [0, 180])."""
+    W = as_matrix(W, "W")
+    D = np.stack([as_vector(d, "direction") / np.linalg.norm(d) for d in directions])
+    cos = (W / np.linalg.norm(W, axis=1, keepdims=True)) @ D.T
+    return np.degrees(np.arccos(np.clip(cos.max(axis=1), -1.0, 1.0)))
+
+
+def directional_variation(net: TwoLayerNet, x, u) -> float:
+    """RMS over x of |u⊥ᵀ∇h| / RMS of ‖∇h‖ (d = 2): how much h varies perpendicular to u (0 = h(x) = φ(uᵀx))."""
+    x = as_matrix(x, "x")
+    u = as_vector(u, "u")
+    if u.size != 2:
+        raise ValueError("directional_variation is for 2-D inputs")
+    u = u / np.linalg.norm(u)
+    perp = np.array([-u[1], u[0]])
+    G = net.gradient(x)
+    tot = float(np.sqrt(np.mean(np.sum(G**2, axis=1))))
+    return float(np.sqrt(np.mean((G @ perp) ** 2))) / tot if tot > 0 else 0.0

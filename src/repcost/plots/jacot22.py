@@ -1,0 +1,86 @@
+"""Figure builders for Jacot, Golikov, Hongler, Gabriel 2022 (arrays in, matplotlib Figure out)."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def _arrow_scale(points: np.ndarray, *forces: np.ndarray, frac: float = 0.15) -> float:
+    """A common factor making the longest force arrow `frac` of the point cloud's extent."""
+    extent = float(np.ptp(points, axis=0).max()) or 1.0
+    longest = max(float(np.linalg.norm(f, axis=1).max()) for f in forces) or 1.0
+    return frac * extent / longest
+
+
+def forces_panel(ax, points: np.ndarray, attraction: np.ndarray, repulsion: np.ndarray, title: str = "",
+                 labels: Optional[np.ndarray] = None, rays: Optional[Sequence[np.ndarray]] = None,
+                 label_names: Optional[Sequence[str]] = None):
+    """One Fig 1 panel: 2-D projected points, attraction (green) and repulsion (red) arrows, rays (grey dashed)."""
+    k = _arrow_scale(points, attraction, repulsion)
+    if labels is None:
+        ax.scatter(points[:, 0], points[:, 1], s=14, c="k", zorder=3)
+    else:
+        for j, lab in enumerate(np.unique(labels)):
+            sel = labels == lab
+            name = label_names[j] if label_names is not None else str(lab)
+            ax.scatter(points[sel, 0], points[sel, 1], s=14, zorder=3, label=name)
+        ax.legend(fontsize=7, loc="best")
+    for f, col in ((attraction, "tab:green"), (repulsion, "tab:red")):
+        ax.quiver(points[:, 0], points[:, 1], k * f[:, 0], k * f[:, 1], color=col, angles="xy",
+                  scale_units="xy", scale=1.0, width=0.004, alpha=0.8)
+    if rays:
+        r = float(np.abs(points).max()) * 1.1
+        for d in rays:
+            d = np.asarray(d, dtype=float)
+            n = np.linalg.norm(d)
+            if n > 0:
+                ax.plot([0, r * d[0] / n], [0, r * d[1] / n], ls="--", c="grey", lw=0.8, zorder=1)
+    ax.scatter([0], [0], marker="+", c="grey", s=30)
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("PC 1")
+    ax.set_ylabel("PC 2")
+    return ax
+
+
+def forces_figure(panels: Sequence[dict]) -> plt.Figure:
+    """Fig 1: one `forces_panel` per dict (keys: points, attraction, repulsion, title, labels, rays, label_names)."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4))
+    for ax, p in zip(np.atleast_1d(axes), panels):
+        forces_panel(ax, **p)
+    fig.tight_layout()
+    return fig
+
+
+def plateau_panel(ax, series: Sequence[dict], title: str = "", ylabel: str = "loss", marks: Sequence[float] = ()):
+    """Loss against width (log x). Each series: widths, values, label, style ('-' train, '--' test),
+    optional trials=(widths, values) drawn as small dots. `marks`: vertical dotted lines (e.g. N²/4)."""
+    for s in series:
+        line, = ax.plot(s["widths"], s["values"], s.get("style", "-"), marker="o", ms=3, label=s["label"],
+                        color=s.get("color"))
+        if s.get("trials") is not None:
+            tw, tv = s["trials"]
+            ax.plot(tw, tv, ".", ms=3, color=line.get_color(), alpha=0.5)
+    for m in marks:
+        ax.axvline(m, ls=":", c="grey")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("width")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return ax
+
+
+def plateau_figure(panels: Sequence[dict]) -> plt.Figure:
+    """Fig 2 / Prop 14–15: one `plateau_panel` per dict (keys: series, title, ylabel, marks)."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4))
+    for ax, p in zip(np.atleast_1d(axes), panels):
+        plateau_panel(ax, **p)
+    fig.tight_layout()
+    return fig

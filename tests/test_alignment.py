@@ -1,0 +1,51 @@
+"""Neuron groups, effective width and the merged network (Jacot et al. 2022 Prop 8 / 15 style merges)."""
+
+import torch
+
+from repcost.analysis.alignment import effective_widths, merge_neurons, neuron_groups
+from repcost.models.fc import FC, FCConfig
+
+
+def _aligned_net(beta=1.0, seed=0):
+    """depth 3, 4 distinct incoming directions per layer, each copied with positive scales, + 2 dead neurons."""
+    g = torch.Generator().manual_seed(seed)
+    m = FC(FCConfig(depth=3, width=14, beta=beta), 3, 2, g).double()
+    with torch.no_grad():
+        for l in range(2):
+            w, b = m.weights[l], m.biases[l] if beta > 0 else None
+            base_w = w[:4].clone()
+            base_b = b[:4].clone().normal_(generator=g).abs() if beta > 0 else None  # alive on most inputs
+            for k in range(12):
+                s = 0.5 + torch.rand((), generator=g, dtype=torch.float64)
+                w[k] = s * base_w[k % 4]
+                if beta > 0:
+                    b[k] = s * base_b[k % 4]
+            w[12:] = 0.0  # dead: zero incoming weights and a negative bias (or zero)
+            if beta > 0:
+                b[12:] = -1.0
+    return m, g
+
+
+def test_groups_and_effective_width():
+    m, g = _aligned_net()
+    x = torch.randn(20, 3, dtype=torch.float64, generator=g)
+    hs = m.hidden(x)
+    groups, dead = neuron_groups(hs[0].pre, hs[0].post, threshold=0.999)
+    assert dead == [12, 13]
+    assert sorted(len(gr) for gr in groups) == [3, 3, 3, 3]
+    assert all(len({k % 4 for k in gr}) == 1 for gr in groups)
+    assert effective_widths(m, x, threshold=0.999) == [4, 4]
+
+
+def test_merged_network_same_outputs_lower_norm():
+    for beta in (1.0, 0.0):
+        m, g = _aligned_net(beta=beta, seed=3)
+        x = torch.randn(20, 3, dtype=torch.float64, generator=g)
+        merged, widths, groups = merge_neurons(m, x, threshold=0.999)
+        assert widths == [4, 4]
+        assert torch.allclose(merged(x), m(x), atol=1e-9, rtol=1e-9)
+        assert float(merged.param_sq_norm()) <= float(m.param_sq_norm()) + 1e-12
+        # merging again changes nothing on the data and cannot raise the norm
+        again, w2, _ = merge_neurons(merged, x, threshold=0.999)
+        assert w2 == widths and torch.allclose(again(x), m(x), atol=1e-9)
+        assert float(again.param_sq_norm()) <= float(merged.param_sq_norm()) * (1 + 1e-9)
