@@ -32,6 +32,8 @@ test-all: setup
 bench: setup
 	$(PY) benchmarks/train_overhead.py
 	$(PY) benchmarks/jacobian.py
+	$(PY) benchmarks/analysis_overhead.py
+	$(PY) benchmarks/ensemble.py
 
 clean:
 	rm -rf outputs multirun .pytest_cache

@@ -40,6 +40,8 @@ def main():
         groups, dead = neuron_groups(h.pre, h.post, threshold=COS, dead_tol=DEAD)
         counts.append(len(groups))
         big = [g for g in groups if len(g) > 1]
+        mass = sorted((float((h.pre[:, g].detach() ** 2).sum()) for g in groups), reverse=True)
+        top3 = sum(mass[:3]) / sum(mass) if mass else float("nan")
         pd = project_points_and_forces(f["Z"], f, "data")
         pn = project_points_and_forces(f["Z"], f, "neurons")
         rays = [pn["points"][g].sum(0) for g in groups]
@@ -53,9 +55,9 @@ def main():
         balance = float((att + rep).norm() / (att.norm() + rep.norm()))
         print(f"layer {l}: {len(groups)} groups of aligned neurons (cos > {COS}), sizes "
               f"{sorted((len(g) for g in groups), reverse=True)}, {len(dead)} dead; "
-              f"{len(big)} groups with ≥ 2 neurons; ‖att + rep‖/(‖att‖ + ‖rep‖) = {balance:.3f}")
+              f"{len(big)} groups with ≥ 2 neurons; top-3 groups hold {top3:.1%} of Σ_k‖Z_ℓ,k‖²; ‖att + rep‖/(‖att‖ + ‖rep‖) = {balance:.3f}")
         out_rows.append({"layer": l, "groups": len(groups), "dead": len(dead),
-                         "group_sizes": " ".join(str(len(g)) for g in sorted(groups, key=len, reverse=True)),
+                         "top3_mass": top3, "group_sizes": " ".join(str(len(g)) for g in sorted(groups, key=len, reverse=True)),
                          "force_balance": balance, "ridge": ridge})
     merged, widths, _ = merge_neurons(model, x, threshold=COS, dead_tol=DEAD)
     with torch.no_grad():

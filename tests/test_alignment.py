@@ -49,3 +49,13 @@ def test_merged_network_same_outputs_lower_norm():
         again, w2, _ = merge_neurons(merged, x, threshold=0.999)
         assert w2 == widths and torch.allclose(again(x), m(x), atol=1e-9)
         assert float(again.param_sq_norm()) <= float(merged.param_sq_norm()) * (1 + 1e-9)
+
+
+def test_plateau_start():
+    from repcost.analysis.alignment import plateau_start
+
+    w = [1, 2, 5, 10, 20, 50]
+    assert plateau_start(w, [5.0, 3.0, 1.5, 1.004, 1.0, 1.002], rel_tol=0.01) == 10
+    assert plateau_start(w, [5.0, 3.0, 1.5, 1.004, 1.0, 1.002], rel_tol=0.003) == 20
+    # a failed (high) run at a large width pushes the start past it
+    assert plateau_start(w, [5.0, 3.0, 1.0, 1.0, 1.2, 1.0], rel_tol=0.01) == 50

@@ -111,3 +111,22 @@ def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: flo
             if beta > 0:
                 new.biases[i].copy_(biases[i])
     return new.eval(), widths, all_groups
+
+
+def plateau_start(widths, values, rel_tol: float = 0.01):
+    """Start of the loss plateau of a (width, minimal loss) curve (Jacot et al. 2022 §4, Fig 2).
+
+    The smallest width w such that every width w' ≥ w in the sweep has a loss within rel_tol of the
+    best loss over all widths: value(w') ≤ (1 + rel_tol) · min(values). None if the sweep is empty.
+    """
+    pairs = sorted((float(w), float(v)) for w, v in zip(widths, values))
+    if not pairs:
+        return None
+    best = min(v for _, v in pairs)
+    start = None
+    for w, v in reversed(pairs):
+        if v <= (1 + rel_tol) * best:
+            start = w
+        else:
+            break
+    return int(start) if start is not None and start == int(start) else start

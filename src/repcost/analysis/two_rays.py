@@ -157,8 +157,9 @@ def prune_units(W, a, rel_tol: float = 1e-10):
 def angle_to_line_deg(v, u) -> float:
     """Angle in degrees in [0, 90] between the lines spanned by v and u."""
     v, u = as_vector(v, "v"), as_vector(u, "u")
-    c = abs(float(v @ u)) / (np.linalg.norm(v) * np.linalg.norm(u))
-    return float(np.degrees(np.arccos(min(1.0, c))))
+    v, u = v / np.linalg.norm(v), u / np.linalg.norm(u)
+    dot = float(v @ u)
+    return float(np.degrees(np.arctan2(np.linalg.norm(v - dot * u), abs(dot))))  # accurate near 0
 
 
 def unit_line_angles_deg(W, directions) -> np.ndarray:

@@ -1,0 +1,143 @@
+"""Figure builders for Ongie & Willett (2022): surfaces of 2-D interpolants, ray checks, cost curves.
+
+Pure: arrays in, matplotlib Figure out.  A "surface" is (X, Y, Z) from :func:`grid_values`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+
+def grid_values(fn: Callable[[np.ndarray], np.ndarray], lim: float = 1.2, n: int = 61):
+    """(X, Y, Z) with Z = fn(points) on an n × n grid of [−lim, lim]²; fn maps (N, 2) → (N,)."""
+    g = np.linspace(-lim, lim, n)
+    X, Y = np.meshgrid(g, g)
+    Z = np.asarray(fn(np.stack([X.ravel(), Y.ravel()], axis=1))).reshape(X.shape)
+    return X, Y, Z
+
+
+def surfaces_figure(surfaces: Sequence, titles: Sequence[str], x=None, y=None,
+                    arrows: Sequence[tuple] = (), ncols: int | None = None, suptitle: str = "") -> Figure:
+    """One 3-D surface panel per function, training samples (x, y) in black; arrows = [(vec, colour, label)] drawn at z = min."""
+    n = len(surfaces)
+    ncols = ncols or n
+    nrows = int(np.ceil(n / ncols))
+    fig = Figure(figsize=(4.2 * ncols, 3.8 * nrows))
+    for i, ((X, Y, Z), title) in enumerate(zip(surfaces, titles)):
+        ax = fig.add_subplot(nrows, ncols, i + 1, projection="3d")
+        ax.plot_surface(X, Y, Z, cmap="viridis", linewidth=0, antialiased=True, alpha=0.8)
+        if x is not None:
+            ax.scatter(x[:, 0], x[:, 1], y, color="k", s=12, depthshade=False)
+        z0 = float(np.min(Z))
+        for vec, colour, label in arrows:
+            v = np.asarray(vec, dtype=float)
+            v = v / np.linalg.norm(v) * 0.9 * float(np.max(X))
+            ax.plot([0, v[0]], [0, v[1]], [z0, z0], color=colour, lw=2, label=label)
+        if arrows and i == 0:
+            ax.legend(loc="upper left", fontsize=7)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("$x_1$")
+        ax.set_ylabel("$x_2$")
+        ax.view_init(elev=28, azim=-60)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    return fig
+
+
+def add_bar_panel(fig: Figure, pos: tuple, groups: dict, title: str, ylabel: str, log: bool = True):
+    """Grouped bars (e.g. normalised singular values s_i/s_1 per depth) in subplot position pos = (nrows, ncols, index)."""
+    ax = fig.add_subplot(*pos)
+    names = list(groups)
+    width = 0.8 / max(1, len(names))
+    for j, name in enumerate(names):
+        v = np.asarray(groups[name], dtype=float)
+        ax.bar(np.arange(v.size) + j * width, v, width=width, label=name)
+    ax.set_title(title, fontsize=9)
+    ax.set_ylabel(ylabel)
+    if log:
+        ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def ray_check_figure(panels: Sequence[dict], suptitle: str = "") -> Figure:
+    """Interpolation check along the rays (Ongie Fig 6): per panel, t vs samples (dots) and curves.
+
+    Each panel dict: title, t_samples [list per ray], y_samples [list per ray], t_grid, curves
+    {label: [values per ray on t_grid]}.
+    """
+    fig = Figure(figsize=(4.2 * len(panels), 3.4))
+    for i, p in enumerate(panels):
+        ax = fig.add_subplot(1, len(panels), i + 1)
+        for j, (ts, ys) in enumerate(zip(p["t_samples"], p["y_samples"])):
+            ax.plot(ts, ys, "ko", ms=4, label="samples" if j == 0 else None)
+        styles = ["-", "--", ":", "-."]
+        for k, (label, per_ray) in enumerate(p["curves"].items()):
+            for j, vals in enumerate(per_ray):
+                ax.plot(p["t_grid"], vals, styles[k % 4], color=f"C{j}", lw=1.2,
+                        label=f"{label}, ray {j + 1}")
+        ax.set_xlabel("t (distance along the ray)")
+        ax.set_ylabel("value")
+        ax.set_title(p["title"], fontsize=9)
+        ax.legend(fontsize=6)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    return fig
+
+
+def costs_vs_angle_figure(angles_pi, r2f, r2g, r3f, r3g, shade, title: str = "") -> Figure:
+    """R2 and R3 costs of f (units along rays) and g (units along ±w0) vs ray separation (Ongie Fig 4).
+
+    shade: boolean per angle, where Prop 5.2's condition holds (highlighted in yellow).
+    """
+    angles_pi = np.asarray(angles_pi, dtype=float)
+    fig = Figure(figsize=(10, 3.8))
+    for i, (cf, cg, name) in enumerate(((r2f, r2g, "$R_2$"), (r3f, r3g, "$R_3$"))):
+        ax = fig.add_subplot(1, 2, i + 1)
+        _shade(ax, angles_pi, np.asarray(shade, dtype=bool))
+        ax.plot(angles_pi, cf, "C0-", label=f"{name}(f), units along rays")
+        ax.plot(angles_pi, cg, "C3--", label=f"{name}(g), units along ±$w_0$")
+        ax.set_xlabel("angle between rays / π")
+        ax.set_ylabel(f"{name} cost")
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def _shade(ax, xs, mask):
+    """Shade contiguous runs of mask (yellow), one legend entry."""
+    if not mask.any():
+        return
+    dx = (xs[1] - xs[0]) / 2 if xs.size > 1 else 0.0
+    labelled = False
+    i = 0
+    while i < xs.size:
+        if mask[i]:
+            j = i
+            while j + 1 < xs.size and mask[j + 1]:
+                j += 1
+            ax.axvspan(xs[i] - dx, xs[j] + dx, color="gold", alpha=0.3,
+                       label=None if labelled else "Prop 5.2 condition holds")
+            labelled = True
+            i = j + 1
+        else:
+            i += 1
+
+
+def subspace_cost_figure(phis_deg, r3, marks: dict, title: str = "") -> Figure:
+    """R3 cost of the projection interpolant vs the angle of the 1-D subspace S = span(u) (Ongie §5.3)."""
+    fig = Figure(figsize=(6, 3.6))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.semilogy(phis_deg, r3, "k-", lw=1)
+    for k, (label, (phi, val)) in enumerate(marks.items()):
+        ax.semilogy([phi], [val], "o", color=f"C{k}", label=label)
+    ax.set_xlabel("angle of u (degrees)")
+    ax.set_ylabel("$R_3$ of the interpolant on span(u)")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return fig
