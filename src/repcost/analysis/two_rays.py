@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -47,6 +48,11 @@ __all__ = [
     "angle_to_line_deg",
     "unit_line_angles_deg",
     "directional_variation",
+    "net_from_model",
+    "alignment_summary",
+    "rays_of_data",
+    "f_and_g_for_data",
+    "along_rays",
 ]
 
 
@@ -181,3 +187,66 @@ def directional_variation(net: TwoLayerNet, x, u) -> float:
     G = net.gradient(x)
     tot = float(np.sqrt(np.mean(np.sum(G**2, axis=1))))
     return float(np.sqrt(np.mean((G @ perp) ** 2))) / tot if tot > 0 else 0.0
+
+
+def net_from_model(model, prune: bool = True, rel_tol: float = 1e-10) -> TwoLayerNet:
+    """The equivalent 2-layer representation (W = W_{L−1}⋯W_1, a, b, c) of a scalar-output linear_relu model, float64.
+
+    With prune, units whose |a_k|‖w_k‖ ≤ rel_tol·max are dropped (dead after weight decay; their
+    contribution to every output and cost is below rounding).
+    """
+    import torch
+
+    with torch.no_grad():
+        W = model.effective_matrix().detach().double().cpu().numpy()
+        a = model.a.detach().double().cpu().numpy()
+        if a.shape[0] != 1:
+            raise ValueError(f"net_from_model needs a scalar output, got {a.shape[0]} outputs")
+        a = a[0]
+        b = model.b.detach().double().cpu().numpy()
+        c = float(model.c.detach().double().cpu().numpy()[0]) if model.c is not None else 0.0
+    if prune:
+        m = np.abs(a) * np.linalg.norm(W, axis=1)
+        keep = m > rel_tol * (m.max() if m.size and m.max() > 0 else 1.0)
+        W, a, b = W[keep], a[keep], b[keep]
+    return TwoLayerNet(W, a, b, c)
+
+
+def alignment_summary(net: TwoLayerNet, w0=None, rays: Sequence = ()) -> dict:
+    """Singular values of W, s2/s1, the angle (deg) from W's top right singular vector to the line of w0,
+    and the mean angle (deg) from each unit to its nearest ray direction weighted by |a_k|‖w_k‖."""
+    W = net.W
+    _, s, Vt = np.linalg.svd(W, full_matrices=False)
+    out = {"n_units": int(W.shape[0]), "s": s, "s2_over_s1": float(s[1] / s[0]) if s.size > 1 and s[0] > 0 else 0.0}
+    if w0 is not None:
+        out["v1_angle_to_w0_deg"] = angle_to_line_deg(Vt[0], w0)
+    if len(rays):
+        wts = np.abs(net.a) * np.linalg.norm(W, axis=1)
+        ang = unit_line_angles_deg(W, rays)
+        out["unit_angle_to_rays_deg"] = float(np.sum(wts * ang) / np.sum(wts))
+        out["unit_angle_to_rays_max_deg"] = float(np.max(ang[wts > 1e-3 * wts.max()]))
+    return out
+
+
+def rays_of_data(data):
+    """(w1, w2, per-ray (t, y) samples) of a two_rays DataBundle (t = w_jᵀx on ray j)."""
+    x = data.x_train.double().numpy()
+    y = data.y_train.double().numpy()[:, 0]
+    ray = np.asarray(data.meta["ray"])
+    w1, w2 = np.asarray(data.meta["w1"]), np.asarray(data.meta["w2"])
+    samples = [(x[ray == j] @ w, y[ray == j]) for j, w in enumerate((w1, w2))]
+    return w1, w2, samples
+
+
+def f_and_g_for_data(data) -> tuple:
+    """§5.2's f and g for the samples of a two_rays DataBundle (both interpolate them)."""
+    w1, w2, samples = rays_of_data(data)
+    units = [ray_units(t, y) for t, y in samples]
+    return two_rays_f(w1, w2, units), two_rays_g(w1, w2, units), units
+
+
+def along_rays(net, data, t_grid) -> list:
+    """[h(t·w1), h(t·w2)] on t_grid for a callable h on (N, 2) arrays (the Fig 6 interpolation check)."""
+    w1, w2 = np.asarray(data.meta["w1"]), np.asarray(data.meta["w2"])
+    t_grid = np.asarray(t_grid, dtype=np.float64)
+    return [np.asarray(net(t_grid[:, None] * w[None, :])).reshape(-1) for w in (w1, w2)]

@@ -77,6 +77,8 @@ def _report(summary: dict, run_dir: Path) -> None:
     parts = [f"{k}={summary[k]:.6g}" if isinstance(summary[k], float) else f"{k}={summary[k]}"
              for k in keys if k in summary]
     print(f"run finished: {run_dir}\n  " + "  ".join(parts))
+    for fig in sorted((run_dir / "figures").glob("*.png")):
+        print(f"  figure: {fig}")
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")

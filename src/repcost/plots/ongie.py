@@ -19,31 +19,53 @@ def grid_values(fn: Callable[[np.ndarray], np.ndarray], lim: float = 1.2, n: int
     return X, Y, Z
 
 
+def _draw_surface(ax, X, Y, Z, title, x=None, y=None, arrows=(), legend=False):
+    ax.plot_surface(X, Y, Z, cmap="viridis", linewidth=0, antialiased=True, alpha=0.8)
+    if x is not None:
+        ax.scatter(x[:, 0], x[:, 1], y, color="k", s=12, depthshade=False)
+    z0 = float(np.min(Z))
+    for vec, colour, label in arrows:
+        v = np.asarray(vec, dtype=float)
+        v = v / np.linalg.norm(v) * 0.9 * float(np.max(X))
+        ax.plot([0, v[0]], [0, v[1]], [z0, z0], color=colour, lw=2, label=label)
+    if arrows and legend:
+        ax.legend(loc="upper left", fontsize=7)
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("$x_1$")
+    ax.set_ylabel("$x_2$")
+    ax.view_init(elev=28, azim=-60)
+
+
+def _draw_ray_check(ax, p):
+    for j, (ts, ys) in enumerate(zip(p["t_samples"], p["y_samples"])):
+        ax.plot(ts, ys, "ko", ms=4, label="samples" if j == 0 else None)
+    styles = ["-", "--", ":", "-."]
+    for k, (label, per_ray) in enumerate(p["curves"].items()):
+        for j, vals in enumerate(per_ray):
+            ax.plot(p["t_grid"], vals, styles[k % 4], color=f"C{j}", lw=1.2, label=f"{label}, ray {j + 1}")
+    ax.set_xlabel("t (distance along the ray)")
+    ax.set_ylabel("value")
+    ax.set_title(p["title"], fontsize=9)
+    ax.legend(fontsize=6)
+
+
 def surfaces_figure(surfaces: Sequence, titles: Sequence[str], x=None, y=None,
-                    arrows: Sequence[tuple] = (), ncols: int | None = None, suptitle: str = "") -> Figure:
-    """One 3-D surface panel per function, training samples (x, y) in black; arrows = [(vec, colour, label)] drawn at z = min."""
+                    arrows: Sequence[tuple] = (), ncols: int | None = None, suptitle: str = "",
+                    ray_panels: Sequence[dict] = ()) -> Figure:
+    """3-D surface panels (training samples (x, y) in black; arrows = [(vec, colour, label)] at z = min),
+    then optionally one row of interpolation checks along rays (see :func:`ray_check_figure`)."""
     n = len(surfaces)
-    ncols = ncols or n
-    nrows = int(np.ceil(n / ncols))
+    ncols = max(ncols or n, len(ray_panels))
+    nrows = int(np.ceil(n / ncols)) + (1 if ray_panels else 0)
     fig = Figure(figsize=(4.2 * ncols, 3.8 * nrows))
     for i, ((X, Y, Z), title) in enumerate(zip(surfaces, titles)):
         ax = fig.add_subplot(nrows, ncols, i + 1, projection="3d")
-        ax.plot_surface(X, Y, Z, cmap="viridis", linewidth=0, antialiased=True, alpha=0.8)
-        if x is not None:
-            ax.scatter(x[:, 0], x[:, 1], y, color="k", s=12, depthshade=False)
-        z0 = float(np.min(Z))
-        for vec, colour, label in arrows:
-            v = np.asarray(vec, dtype=float)
-            v = v / np.linalg.norm(v) * 0.9 * float(np.max(X))
-            ax.plot([0, v[0]], [0, v[1]], [z0, z0], color=colour, lw=2, label=label)
-        if arrows and i == 0:
-            ax.legend(loc="upper left", fontsize=7)
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("$x_1$")
-        ax.set_ylabel("$x_2$")
-        ax.view_init(elev=28, azim=-60)
+        _draw_surface(ax, X, Y, Z, title, x, y, arrows, legend=(i == 0))
+    for i, p in enumerate(ray_panels):
+        _draw_ray_check(fig.add_subplot(nrows, ncols, (nrows - 1) * ncols + i + 1), p)
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
+    fig.tight_layout()
     return fig
 
 
@@ -71,18 +93,7 @@ def ray_check_figure(panels: Sequence[dict], suptitle: str = "") -> Figure:
     """
     fig = Figure(figsize=(4.2 * len(panels), 3.4))
     for i, p in enumerate(panels):
-        ax = fig.add_subplot(1, len(panels), i + 1)
-        for j, (ts, ys) in enumerate(zip(p["t_samples"], p["y_samples"])):
-            ax.plot(ts, ys, "ko", ms=4, label="samples" if j == 0 else None)
-        styles = ["-", "--", ":", "-."]
-        for k, (label, per_ray) in enumerate(p["curves"].items()):
-            for j, vals in enumerate(per_ray):
-                ax.plot(p["t_grid"], vals, styles[k % 4], color=f"C{j}", lw=1.2,
-                        label=f"{label}, ray {j + 1}")
-        ax.set_xlabel("t (distance along the ray)")
-        ax.set_ylabel("value")
-        ax.set_title(p["title"], fontsize=9)
-        ax.legend(fontsize=6)
+        _draw_ray_check(fig.add_subplot(1, len(panels), i + 1), p)
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
     return fig

@@ -74,6 +74,26 @@ def load_checkpoint(path: Path) -> dict:
         raise RepcostError(f"cannot read checkpoint {path}: {e.__class__.__name__}: {str(e).splitlines()[0]}")
 
 
+def _plot_fit_1d(model, data, path: Path, summary: dict) -> None:
+    """figures/fit.png: the learned 1-D function over the data range (and a margin) with the points."""
+    import matplotlib.pyplot as plt
+
+    from ..plots.fit_1d import fit_1d_figure
+
+    x = data.x_train[:, 0].detach().cpu().double()
+    lo, hi = float(x.min()), float(x.max())
+    pad = 0.25 * (hi - lo or 1.0)
+    grid = torch.linspace(lo - pad, hi + pad, 600, dtype=data.x_train.dtype, device=data.x_train.device)
+    with torch.no_grad():
+        f = model(grid[:, None])[:, 0].cpu().double().numpy()
+    fig = fit_1d_figure(grid.cpu().double().numpy(), f, x.numpy(), data.y_train[:, 0].cpu().double().numpy(),
+                        f"{model.family} L={model.depth}: train loss {summary['train_loss']:.3g}, "
+                        f"cost {summary['cost']:.4g}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Optional[StopFlag] = None,
                  chash: Optional[str] = None) -> dict:
     """Train the run described by `spec` in `run_dir` (resuming a checkpoint left there); returns the summary."""
@@ -154,6 +174,8 @@ def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
     }
     if status == "finished":
         summary.update(analysis.final(model))
+        if data.task == "regression" and data.d_in == 1 and data.d_out == 1:
+            _plot_fit_1d(model, data, run_dir / "figures" / "fit.png", summary)
     atomic_write_json(run_dir / SUMMARY, summary)
     if status == "failed":
         raise RepcostError(f"run failed: {result.message}; summary and checkpoint in {run_dir}")
