@@ -1,5 +1,6 @@
 """Neuron groups, effective width and the merged network (Jacot et al. 2022 Prop 8 / 15 style merges)."""
 
+import pytest
 import torch
 
 from repcost.analysis.alignment import effective_widths, merge_neurons, neuron_groups
@@ -59,3 +60,24 @@ def test_plateau_start():
     assert plateau_start(w, [5.0, 3.0, 1.5, 1.004, 1.0, 1.002], rel_tol=0.003) == 20
     # a failed (high) run at a large width pushes the start past it
     assert plateau_start(w, [5.0, 3.0, 1.0, 1.0, 1.2, 1.0], rel_tol=0.01) == 50
+
+
+def test_identity_input_lower_bound():
+    from repcost.analysis.alignment import identity_input_lower_bound
+    from repcost.train.objective import objective
+
+    g = torch.Generator().manual_seed(5)
+    n, lam = 5, 0.02
+    y = torch.diag(torch.tensor([3.0, 2.0, 1.0, 0.5, 0.05], dtype=torch.float64))
+    lb = identity_input_lower_bound(y, lam)
+    x = torch.eye(n, dtype=torch.float64)
+    # attained by W_1 = W_2 = diag(sqrt((y_i − λN)_+)) (Y' diagonal, hence completely positive)
+    m = FC(FCConfig(depth=2, width=n, beta=0.0), n, n, g).double()
+    d = torch.sqrt(torch.clamp(torch.diagonal(y) - lam * n, min=0))
+    with torch.no_grad():
+        m.weights[0].copy_(torch.diag(d))
+        m.weights[1].copy_(torch.diag(d))
+    assert float(objective(m, x, y, "mse", lam, "one")[0].detach()) == pytest.approx(lb, rel=1e-12)
+    for seed in range(5):  # and never beaten by any other network
+        r = FC(FCConfig(depth=2, width=7, beta=0.0), n, n, torch.Generator().manual_seed(seed)).double()
+        assert float(objective(r, x, y, "mse", lam, "one")[0].detach()) >= lb

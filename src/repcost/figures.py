@@ -16,6 +16,7 @@ from typing import Sequence
 
 from .errors import RepcostError
 from .paths import REPO_ROOT
+from .runio import atomic_write_bytes, csv_bytes
 
 FIG_DIR = REPO_ROOT / "figures"
 
@@ -78,13 +79,7 @@ def save_figure(fig, fig_id: str, rows: list[dict], out_dir: Path = FIG_DIR) -> 
     out_dir.mkdir(parents=True, exist_ok=True)
     png, csv_path = out_dir / f"{fig_id}.png", out_dir / f"{fig_id}.csv"
     fig.savefig(png, dpi=120, bbox_inches="tight")
-    cols: list[str] = []
-    for r in rows:
-        cols += [c for c in r if c not in cols]
-    with open(csv_path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        w.writerows(rows)
+    atomic_write_bytes(csv_path, csv_bytes(rows))
     print(f"wrote {png} and {csv_path}")
     return png, csv_path
 

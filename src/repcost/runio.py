@@ -86,3 +86,18 @@ def git_commit() -> str:
 def config_hash(cfg: dict) -> str:
     """A short stable hash of a plain-dict config (sorted JSON, sha256)."""
     return hashlib.sha256(json.dumps(_jsonable(cfg), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def csv_bytes(rows: list[dict]) -> bytes:
+    """Rows of dicts as CSV bytes, columns in first-seen order (missing cells empty)."""
+    import csv
+    import io
+
+    cols: list[str] = []
+    for r in rows:
+        cols += [c for c in r if c not in cols]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols)
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue().encode()

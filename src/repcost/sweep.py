@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import csv
-import io
 import json
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from .errors import RepcostError
-from .runio import atomic_write_bytes
+from .runio import atomic_write_bytes, csv_bytes
 from .train.run import ERROR, FINISHED, SUMMARY
 
 RUNS_CSV, LAYERS_CSV = "runs.csv", "layers.csv"
@@ -68,17 +67,6 @@ def job_record(job: Path, sweep_dir: Path) -> dict:
     return rec
 
 
-def _csv_bytes(rows: list[dict]) -> bytes:
-    cols: list[str] = []
-    for r in rows:
-        cols += [c for c in r if c not in cols]
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols)
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue().encode()
-
-
 def collect(sweep_dir: Path) -> tuple[list[dict], list[dict]]:
     """Write runs.csv and layers.csv into `sweep_dir`; returns (job rows, per-layer rows)."""
     sweep_dir = Path(sweep_dir)
@@ -95,8 +83,8 @@ def collect(sweep_dir: Path) -> tuple[list[dict], list[dict]]:
             keys = {"job": r["job"], **job_overrides(j)}
             with open(table, newline="") as f:
                 layers += [{**keys, **row} for row in csv.DictReader(f)]
-    atomic_write_bytes(sweep_dir / RUNS_CSV, _csv_bytes(rows))
+    atomic_write_bytes(sweep_dir / RUNS_CSV, csv_bytes(rows))
     if layers:
-        atomic_write_bytes(sweep_dir / LAYERS_CSV, _csv_bytes(layers))
+        atomic_write_bytes(sweep_dir / LAYERS_CSV, csv_bytes(layers))
     return rows, layers
 

@@ -130,3 +130,18 @@ def plateau_start(widths, values, rel_tol: float = 0.01):
         else:
             break
     return int(start) if start is not None and start == int(start) else start
+
+
+def identity_input_lower_bound(y: torch.Tensor, lam: float) -> float:
+    """A width-independent lower bound on min_W (1/N)‖σ(W_1)ᵀW_2ᵀ − Y‖²_F + λ(‖W_1‖² + ‖W_2‖²) for a
+    shallow bias-free net with X = I_N (the setting of Jacot et al. 2022 Prop 14; rows of y = samples).
+
+    ‖W_1‖² + ‖W_2‖² ≥ ‖σ(W_1)‖² + ‖W_2‖² ≥ 2‖W_2σ(W_1)‖_*, so the minimum is at least
+    min_{Y'} (1/N)‖Y' − Y‖² + 2λ‖Y'‖_*, solved by soft-thresholding the singular values s_i of Y at
+    λN: Σ_i (1/N)·min(s_i, λN)² + 2λ·(s_i − λN)_+. It is attained (by Prop 14's argument) when the
+    shrunk Y' is completely positive and the width is at least its CP-rank.
+    """
+    n = y.shape[0]
+    s = torch.linalg.svdvals(y.to(torch.float64))
+    t = lam * n
+    return float((torch.clamp(s, max=t) ** 2).sum() / n + 2 * lam * torch.clamp(s - t, min=0).sum())

@@ -7,7 +7,6 @@ plus a check of whether it applies to the model (an analysis that does not apply
 
 from __future__ import annotations
 
-import csv
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ import torch
 
 from ..config.schema import AnalysisConfig
 from ..errors import RepcostError
-from ..runio import atomic_write_bytes
+from ..runio import atomic_write_bytes, csv_bytes
 from .arrays import as_f64
 from .balance import balance_summary, layer_balance
 from .jacobians import jacobian_rank_measures, jacobian_spectra, prop3_bound, schatten_cost
@@ -136,18 +135,6 @@ def analysis_points(cfg: AnalysisConfig, data) -> torch.Tensor:
     raise RepcostError(f"analysis.options.points={where!r}; allowed: train, test")
 
 
-def layers_csv(rows: list[dict]) -> bytes:
-    """Tidy per-layer rows (union of columns) as CSV bytes."""
-    cols: list[str] = []
-    for r in rows:
-        cols += [c for c in r if c not in cols]
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols)
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue().encode()
-
-
 class AnalysisRunner:
     """Periodic scalars into metrics.jsonl; final scalars into summary.json, arrays into analysis/."""
 
@@ -197,5 +184,5 @@ class AnalysisRunner:
             np.savez(buf, **arrays)
             atomic_write_bytes(out_dir / f"{name}.npz", buf.getvalue())
         if r.rows:
-            atomic_write_bytes(out_dir / "layers.csv", layers_csv(r.rows))
+            atomic_write_bytes(out_dir / "layers.csv", csv_bytes(r.rows))
         return r.scalars
