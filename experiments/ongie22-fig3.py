@@ -90,9 +90,9 @@ def draw(per_angle, title):
     return fig
 
 
-def report(rows, per_angle, elapsed):
+def report(rows, per_angle, elapsed, fig=FIG):
     trained = [r for r in rows if r["kind"] == "trained"]
-    print(f"\n{FIG}: {len(trained)} trained nets, {elapsed:.0f} s")
+    print(f"\n{fig}: {len(trained)} trained nets, {elapsed:.0f} s")
     print("kind                  angle/π  L seed  train_loss    R2      R3     s2/s1   v1∠w0  units∠rays")
     for r in rows:
         if r["kind"] == "trained":

@@ -75,3 +75,20 @@ def test_model_dispatch_fc_and_linear_relu():
         f = model_1d_function(m)
         with torch.no_grad():
             np.testing.assert_allclose(f(x[:, 0].numpy()), m(x)[:, 0].numpy(), rtol=1e-9, atol=1e-9)
+
+
+def test_far_kinks_do_not_spoil_precision():
+    # a unit with a tiny input weight puts a kink near x = −1e12; slopes must stay exact near the data
+    rng = np.random.default_rng(3)
+    Ws, bs = _random_net(rng, [6, 5])
+    Ws[0][0, 0], bs[0][0] = 1e-12, 1.0  # kink of unit 0 at x = −1e12
+    f = deep_relu_net_1d_function(Ws, bs)
+    assert f.knots[0] < -1e11
+    near = f.knots[(f.knots > -10) & (f.knots < 10)]
+    x = np.linspace(-10, 10, 20001)
+    g = np.sort(np.concatenate([x, near - 1e-7, near + 1e-7]))
+    assert abs(f.rbar() - rbar_on_grid(g, _forward(Ws, bs, g))) < 1e-4 * max(1.0, f.rbar())
+    # every slope of f is a slope the forward pass shows somewhere near the data or far away
+    s_grid = np.diff(_forward(Ws, bs, x)) / np.diff(x)
+    inner = f.slopes[1:-1][(f.knots[1:] > -10) & (f.knots[:-1] < 10)]
+    assert all(np.min(np.abs(s_grid - v)) < 1e-6 * max(1.0, abs(v)) for v in inner)

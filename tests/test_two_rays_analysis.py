@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from repcost.analysis import path_norm, phi_L
-from repcost.analysis.two_rays import (TwoLayerNet, angle_to_line_deg, directional_variation, line_angle,
+from repcost.analysis.two_rays import (TwoLayerNet, alignment_summary, angle_to_line_deg, directional_variation,
+                                       line_angle, net_from_model,
                                        projection_interpolant, prop52_condition, prop52_margin, prune_units,
                                        ray_units, two_rays_f, two_rays_g, unit_line_angles_deg)
 
@@ -89,3 +90,24 @@ def test_alignment_helpers():
     assert directional_variation(h, np.zeros((3, 2)), [1.0, 0.0]) == pytest.approx(1.0)
     Wp, ap = prune_units(np.array([[1.0, 0.0], [1e-200, 0.0]]), np.array([1.0, 1e-150]))
     assert Wp.shape == (1, 2) and ap.tolist() == [1.0]
+
+
+def test_net_from_model_matches_linear_relu_and_prunes_dead_units():
+    import torch
+
+    from repcost.models import build_model
+    from repcost.registry import MODELS
+
+    cfg = MODELS.get("linear_relu").schema(depth=3, width=6)
+    m = build_model(cfg, 2, 1, 0).double()
+    with torch.no_grad():
+        m.b.copy_(torch.linspace(-0.5, 0.5, 6, dtype=torch.float64))
+        m.c.fill_(0.3)
+        m.a[0, 2] = 1e-300  # a dead unit
+    net = net_from_model(m)
+    x = np.random.default_rng(1).normal(size=(20, 2))
+    with torch.no_grad():
+        ref = m(torch.as_tensor(x)).numpy()[:, 0]
+    assert np.allclose(net(x), ref, atol=1e-12) and net.W.shape == (5, 2)
+    s = alignment_summary(net, [1.0, 0.0], [[1.0, 0.0], [0.0, 1.0]])
+    assert 0 <= s["s2_over_s1"] <= 1 and 0 <= s["unit_angle_to_rays_deg"] <= 180

@@ -34,23 +34,32 @@ def _merge_close(t: np.ndarray, rel_tol: float) -> np.ndarray:
     return t[keep]
 
 
-def _eval_on(t_old, Z, sl, sr, t_new):
-    """Values at t_new of the piecewise-linear functions given by (t_old, Z (M, n), end slopes sl, sr)."""
-    out = np.empty((t_new.size, Z.shape[1]))
-    for j in range(Z.shape[1]):
-        out[:, j] = np.interp(t_new, t_old, Z[:, j])
-    left, right = t_new < t_old[0], t_new > t_old[-1]
-    out[left] = Z[0] + np.outer(t_new[left] - t_old[0], sl)
-    out[right] = Z[-1] + np.outer(t_new[right] - t_old[-1], sr)
-    return out
+def _eval_on(t_old, Z, S, t_new):
+    """Values at t_new of the piecewise-linear functions with knots t_old, values Z (M, n) and segment
+    slopes S (M+1, n), each point computed from its nearest knot (no cancellation between far knots)."""
+    seg = np.searchsorted(t_old, t_new, side="right")  # segment 0..M of every new point
+    left = np.clip(seg - 1, 0, t_old.size - 1)  # knot at the segment's left end (or t_1 for segment 0)
+    right = np.clip(seg, 0, t_old.size - 1)  # knot at its right end (or t_M for segment M)
+    use_right = np.abs(t_old[right] - t_new) < np.abs(t_new - t_old[left])
+    base = np.where(use_right, right, left)
+    return Z[base] + S[seg] * (t_new - t_old[base])[:, None]
+
+
+def _slopes_on(t_old, S, t_new):
+    """Segment slopes (M_new+1, n) on the refined knots t_new ⊇ t_old (pieces are linear in between)."""
+    mids = np.concatenate([[t_new[0] - 1.0], 0.5 * (t_new[:-1] + t_new[1:]), [t_new[-1] + 1.0]])
+    return S[np.searchsorted(t_old, mids, side="right")]
 
 
 def deep_relu_net_1d_function(weights: Sequence, biases: Optional[Sequence] = None, slope: float = 0.0,
-                              knot_tol: float = 1e-12) -> PiecewiseLinear1D:
+                              knot_tol: float = 1e-12, far_x: float = 1e50) -> PiecewiseLinear1D:
     """f(x) = W_L σ(… σ(W_1 x + b_1) …) + b_L as an exact PiecewiseLinear1D (σ = leaky ReLU of slope a).
 
     weights: W_1 (n_1, 1), …, W_L (1, n_{L−1}); biases: b_1 … b_L (already multiplied by any bias
-    amount β) or None for a bias-free net.  Knots closer than ``knot_tol·max(1, |t|)`` are merged.
+    amount β) or None for a bias-free net.  Knots closer than ``knot_tol·max(1, |t|)`` are merged;
+    kinks farther out than ``far_x`` (from units with slopes ~1/far_x) are ignored.
+    Segment slopes are propagated exactly (not recomputed from values), so units with tiny input
+    weights — whose kinks lie very far out — do not spoil the precision near the data.
     """
     Ws = [as_f64(W) for W in weights]
     if Ws[0].ndim != 2 or Ws[0].shape[1] != 1 or Ws[-1].shape[0] != 1:
@@ -58,38 +67,46 @@ def deep_relu_net_1d_function(weights: Sequence, biases: Optional[Sequence] = No
     bs = [np.zeros(W.shape[0]) for W in Ws] if biases is None else [as_f64(b).reshape(-1) for b in biases]
     if len(bs) != len(Ws):
         raise ValueError(f"{len(Ws)} weight matrices but {len(bs)} biases")
-    # The input x on one knot (t = 0): value 0, slope 1 on both ends.
+    # The input x on one knot (t = 0): value 0, slope 1 on both segments.
     t = np.zeros(1)
     H = np.zeros((1, 1))
-    sl = np.ones(1)
-    sr = np.ones(1)
+    S = np.ones((2, 1))  # S[j] = slope on segment j (segment 0 = (−∞, t_1), segment M = (t_M, ∞))
     for layer, (W, b) in enumerate(zip(Ws, bs)):
-        Z, zl, zr = H @ W.T + b, sl @ W.T, sr @ W.T
+        Z, SZ = H @ W.T + b, S @ W.T
         if layer == len(Ws) - 1:
-            H, sl, sr = Z, zl, zr
+            H, S = Z, SZ
             break
-        # zero crossings: inside segments, and on the two end rays
+        # zero crossings, each computed from the segment end nearer to it
         new = [t]
-        if t.size > 1:
-            z0, z1 = Z[:-1], Z[1:]
-            cross = (z0 * z1) < 0
-            seg, unit = np.nonzero(cross)
-            frac = z0[seg, unit] / (z0[seg, unit] - z1[seg, unit])
-            new.append(t[seg] + frac * (t[seg + 1] - t[seg]))
         with np.errstate(divide="ignore", invalid="ignore"):
-            xl = t[0] - Z[0] / zl
-            xr = t[-1] - Z[-1] / zr
-        new.append(xl[np.isfinite(xl) & (xl < t[0])])
-        new.append(xr[np.isfinite(xr) & (xr > t[-1])])
+            if t.size > 1:
+                z0, z1 = Z[:-1], Z[1:]
+                seg, unit = np.nonzero((z0 * z1) < 0)
+                sj = SZ[seg + 1, unit]
+                from_left = t[seg] - z0[seg, unit] / sj
+                from_right = t[seg + 1] - z1[seg, unit] / sj
+                near_left = np.abs(z0[seg, unit]) <= np.abs(z1[seg, unit])
+                x = np.where(near_left, from_left, from_right)
+                new.append(np.clip(x, t[seg], t[seg + 1]))
+            xl = t[0] - Z[0] / SZ[0]
+            xr = t[-1] - Z[-1] / SZ[-1]
+        # a crossing beyond far_x on an end ray comes from a slope |s| ≈ |z(t_end)|/|x|: dropped, it
+        # changes that unit's slope by that negligible |s| (and avoids overflow in later layers)
+        new.append(xl[np.isfinite(xl) & (xl < t[0]) & (xl > -far_x)])
+        new.append(xr[np.isfinite(xr) & (xr > t[-1]) & (xr < far_x)])
         t_new = _merge_close(np.concatenate(new), knot_tol)
-        Z = _eval_on(t, Z, zl, zr, t_new)
-        t = t_new
-        act_l = (Z[0] > 0) | ((Z[0] == 0) & (zl < 0))  # active as x → −∞
-        act_r = (Z[-1] > 0) | ((Z[-1] == 0) & (zr > 0))  # active as x → +∞
+        Z, SZ, t = _eval_on(t, Z, SZ, t_new), _slopes_on(t, SZ, t_new), t_new
+        # activation: a segment is active where the unit is positive on it (its midpoint / far end)
+        # no crossing lies beyond the end knots, so the sign a distance d outside them is the sign on
+        # the whole end ray (d ≥ 1 makes a crossing exactly at an end knot resolve to its slope's sign);
+        # divided by d so nothing overflows
+        zl = Z[0] / max(1.0, abs(t[0])) - SZ[0]
+        zr = Z[-1] / max(1.0, abs(t[-1])) + SZ[-1]
+        mid = 0.5 * (Z[:-1] + Z[1:])
+        active = np.concatenate([(zl > 0)[None], mid > 0, (zr > 0)[None]])
         H = np.where(Z > 0, Z, slope * Z)
-        sl = np.where(act_l, zl, slope * zl)
-        sr = np.where(act_r, zr, slope * zr)
-    return PiecewiseLinear1D.from_values(t, H[:, 0], float(sl[0]), float(sr[0]))
+        S = np.where(active, SZ, slope * SZ)
+    return PiecewiseLinear1D(t, H[:, 0].copy(), S[:, 0].copy())
 
 
 def model_1d_function(model) -> PiecewiseLinear1D:

@@ -77,6 +77,9 @@ def add_bar_panel(fig: Figure, pos: tuple, groups: dict, title: str, ylabel: str
     for j, name in enumerate(names):
         v = np.asarray(groups[name], dtype=float)
         ax.bar(np.arange(v.size) + j * width, v, width=width, label=name)
+    n = max(np.asarray(v).size for v in groups.values())
+    ax.set_xticks(np.arange(n) + 0.4 - width / 2)
+    ax.set_xticklabels([f"$s_{i + 1}$" for i in range(n)])
     ax.set_title(title, fontsize=9)
     ax.set_ylabel(ylabel)
     if log:
@@ -151,4 +154,31 @@ def subspace_cost_figure(phis_deg, r3, marks: dict, title: str = "") -> Figure:
     ax.legend(fontsize=8)
     if title:
         ax.set_title(title, fontsize=9)
+    return fig
+
+
+def subspace_panels_figure(surfaces: Sequence, titles: Sequence[str], x, y, phis_deg, r3, marks: dict,
+                           lines: Sequence[tuple] = (), suptitle: str = "") -> Figure:
+    """Ongie Figs 5/7: a row of surfaces (interpolants on different subspaces; lines = [(u, colour)] per panel
+    drawn as span(u) at z = min), then R3 of the projection interpolant vs the angle of u."""
+    n = len(surfaces)
+    fig = Figure(figsize=(4.2 * n, 7.6))
+    gs = fig.add_gridspec(2, n, height_ratios=[1.2, 1.0])
+    for i, ((X, Y, Z), title) in enumerate(zip(surfaces, titles)):
+        ax = fig.add_subplot(gs[0, i], projection="3d")
+        _draw_surface(ax, X, Y, Z, title, x, y)
+        if i < len(lines) and lines[i] is not None:
+            u, colour = lines[i]
+            u = np.asarray(u, dtype=float) / np.linalg.norm(u) * float(np.max(X))
+            z0 = float(np.min(Z))
+            ax.plot([-u[0], u[0]], [-u[1], u[1]], [z0, z0], color=colour, lw=2)
+    ax = fig.add_subplot(gs[1, :])
+    ax.semilogy(phis_deg, r3, "k.-", lw=0.8, ms=3, label="$R_3$ of the min-$R_2$ interpolant on span(u)")
+    for k, (label, (phi, val)) in enumerate(marks.items()):
+        ax.semilogy([phi], [val], "o", ms=8, color=f"C{k}", label=label)
+    ax.set_xlabel("angle of u (degrees)")
+    ax.set_ylabel("$R_3$ cost")
+    ax.legend(fontsize=8)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
     return fig

@@ -19,15 +19,18 @@ How the members are stacked
   * Shared input: when all members see the same rows (full-batch phases), a 2-D matmul of the
     shared input by a per-member weight is done as one GEMM over all members
     ((N, d) @ (d, K·m)), forward and backward, instead of the K-fold broadcast `bmm` that plain
-    `vmap` produces (`SharedMatmul`). Minibatch phases give every member its own rows (K, bs, d).
+    `vmap` produces (`SharedMatmul`, applied by a TorchFunctionMode to `@`/matmul/mm/F.linear
+    of 2-D operands during the stacked forward; einsum, as in the `parallel` family, keeps vmap's
+    own rule). Minibatch phases give every member its own rows (K, bs, d).
 
 Stopping (per member, so each member matches its single run)
   A member stops when its own rule fires, at the step its single run would stop: the step
   budget, `target_loss`, `plateau_window`, or a non-finite objective (its parameters are then
   restored to its last finite state, as in `Trainer`). A stopped member is frozen: it still
   rides along in the stacked computation, but its parameters are put back after every optimiser
-  step and its minibatch generator is not advanced. The ensemble stops when every member has
-  stopped (or the budget ends). A member that diverges therefore does not cut short the others.
+  step and its minibatch generator is not advanced (it still costs its share of compute). The
+  ensemble stops when every member has stopped (or the budget ends). A member that diverges
+  therefore does not cut short the others.
 
 Outputs (in the run directory)
   members/<i>/summary.json      that member's summary: the keys of a single run's summary, with
@@ -393,7 +396,7 @@ def member_config(cfg_dict: dict, seed: int) -> dict:
 
 def run_ensemble(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Optional[StopFlag] = None,
                  chash: Optional[str] = None) -> dict:
-    """Train seeds spec.seed … spec.seed+K−1 (K = train.ensemble_size) as one stacked model; returns the top summary.
+    """Train seeds spec.seed … spec.seed+K−1 (K = train.ensemble_size) as one stacked model; the top summary.
 
     Follows `run_training`'s run-directory protocol: checkpoint.pt (here holding the stacked
     state under "ensemble", plus a single-run "trainer" entry: member 0 while running, the best
