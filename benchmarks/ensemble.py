@@ -94,6 +94,8 @@ def main() -> None:
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
+    if a.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA device on this machine")
     b = Bench(a)
     print(f"K={a.k} fc L=3 width={a.width} {a.data} N={a.n_train} {a.optimizer} float32 {a.device} "
           f"threads={torch.get_num_threads()} steps={a.steps}", flush=True)

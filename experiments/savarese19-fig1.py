@@ -20,32 +20,10 @@ from repcost.analysis.splines import linear_spline_interpolant, spline_min_cost
 from repcost.figures import figure_args, load_run, run_sweep, save_figure
 from repcost.paths import REPO_ROOT
 from repcost.plots.savarese import interpolant_panels
-from repcost.sweep import job_overrides
 
 FIG_ID = "savarese19-fig1"
 SWEEP_KEYS = ("model.width",)
 TARGET_REL = 0.03  # the issue's acceptance target for the width-100 net
-
-
-NOT_IN_JOB_NAME = {"name", "force", "device", "train.progress", "hydra.launcher.n_jobs"}  # config.yaml's exclude_keys
-
-
-def _norm(v):
-    """An override value as Hydra's sweep table stores it (int, float, bool or string)."""
-    for conv in (int, float):
-        try:
-            return conv(v)
-        except (TypeError, ValueError):
-            pass
-    return {"true": True, "false": False}.get(str(v).lower(), v)
-
-
-def select_rows(rows, extra):
-    """The jobs of this invocation: overrides = experiment + the sweep keys + exactly the --set keys."""
-    fixed = dict(e.split("=", 1) for e in extra)
-    keys = {"experiment", *SWEEP_KEYS, *fixed}
-    return [r for r in rows if set(ov := job_overrides(Path(r["path"]))) - NOT_IN_JOB_NAME == keys
-            and all("," in v or ov[k] == _norm(v) for k, v in fixed.items())]
 
 
 def _on_grid(model, grid):
@@ -59,8 +37,7 @@ def main():
     ap.add_argument("--workdir", type=Path, default=REPO_ROOT, help="where outputs/sweeps/ goes (default: the repo)")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="extra overrides for every job")
     args = ap.parse_args()
-    rows = select_rows(run_sweep(FIG_ID, full=args.full, extra=args.set, cwd=args.workdir, launcher=args.launcher),
-                       args.set)
+    rows = run_sweep(FIG_ID, full=args.full, extra=args.set, cwd=args.workdir, launcher=args.launcher)
     rows.sort(key=lambda r: int(r["model.width"]))
 
     out_rows, curves, titles, knots = [], [], [], []

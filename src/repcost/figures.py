@@ -28,9 +28,14 @@ def preset_name(fig_id: str, full: bool) -> str:
 
 def run_sweep(fig_id: str, sweep_args: Sequence[str] = (), full: bool = False, extra: Sequence[str] = (),
               cwd: Path = REPO_ROOT, launcher: str | None = None) -> list[dict]:
-    """Run `repcost-train -m experiment=<preset> name=<preset> ARGS` (finished jobs are skipped); rows of runs.csv."""
-    name = preset_name(fig_id, full)
-    cmd = [sys.executable, "-m", "repcost.cli.train", "-m", f"experiment={name}", f"name={name}",
+    """Run `repcost-train -m experiment=<preset> name=<sweep> ARGS` (finished jobs are skipped); rows of runs.csv.
+
+    The sweep directory is the preset's name, plus a hash of `sweep_args`/`extra` when there are
+    any, so that it holds exactly the jobs of this kind of invocation.
+    """
+    preset = preset_name(fig_id, full)
+    name = sweep_name(preset, [*sweep_args, *extra])
+    cmd = [sys.executable, "-m", "repcost.cli.train", "-m", f"experiment={preset}", f"name={name}",
            "train.progress=false", *sweep_args, *extra]
     if launcher:
         cmd.append(f"hydra/launcher={launcher}")
@@ -39,6 +44,14 @@ def run_sweep(fig_id: str, sweep_args: Sequence[str] = (), full: bool = False, e
     if p.returncode != 0:
         raise RepcostError(f"sweep for {fig_id} failed (exit {p.returncode})")
     return read_rows(Path(cwd) / "outputs" / "sweeps" / name)
+
+
+def sweep_name(preset: str, args: Sequence[str]) -> str:
+    """outputs/sweeps/<name> of a figure sweep: the preset, or preset--<hash of the extra overrides>."""
+    if not args:
+        return preset
+    import hashlib
+    return f"{preset}--{hashlib.sha256(' '.join(sorted(args)).encode()).hexdigest()[:8]}"
 
 
 def read_rows(sweep_dir: Path) -> list[dict]:
