@@ -324,3 +324,15 @@ def test_parallel_balance_and_active_hand_example():
     assert active_subnetworks([W1, W2], alpha) == 2
     assert active_subnetworks([W1, W2], alpha, rel_tol=1e-2) == 1
     assert l2L_quasinorm([8.0, 4e-2, 0.0], 3) == pytest.approx(4.0 + 4e-2 ** (2 / 3))
+
+
+def test_phi_ignores_units_shrunk_to_underflow_by_weight_decay():
+    """Units with |a_k| ~ 1e-114 and ‖w_k‖ ~ 1e-99 (long weight decay) are dead, not a crash or Φ = 0."""
+    from repcost.analysis import phi_L
+
+    rng = np.random.default_rng(3)
+    W, a = rng.normal(size=(4, 3)), rng.normal(size=4)
+    Wd = np.vstack([W, 1e-99 * rng.normal(size=(3, 3))])
+    ad = np.concatenate([a, 1e-114 * rng.normal(size=3)])
+    for L in (2, 3, 4):
+        assert phi_L(Wd, ad, L) == pytest.approx(phi_L(W, a, L), rel=1e-10)

@@ -46,20 +46,28 @@ def _check_L(L) -> int:
     return int(L)
 
 
+DEAD_UNIT_RTOL = 1e-100
+
+
 def reduce_units(W, a, rank_rtol: float | None = None):
     """Drop dead units and project D_a W onto its row space: returns (B_r, active, rank, V_r), B_r = D_a W V_r."""
     W = as_matrix(W, "W")
     a = as_vector(a, "a")
     if W.shape[0] != a.shape[0]:
         raise ValueError(f"W has {W.shape[0]} rows but a has {a.shape[0]} entries")
-    row_norms = np.linalg.norm(W, axis=1)
-    active = (a != 0) & (row_norms > 0)
+    # Row norms rescaled by the largest entry, so units shrunk to ~1e-100 by weight decay do not
+    # underflow to a zero norm (their squares would).
+    peak = np.max(np.abs(W), axis=1) if W.size else np.zeros(W.shape[0])
+    row_norms = np.linalg.norm(W / np.where(peak > 0, peak, 1.0)[:, None], axis=1) * peak
+    contrib = np.abs(a) * row_norms  # |a_k|‖w_k‖
+    # Units below 1e-100 of the largest contribute nothing measurable to Φ_L: treat them as dead.
+    active = contrib > DEAD_UNIT_RTOL * contrib.max() if contrib.size and contrib.max() > 0 else contrib > 0
     B = a[active, None] * W[active]
     if B.shape[0] == 0:
         return np.zeros((0, 0)), active, 0, np.zeros((W.shape[1], 0))
     # Rank from the row-normalised matrix: D_λ⁻¹B has the same rank for every λ > 0, and the
     # normalisation keeps tiny-but-genuine units from being swamped by large ones.
-    Bn = B / np.linalg.norm(B, axis=1, keepdims=True)
+    Bn = np.sign(a[active])[:, None] * W[active] / row_norms[active, None]
     _, s, Vt = np.linalg.svd(Bn, full_matrices=False)
     tol = (rank_rtol if rank_rtol is not None else max(Bn.shape) * np.finfo(float).eps) * s[0]
     r = int(np.sum(s > tol))

@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 
@@ -70,6 +71,9 @@ def plateau_panel(ax, series: Sequence[dict], title: str = "", ylabel: str = "lo
         ax.axvline(m, ls=":", c="grey")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ticks = sorted({float(w) for s in series for w in s["widths"]} | {float(m) for m in marks})
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
     ax.set_xlabel("width")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
