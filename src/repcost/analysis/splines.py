@@ -91,7 +91,10 @@ class PiecewiseLinear1D:
         """Evaluate f at x (numpy in, numpy out; same shape as x)."""
         x = as_f64(x)
         seg = np.searchsorted(self.knots, x, side="right")  # segment index 0..M
-        base = np.maximum(seg - 1, 0)
+        left, right = np.maximum(seg - 1, 0), np.minimum(seg, self.knots.size - 1)
+        # from the nearer end of the segment: a far knot (|x| ~ 1e100 for a unit with a tiny input
+        # weight) would cancel catastrophically
+        base = np.where(np.abs(x - self.knots[right]) < np.abs(x - self.knots[left]), right, left)
         return self.values[base] + self.slopes[seg] * (x - self.knots[base])
 
 
