@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..errors import check
@@ -59,11 +60,13 @@ class FC(RepModel):
             if cfg.beta > 0 else nn.ParameterList()
 
     def _act(self, z: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.leaky_relu(z, self.slope) if self.slope else torch.relu(z)
+        return F.leaky_relu(z, self.slope) if self.slope else torch.relu(z)
 
     def _layer(self, i: int, h: torch.Tensor) -> torch.Tensor:
-        z = h @ self.weights[i].T
-        return z + self.beta * self.biases[i] if self.beta > 0 else z
+        if self.beta == 0:
+            return F.linear(h, self.weights[i])
+        b = self.biases[i] if self.beta == 1 else self.beta * self.biases[i]
+        return F.linear(h, self.weights[i], b)  # one fused addmm: h Wᵀ + β b
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = x
