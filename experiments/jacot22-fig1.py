@@ -9,7 +9,6 @@ Grey dashed rays: one per group of ≥ 2 aligned neurons (cosine of pre-activati
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from repcost.analysis.alignment import merge_neurons, neuron_groups

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 
 from repcost.analysis.decision import count_tripoints, decision_grid, grid_limits
 from repcost.figures import figure_args, load_run, run_sweep, save_figure

@@ -10,15 +10,13 @@ Thm 3.1) and the minimum cost over interpolants `spline_min_cost` (Thm 3.3).
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from repcost.analysis.function_1d import model_1d_function
 from repcost.analysis.splines import linear_spline_interpolant, spline_min_cost
-from repcost.figures import figure_args, load_run, run_sweep, save_figure
-from repcost.paths import REPO_ROOT
+from repcost.figures import eval_1d, figure_args, load_run, run_sweep, save_figure
 from repcost.plots.savarese import interpolant_panels
 
 FIG_ID = "savarese19-fig1"
@@ -26,16 +24,8 @@ SWEEP_KEYS = ("model.width",)
 TARGET_REL = 0.03  # the issue's acceptance target for the width-100 net
 
 
-def _on_grid(model, grid):
-    """The net evaluated on the grid by its own forward pass (float64)."""
-    with torch.no_grad():
-        return model(torch.as_tensor(grid, dtype=torch.float64)[:, None])[:, 0].numpy()
-
-
 def main():
     ap = figure_args(__doc__.splitlines()[0])
-    ap.add_argument("--workdir", type=Path, default=REPO_ROOT, help="where outputs/sweeps/ goes (default: the repo)")
-    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="extra overrides for every job")
     args = ap.parse_args()
     rows = run_sweep(FIG_ID, full=args.full, extra=args.set, cwd=args.workdir, launcher=args.launcher)
     rows.sort(key=lambda r: int(r["model.width"]))
@@ -69,7 +59,7 @@ def main():
     smin = spline_min_cost(x, y)
     span = x.max() - x.min()
     grid = np.linspace(x.min() - 0.25 * span, x.max() + 0.25 * span, 2001)
-    fig = interpolant_panels(x, y, grid, [spline(grid)] + [_on_grid(m, grid) for m in curves],
+    fig = interpolant_panels(x, y, grid, [spline(grid)] + [eval_1d(m, grid) for m in curves],
                              [f"linear spline: R̄ = spline_min_cost = {smin:.3f}"] + titles,
                              knots=[spline.knots] + knots)
     out_rows.insert(0, {"panel": "linear spline", "width": "", "C_theta": "", "rbar": spline.rbar(),

@@ -10,31 +10,21 @@ its kinks and end slopes (analysis/function_1d.py) — against `spline_min_cost`
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from repcost.analysis.function_1d import model_1d_function
 from repcost.analysis.splines import linear_spline_interpolant, spline_min_cost
-from repcost.figures import figure_args, load_run, run_sweep, save_figure
-from repcost.paths import REPO_ROOT
+from repcost.figures import eval_1d, figure_args, load_run, run_sweep, save_figure
 from repcost.plots.savarese import interpolant_panels
 
 FIG_ID = "savarese19-fig2"
 SWEEP_KEYS = ("model.depth",)
 
 
-def _on_grid(model, grid):
-    """The net evaluated on the grid by its own forward pass (float64)."""
-    with torch.no_grad():
-        return model(torch.as_tensor(grid, dtype=torch.float64)[:, None])[:, 0].numpy()
-
-
 def main():
     ap = figure_args(__doc__.splitlines()[0])
-    ap.add_argument("--workdir", type=Path, default=REPO_ROOT, help="where outputs/sweeps/ goes (default: the repo)")
-    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="extra overrides for every job")
     args = ap.parse_args()
     rows = run_sweep(FIG_ID, full=args.full, extra=args.set, cwd=args.workdir, launcher=args.launcher)
     if not rows:
@@ -68,7 +58,7 @@ def main():
     spline = linear_spline_interpolant(x, y)
     span = x.max() - x.min()
     grid = np.linspace(x.min() - 0.25 * span, x.max() + 0.25 * span, 2001)
-    fig = interpolant_panels(x, y, grid, [_on_grid(m, grid) for m in curves], titles, reference=spline(grid), knots=knots)
+    fig = interpolant_panels(x, y, grid, [eval_1d(m, grid) for m in curves], titles, reference=spline(grid), knots=knots)
     save_figure(fig, FIG_ID, out_rows, args.out)
 
     print("\nPaper (§5 and Fig 2, anecdotal): with 2, 3, 4 hidden layers (width 100, λ = 1e-5) 'depth does not "

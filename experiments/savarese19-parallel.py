@@ -11,14 +11,12 @@ C_L ≥ ‖ᾱ‖_{2/L}^{2/L} always, by AM–GM), and the Cor C.2 balance gap o
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 
 from repcost.analysis.arrays import as_f64
 from repcost.analysis.sparsity import l2L_quasinorm, parallel_alpha_normalised, parallel_balance
 from repcost.figures import figure_args, load_run, run_sweep, save_figure
-from repcost.paths import REPO_ROOT
 from repcost.plots.savarese import parallel_sparsity_figure
 
 FIG_ID = "savarese19-parallel"
@@ -28,8 +26,6 @@ REL_TOL = 1e-3  # a sub-network is active when |ᾱ_i| > REL_TOL · max_j |ᾱ_j
 
 def main():
     ap = figure_args(__doc__.splitlines()[0])
-    ap.add_argument("--workdir", type=Path, default=REPO_ROOT, help="where outputs/sweeps/ goes (default: the repo)")
-    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="extra overrides for every job")
     args = ap.parse_args()
     rows = run_sweep(FIG_ID, full=args.full, extra=args.set, cwd=args.workdir, launcher=args.launcher)
     if not rows:

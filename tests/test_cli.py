@@ -26,7 +26,7 @@ def test_train_cli_writes_every_output(tmp_path, run_cli):
 
 
 def test_two_runs_same_second_get_two_dirs(tmp_path, run_cli):
-    import subprocess, sys, os
+    import subprocess, sys
     cmd = [sys.executable, "-m", "repcost.cli.train", "train.phases.0.steps=1", "train.phases.1.steps=0"]
     ps = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
     assert all(p.wait(timeout=120) == 0 for p in ps)

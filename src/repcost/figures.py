@@ -98,11 +98,21 @@ def save_figure(fig, fig_id: str, rows: list[dict], out_dir: Path = FIG_DIR) -> 
 
 
 def figure_args(description: str):
-    """The common argparse parser of figure scripts: --full, --launcher, --out."""
+    """The common argparse parser of figure scripts: --full, --launcher, --out, --workdir, --set."""
     import argparse
 
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--full", action="store_true", help="paper settings (default: the quick variant)")
     ap.add_argument("--launcher", default=None, help="hydra/launcher option for the sweep, e.g. parallel, slurm")
     ap.add_argument("--out", type=Path, default=FIG_DIR, help="where the PNG and CSV go")
+    ap.add_argument("--workdir", type=Path, default=REPO_ROOT, help="where outputs/sweeps/ goes (default: the repo)")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="extra overrides for every job")
     return ap
+
+
+def eval_1d(model, grid):
+    """A 1-D-input, scalar-output net evaluated on a grid by its own forward pass (float64 numpy)."""
+    import torch
+
+    with torch.no_grad():
+        return model(torch.as_tensor(grid, dtype=torch.float64)[:, None])[:, 0].numpy()

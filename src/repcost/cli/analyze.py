@@ -12,7 +12,6 @@ import json
 import sys
 from pathlib import Path
 
-import torch
 from omegaconf import OmegaConf
 
 from ..analysis.hooks import AnalysisRunner

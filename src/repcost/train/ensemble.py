@@ -470,7 +470,7 @@ def run_ensemble(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
         metrics.close()
 
     wall = wall_before + time.perf_counter() - t_start
-    statuses = [{"preempted": "preempted", "non_finite": "failed"}.get(r.stop_reason, "finished") for r in results]
+    statuses = [r.status for r in results]
     if "preempted" in statuses:
         save("preempted", et.member_state_dict(0), wall)
         log.warning("preempted at step %d; checkpoint saved, relaunch to resume", et.pos.step)

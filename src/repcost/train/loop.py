@@ -35,6 +35,11 @@ class TrainResult:
     steps: int
     message: str = ""
 
+    @property
+    def status(self) -> str:
+        """The run's status: preempted (resumable), failed (non-finite), or finished."""
+        return {"preempted": "preempted", "non_finite": "failed"}.get(self.stop_reason, "finished")
+
 
 def batch_size_of(phase, n: int) -> Optional[int]:
     """The phase's minibatch size, or None for full batch (batch_size null or >= n)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
 
@@ -143,7 +142,7 @@ def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
     finally:
         metrics.close()
 
-    status = {"preempted": "preempted", "non_finite": "failed"}.get(result.stop_reason, "finished")
+    status = result.status
     state = trainer.state_dict()
     wall = wall_before + time.perf_counter() - t_start
     ckpt = {"trainer": state, "config_hash": chash, "status": status, "family": model.family,
