@@ -80,7 +80,7 @@ from ..models.base import RepModel
 from .loop import Position, Trainer, TrainResult, batch_size_of, make_optimizer, minibatch_indices
 from .objective import data_loss
 from .preempt import StopFlag, stop_on_signals
-from .schedule import lr_at
+from .schedule import apply_lr
 
 log = logging.getLogger("repcost")
 
@@ -315,10 +315,7 @@ class EnsembleTrainer:
                         for i in active:
                             self.results[i] = TrainResult("preempted", self.pos.step, f"signal {self.stop_flag.signal}")
                         break
-                    s = self.pos.step_in_phase
-                    lr = lr_at(ph.lr, ph.schedule, ph.final_lr_ratio, s, ph.steps)
-                    for g in self.optimizer.param_groups:
-                        g["lr"] = lr
+                    lr = apply_lr(self.optimizer, ph, self.pos.step_in_phase)
                     if bs is None:
                         dl, sq = self.terms(x, y, batched=False)
                     else:  # each active member draws its own rows from its own generator, as Trainer does

@@ -15,7 +15,7 @@ from ..data.bundle import DataBundle
 from ..models.base import RepModel
 from .objective import data_loss, objective, reg_scale_factor
 from .preempt import StopFlag
-from .schedule import lr_at
+from .schedule import apply_lr
 
 
 @dataclass
@@ -132,10 +132,7 @@ class Trainer:
                     if self.stop_flag:
                         result = TrainResult("preempted", self.pos.step, f"signal {self.stop_flag.signal}")
                         break
-                    s = self.pos.step_in_phase
-                    lr = lr_at(ph.lr, ph.schedule, ph.final_lr_ratio, s, ph.steps)
-                    for g in self.optimizer.param_groups:
-                        g["lr"] = lr
+                    lr = apply_lr(self.optimizer, ph, self.pos.step_in_phase)
                     if bs is None:
                         xb, yb = x, y
                     else:

@@ -15,3 +15,11 @@ def lr_at(lr: float, schedule: str, final_ratio: float, step: int, steps: int) -
     if schedule == "linear":
         return lr * (1 - (1 - final_ratio) * t)
     return lr * final_ratio**t  # exponential
+
+
+def apply_lr(optimizer, phase, step: int) -> float:
+    """Set every param group's lr to the phase's schedule at `step`; returns that lr."""
+    lr = lr_at(phase.lr, phase.schedule, phase.final_lr_ratio, step, phase.steps)
+    for g in optimizer.param_groups:
+        g["lr"] = lr
+    return lr
