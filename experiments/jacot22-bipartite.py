@@ -14,7 +14,7 @@ from pathlib import Path
 
 from repcost.analysis.alignment import identity_input_lower_bound, plateau_start
 from repcost.data.bipartite import bipartite_incidence
-from repcost.figures import figure_args, run_sweep, save_figure
+from repcost.figures import figure_args, save_figure, sweep_for
 from repcost.plots.jacot22 import plateau_figure
 
 FIG = "jacot22-bipartite"
@@ -40,8 +40,8 @@ def _curve(rows):
 
 def main():
     args = figure_args(__doc__.splitlines()[0]).parse_args()
-    bip = run_sweep(FIG, full=args.full, launcher=args.launcher)
-    p15 = run_sweep("jacot22-prop15", full=args.full, launcher=args.launcher)
+    bip = sweep_for(FIG, args)
+    p15 = sweep_for("jacot22-prop15", args)
     out_rows, series, marks, report = [], [], [], []
     for n in sorted({int(r["data.n"]) for r in bip}):
         rows, w, obj, tw, tv = _curve([r for r in bip if int(r["data.n"]) == n])

@@ -15,7 +15,7 @@ from repcost.analysis.alignment import merge_neurons, neuron_groups
 from repcost.analysis.forces import layer_forces, project_points_and_forces
 from repcost.analysis.reformulation import reformulated_loss
 from repcost.train.objective import objective, reg_scale_factor
-from repcost.figures import figure_args, load_run, run_sweep, save_figure
+from repcost.figures import figure_args, load_run, save_figure, sweep_for
 from repcost.plots.jacot22 import forces_figure
 
 FIG = "jacot22-fig1"
@@ -26,7 +26,7 @@ RIDGE_REL = 1e-6  # Tikhonov ridge ρ = RIDGE_REL · ‖Z^σ‖²_op of the matr
 
 def main():
     args = figure_args(__doc__.splitlines()[0]).parse_args()
-    rows = run_sweep(FIG, full=args.full, launcher=args.launcher)
+    rows = sweep_for(FIG, args)
     model, data, summary, spec = load_run(rows[0]["path"])
     x, y = data.x_train.double(), data.y_train
     with torch.no_grad():

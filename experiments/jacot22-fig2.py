@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from repcost.analysis.alignment import plateau_start
-from repcost.figures import figure_args, run_sweep, save_figure
+from repcost.figures import figure_args, save_figure, sweep_for
 from repcost.plots.jacot22 import plateau_figure
 
 FIG = "jacot22-fig2"
@@ -27,8 +27,8 @@ def _members(path: str) -> list[dict]:
 
 def main():
     args = figure_args(__doc__.splitlines()[0]).parse_args()
-    mnist = run_sweep(FIG, full=args.full, launcher=args.launcher)
-    teacher = run_sweep(f"{FIG}-teacher", full=args.full, launcher=args.launcher)
+    mnist = sweep_for(FIG, args)
+    teacher = sweep_for(f"{FIG}-teacher", args)
     out_rows, left, right, claims = [], [], [], []
     for lam in sorted({float(r["train.lam"]) for r in mnist}, reverse=True):
         rs = sorted((r for r in mnist if float(r["train.lam"]) == lam), key=lambda r: int(r["model.width"]))

@@ -17,7 +17,7 @@ import numpy as np
 
 from repcost.analysis.krr import fit_krr
 from repcost.analysis.spectra import numerical_rank
-from repcost.figures import figure_args, load_run, run_sweep, save_figure
+from repcost.figures import figure_args, load_run, save_figure, sweep_for
 from repcost.plots.jacot23 import depth_figure
 
 FIG = "jacot23-depth"
@@ -27,7 +27,7 @@ TAU = 1e-2  # rank threshold on s_i/s_1 (the summary's numerical ranks use 1e-3,
 def main():
     a = figure_args(__doc__).parse_args()
     t0 = time.time()
-    runs = run_sweep(FIG, full=a.full, launcher=a.launcher)
+    runs = sweep_for(FIG, a)
     table, krr_cache = [], {}
     for r in sorted(runs, key=lambda r: (int(r["data.n_train"]), int(r["model.depth"]))):
         model, data, summ, spec = load_run(r["path"])

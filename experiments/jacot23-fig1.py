@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from repcost.analysis import layer_balance
-from repcost.figures import figure_args, load_run, run_sweep, save_figure
+from repcost.figures import figure_args, load_run, save_figure, sweep_for
 from repcost.plots.jacot23 import spectra_figure
 
 FIG = "jacot23-fig1"
@@ -28,7 +28,7 @@ def ratio(s: np.ndarray, k: int) -> float:
 def main():
     a = figure_args(__doc__).parse_args()
     t0 = time.time()
-    runs = run_sweep(FIG, full=a.full, launcher=a.launcher)
+    runs = sweep_for(FIG, a)
     run = runs[0]
     model, data, summ, spec = load_run(run["path"])
     k, L = data.meta["k"], model.depth

@@ -12,7 +12,7 @@ import time
 
 
 from repcost.analysis.decision import count_tripoints, decision_grid, grid_limits
-from repcost.figures import figure_args, load_run, run_sweep, save_figure
+from repcost.figures import figure_args, load_run, save_figure, sweep_for
 from repcost.plots.jacot23 import decision_figure
 
 FIG = "jacot23-fig2"
@@ -25,7 +25,7 @@ MARGIN_DATA, MARGIN = 0.3, 1.0
 def main():
     a = figure_args(__doc__).parse_args()
     t0 = time.time()
-    runs = run_sweep(FIG, full=a.full, launcher=a.launcher)
+    runs = sweep_for(FIG, a)
     panels, rows = [], []
     for r in sorted(runs, key=lambda r: (int(r["model.depth"]), float(r["train.lam"]))):
         model, data, summ, spec = load_run(r["path"])

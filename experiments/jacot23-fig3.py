@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from repcost.analysis.denoising import add_noise, denoising, nearest_distance
 from repcost.data.curve_2d import curve_points, distance_to_curve
-from repcost.figures import figure_args, load_run, run_sweep, save_figure
+from repcost.figures import figure_args, load_run, save_figure, sweep_for
 from repcost.plots.jacot23 import curve_denoising_axes, mnist_rows_axes
 
 FIG = "jacot23-fig3"
@@ -30,8 +30,8 @@ N_SHOW = 8
 def main():
     a = figure_args(__doc__).parse_args()
     t0 = time.time()
-    mn = sorted(run_sweep(f"{FIG}-mnist", full=a.full, launcher=a.launcher), key=lambda r: int(r["model.depth"]))
-    cu = sorted(run_sweep(f"{FIG}-curve", full=a.full, launcher=a.launcher), key=lambda r: int(r["model.depth"]))
+    mn = sweep_for(f"{FIG}-mnist", a, sort_by="model.depth")
+    cu = sweep_for(f"{FIG}-curve", a, sort_by="model.depth")
     rows, res = [], {}
     fig = Figure(figsize=(14, 4 + 3.2 * len(cu) / 2))
     gs = fig.add_gridspec(2, max(len(cu), 2), height_ratios=[1.0, 1.4])

@@ -18,7 +18,7 @@ import numpy as np
 
 from repcost.analysis import path_norm, phi_L
 from repcost.analysis.two_rays import alignment_summary, directional_variation, net_from_model
-from repcost.figures import figure_args, load_run, run_sweep, save_figure
+from repcost.figures import figure_args, load_run, save_figure, sweep_for
 from repcost.plots.ongie import add_bar_panel, grid_values, surfaces_figure
 
 FIG = "ongie22-fig1"
@@ -27,7 +27,7 @@ FIG = "ongie22-fig1"
 def main():
     a = figure_args(__doc__).parse_args()
     t0 = time.time()
-    runs = run_sweep(FIG, full=a.full, launcher=a.launcher)
+    runs = sweep_for(FIG, a)
     g = np.linspace(-1.0, 1.0, 41)
     grid = np.stack([m.ravel() for m in np.meshgrid(g, g)], axis=1)
     rows, shown = [], {}

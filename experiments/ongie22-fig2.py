@@ -20,7 +20,7 @@ from repcost.analysis import path_norm, phi_L
 from repcost.analysis.two_rays import f_and_g_for_data
 from repcost.config import compose_config, validate
 from repcost.data import load_data
-from repcost.figures import figure_args, preset_name, run_sweep, save_figure
+from repcost.figures import figure_args, preset_name, save_figure, sweep_for
 
 FIG = "ongie22-fig2"
 
@@ -36,7 +36,7 @@ def main():
     a = figure_args(__doc__).parse_args()
     f3 = _fig3()
     t0 = time.time()
-    runs = run_sweep(FIG, full=a.full, launcher=a.launcher)
+    runs = sweep_for(FIG, a)
     rows, per_angle = f3.analyse_runs(runs)
     fig = f3.draw(per_angle, "Ongie & Willett Fig 2: rays at 0.55π (top) and 0.52π (middle) — learned (L = 2, 3) "
                              "and constructed (f, g) interpolants; red line = span(w0)")

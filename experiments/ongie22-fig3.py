@@ -19,7 +19,7 @@ import numpy as np
 from repcost.analysis import path_norm, phi_L
 from repcost.analysis.two_rays import (alignment_summary, along_rays, f_and_g_for_data, line_angle,
                                        net_from_model, prop52_margin)
-from repcost.figures import figure_args, load_run, run_sweep, save_figure
+from repcost.figures import figure_args, load_run, save_figure, sweep_for
 from repcost.plots.ongie import grid_values, surfaces_figure
 
 FIG = "ongie22-fig3"
@@ -108,7 +108,7 @@ def report(rows, per_angle, elapsed, fig=FIG):
 def main():
     a = figure_args(__doc__).parse_args()
     t0 = time.time()
-    runs = run_sweep(FIG, full=a.full, launcher=a.launcher)
+    runs = sweep_for(FIG, a)
     rows, per_angle = analyse_runs(runs)
     fig = draw(per_angle, "Ongie & Willett Fig 3/6: two rays at 2π/3 — learned (L = 2, 3) and constructed (f, g) "
                           "interpolants; red line = span(w0)")

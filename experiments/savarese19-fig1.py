@@ -16,7 +16,7 @@ import torch
 
 from repcost.analysis.function_1d import model_1d_function
 from repcost.analysis.splines import linear_spline_interpolant, spline_min_cost
-from repcost.figures import eval_1d, figure_args, load_run, run_sweep, save_figure
+from repcost.figures import eval_1d, figure_args, load_run, save_figure, sweep_for
 from repcost.plots.savarese import interpolant_panels
 
 FIG_ID = "savarese19-fig1"
@@ -27,8 +27,7 @@ TARGET_REL = 0.03  # the issue's acceptance target for the width-100 net
 def main():
     ap = figure_args(__doc__.splitlines()[0])
     args = ap.parse_args()
-    rows = run_sweep(FIG_ID, full=args.full, extra=args.set, cwd=args.workdir, launcher=args.launcher)
-    rows.sort(key=lambda r: int(r["model.width"]))
+    rows = sweep_for(FIG_ID, args, sort_by="model.width")
 
     out_rows, curves, titles, knots = [], [], [], []
     x = y = None

@@ -16,7 +16,7 @@ import torch
 
 from repcost.analysis.function_1d import model_1d_function
 from repcost.analysis.splines import linear_spline_interpolant, spline_min_cost
-from repcost.figures import eval_1d, figure_args, load_run, run_sweep, save_figure
+from repcost.figures import eval_1d, figure_args, load_run, save_figure, sweep_for
 from repcost.plots.savarese import interpolant_panels
 
 FIG_ID = "savarese19-fig2"
@@ -26,10 +26,7 @@ SWEEP_KEYS = ("model.depth",)
 def main():
     ap = figure_args(__doc__.splitlines()[0])
     args = ap.parse_args()
-    rows = run_sweep(FIG_ID, full=args.full, extra=args.set, cwd=args.workdir, launcher=args.launcher)
-    if not rows:
-        raise SystemExit("no finished runs of this sweep")
-    rows.sort(key=lambda r: int(r["model.depth"]))
+    rows = sweep_for(FIG_ID, args, sort_by="model.depth")
 
     out_rows, curves, titles, knots = [], [], [], []
     for r in rows:

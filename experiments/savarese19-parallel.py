@@ -16,7 +16,7 @@ import numpy as np
 
 from repcost.analysis.arrays import as_f64
 from repcost.analysis.sparsity import l2L_quasinorm, parallel_alpha_normalised, parallel_balance
-from repcost.figures import figure_args, load_run, run_sweep, save_figure
+from repcost.figures import figure_args, load_run, save_figure, sweep_for
 from repcost.plots.savarese import parallel_sparsity_figure
 
 FIG_ID = "savarese19-parallel"
@@ -27,10 +27,7 @@ REL_TOL = 1e-3  # a sub-network is active when |ᾱ_i| > REL_TOL · max_j |ᾱ_j
 def main():
     ap = figure_args(__doc__.splitlines()[0])
     args = ap.parse_args()
-    rows = run_sweep(FIG_ID, full=args.full, extra=args.set, cwd=args.workdir, launcher=args.launcher)
-    if not rows:
-        raise SystemExit("no finished runs of this sweep")
-    rows.sort(key=lambda r: int(r["model.depth"]))
+    rows = sweep_for(FIG_ID, args, sort_by="model.depth")
 
     out_rows, depths, bars, active, gaps = [], [], [], [], []
     N = None

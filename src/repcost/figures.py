@@ -46,6 +46,12 @@ def run_sweep(fig_id: str, sweep_args: Sequence[str] = (), full: bool = False, e
     return read_rows(Path(cwd) / "outputs" / "sweeps" / name)
 
 
+def sweep_for(fig_id: str, args, sort_by: str | None = None) -> list[dict]:
+    """`run_sweep` with a figure script's parsed `figure_args` (--full, --set, --workdir, --launcher); rows sorted numerically by `sort_by`."""
+    rows = run_sweep(fig_id, full=args.full, extra=args.set, cwd=args.workdir, launcher=args.launcher)
+    return sorted(rows, key=lambda r: float(r[sort_by])) if sort_by else rows
+
+
 def sweep_name(preset: str, args: Sequence[str]) -> str:
     """outputs/sweeps/<name> of a figure sweep: the preset, or preset--<hash of the extra overrides>."""
     if not args:

@@ -79,7 +79,7 @@ from ..errors import RepcostError
 from ..models.base import RepModel
 from .loop import Position, Trainer, TrainResult, batch_size_of, make_optimizer, minibatch_indices
 from .objective import data_loss
-from .preempt import StopFlag, stop_on_signals
+from .preempt import StopFlag
 from .schedule import apply_lr
 
 log = logging.getLogger("repcost")
@@ -406,7 +406,8 @@ def run_ensemble(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
     from ..data import load_data
     from ..models import build_model
     from ..runio import atomic_torch_save, atomic_write_bytes, atomic_write_json, config_hash, git_commit
-    from .run import CHECKPOINT, FINISHED, METRICS, SUMMARY, MetricsWriter, load_checkpoint, run_dir_state
+    from .run import (CHECKPOINT, FINISHED, METRICS, SUMMARY, MetricsWriter, load_checkpoint, run_dir_state,
+                      run_resumable)
 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -455,16 +456,8 @@ def run_ensemble(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
         atomic_torch_save(ckpt_path, ck)
 
     et.on_checkpoint = lambda state: save("running", et.member_state_dict(0), ensemble_state=state)
-    wall_before = 0.0
-    if resume is not None:
-        et.load_state_dict(resume["ensemble"])
-        wall_before = float(resume.get("wall_time_s", 0.0))
-        log.info("resuming ensemble %s from step %d", run_dir, et.pos.step)
-    try:
-        with stop_on_signals(et.stop_flag):
-            results = et.run()
-    finally:
-        metrics.close()
+    wall_before = float(resume.get("wall_time_s", 0.0)) if resume is not None else 0.0
+    results = run_resumable(et, resume["ensemble"] if resume is not None else None, wall_before, metrics, run_dir)
 
     wall = wall_before + time.perf_counter() - t_start
     statuses = [r.status for r in results]

@@ -65,6 +65,18 @@ class MetricsWriter:
         self.f.close()
 
 
+def run_resumable(trainer, state: Optional[dict], wall_before: float, metrics: "MetricsWriter", run_dir: Path):
+    """Restore `state` (if any) into a Trainer/EnsembleTrainer, run it with SIGTERM/SIGUSR1 stopping it; returns run()'s result."""
+    if state is not None:
+        trainer.load_state_dict(state)
+        log.info("resuming %s from step %d (%.0f s trained before)", run_dir, trainer.pos.step, wall_before)
+    try:
+        with stop_on_signals(trainer.stop_flag):
+            return trainer.run()
+    finally:
+        metrics.close()
+
+
 def load_checkpoint(path: Path) -> dict:
     """Load a checkpoint written by repcost (weights_only=True: plain tensors and containers)."""
     try:
@@ -131,16 +143,8 @@ def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
                       on_checkpoint=lambda st: save(st, "running"),
                       hook=analysis.periodic if analysis.enabled_periodic else None,
                       hook_every=spec.analysis.every, stop_flag=stop_flag)
-    wall_before = 0.0
-    if resume is not None:
-        trainer.load_state_dict(resume["trainer"])
-        wall_before = float(resume.get("wall_time_s", 0.0))
-        log.info("resuming %s from step %d", run_dir, trainer.pos.step)
-    try:
-        with stop_on_signals(trainer.stop_flag):
-            result = trainer.run()
-    finally:
-        metrics.close()
+    wall_before = float(resume.get("wall_time_s", 0.0)) if resume is not None else 0.0
+    result = run_resumable(trainer, resume["trainer"] if resume is not None else None, wall_before, metrics, run_dir)
 
     status = result.status
     state = trainer.state_dict()
