@@ -38,13 +38,14 @@ bench: setup
 clean:
 	rm -rf outputs multirun .pytest_cache
 
-# Paper figures: `make fig-<id>` (quick variant; FULL=1 for paper settings), `make figures` for all.
+# Paper figures: `make fig-<id>` (quick variant; FULL=1 for paper settings; FULL_ONLY=<preset> for one
+# sweep of a multi-sweep figure at paper settings), `make figures` for all.
 FIGURE_IDS := $(patsubst experiments/%.py,%,$(wildcard experiments/*.py))
 figures: $(addprefix fig-,$(FIGURE_IDS))
 
 fig-%: setup
-	MPLBACKEND=Agg $(PY) experiments/$*.py $(if $(FULL),--full,)
+	MPLBACKEND=Agg $(PY) experiments/$*.py $(if $(FULL),--full,) $(if $(FULL_ONLY),--full-only $(FULL_ONLY),)
 
 # Launch a figure's sweep on a cluster: `make sweep-<id> LAUNCHER=slurm`
 sweep-%: setup
-	MPLBACKEND=Agg $(PY) experiments/$*.py $(if $(FULL),--full,) --launcher $(LAUNCHER)
+	MPLBACKEND=Agg $(PY) experiments/$*.py $(if $(FULL),--full,) $(if $(FULL_ONLY),--full-only $(FULL_ONLY),) --launcher $(LAUNCHER)

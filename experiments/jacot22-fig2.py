@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from repcost.analysis.alignment import plateau_start
-from repcost.figures import figure_args, save_figure, sweep_for
+from repcost.figures import figure_args, is_full, save_figure, sweep_for
 from repcost.plots.jacot22 import plateau_figure
 
 FIG = "jacot22-fig2"
@@ -58,14 +60,17 @@ def main():
                   "test_loss": float(r["test_loss"]), "wall_time_s": float(r["wall_time_s"]),
                   "trial_objectives": " ".join(f"{v:.6g}" for ww, v in zip(tw, tv) if ww == wi),
                   **{f"plateau_start_{t:g}": starts[t] for t in REL_TOLS}} for wi, o, r in zip(w, obj, rs)]
-    n_m, n_t = int(mnist[0].get("data.n_train") or 0), int(teacher[0].get("data.n_train") or 0)
-    fig = plateau_figure([dict(series=left, title=f"MNIST, cross-entropy, L = 3", ylabel="loss"),
-                          dict(series=right, title=f"teacher (depth 3, width 10), MSE, λ = {lam:g}", ylabel="loss")])
+    n_m, n_t = (OmegaConf.load(Path(r[0]["path"]) / ".hydra" / "config.yaml").data.n_train for r in (mnist, teacher))
+    mode = {p: "full" if is_full(args, p) else "quick" for p in (FIG, f"{FIG}-teacher")}
+    fig = plateau_figure([
+        dict(series=left, title=f"MNIST ({mode[FIG]}: N = {n_m}), cross-entropy, L = 3", ylabel="loss"),
+        dict(series=right, title=f"teacher ({mode[FIG + '-teacher']}: N = {n_t}; depth 3, width 10), MSE, λ = {lam:g}",
+             ylabel="loss")])
     save_figure(fig, FIG, out_rows, args.out)
     print("paper (Fig 2): in both settings the plateau starts around width 10, far below N² = 10⁶.")
     for name, lam, st, w, obj in claims:
         curve = ", ".join(f"{wi}: {o:.4g}" for wi, o in zip(w, obj))
-        print(f"measured {name} λ={lam:g}: plateau start (objective within 5% of best) = {st[0.05]}, "
+        print(f"measured {name} ({mode[FIG if name == 'MNIST' else FIG + '-teacher']}) λ={lam:g}: plateau start (objective within 5% of best) = {st[0.05]}, "
               f"(within 1%) = {st[0.01]}; objective by width {{{curve}}}")
 
 

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from repcost.analysis.denoising import add_noise, denoising, nearest_distance
 from repcost.data.curve_2d import curve_points, distance_to_curve
-from repcost.figures import figure_args, load_run, save_figure, sweep_for
+from repcost.figures import figure_args, is_full, load_run, save_figure, sweep_for
 from repcost.plots.jacot23 import curve_denoising_axes, mnist_rows_axes
 
 FIG = "jacot23-fig3"
@@ -79,11 +79,12 @@ def main():
                              f"curve, L={L}: output/input distance to the curve {d.ratio:.2f}")
         if j == 0:
             ax.legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"{'full' if a.full else 'quick'}: MNIST σ={MNIST_SIGMA} (top); "
-                 f"curve, Gaussian inputs σ={CURVE_SIGMA} around it (bottom)")
+    mode = {t: "full" if is_full(a, f"{FIG}-{t}") else "quick" for t in ("mnist", "curve")}
+    fig.suptitle(f"MNIST ({mode['mnist']}) σ={MNIST_SIGMA} (top); "
+                 f"curve ({mode['curve']}), Gaussian inputs σ={CURVE_SIGMA} around it (bottom)")
     save_figure(fig, FIG, rows, a.out)
 
-    print(f"\n== {FIG} ({'full' if a.full else 'quick'}), {time.time() - t0:.0f} s")
+    print(f"\n== {FIG} (MNIST {mode['mnist']}, curve {mode['curve']}), {time.time() - t0:.0f} s")
     print("paper: deep autoencoders are naturally denoising, shallow ones are not "
           "(target: deep ratio <= 0.5 and below the shallow ratio)")
     for task in ("mnist", "curve"):

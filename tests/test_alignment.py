@@ -81,3 +81,21 @@ def test_identity_input_lower_bound():
     for seed in range(5):  # and never beaten by any other network
         r = FC(FCConfig(depth=2, width=7, beta=0.0), n, n, torch.Generator().manual_seed(seed)).double()
         assert float(objective(r, x, y, "mse", lam, "one")[0].detach()) >= lb
+
+
+def test_identity_input_min_cost_drops_to_n_squared_at_the_cp_rank():
+    """Prop 14 / Remark 23 for K_{3,3}: R_n(I_6, EᵀE) = N² = 36 once n ≥ N²/4 = 9, strictly more at n = 8."""
+    from repcost.analysis.alignment import identity_input_lower_bound, identity_input_min_cost
+    from repcost.data.bipartite import bipartite_incidence
+
+    e4 = bipartite_incidence(4)
+    assert abs(identity_input_min_cost(e4.T @ e4, 4, restarts=2) - 16.0) < 1e-3  # CP-rank 4 = N: N² already
+    e = bipartite_incidence(6)
+    y = e.T @ e
+    at9, at8 = identity_input_min_cost(y, 9, restarts=2), identity_input_min_cost(y, 8, restarts=2)
+    assert abs(at9 - 36.0) < 1e-3
+    assert at8 > 36.0 * 1.003  # one neuron short of the CP-rank costs measurably more (≈ +0.4 %)
+    # consistent with the convex bound: λ·R_n ≥ bound(λ) for any width (Y' = Y is feasible)
+    assert 1e-3 * at9 >= identity_input_lower_bound(y, 1e-3)
+    with pytest.raises(ValueError, match="width >= N"):
+        identity_input_min_cost(y, 5)

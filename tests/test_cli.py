@@ -25,6 +25,23 @@ def test_train_cli_writes_every_output(tmp_path, run_cli):
     assert not list(d.glob(".*.tmp*")) and not list(d.glob(".summary*"))  # no temp files left behind
 
 
+def test_edited_config_in_a_finished_run_dir_reruns(tmp_path, run_cli):
+    """A job directory holding a finished (or checkpointed) run of another config is rerun from scratch."""
+    d = tmp_path / "job"
+    args = [f"hydra.run.dir={d}", "train.phases.1.steps=0", "train.progress=false"]
+    p = run_cli("repcost-train", "train.phases.0.steps=20", *args, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    p = run_cli("repcost-train", "train.phases.0.steps=20", *args, cwd=tmp_path)
+    assert p.returncode == 0 and "already finished" in p.stdout
+    p = run_cli("repcost-train", "train.phases.0.steps=30", *args, cwd=tmp_path)  # the preset was edited
+    assert p.returncode == 0, p.stderr
+    assert json.loads((d / "summary.json").read_text())["steps"] == 30
+    (d / "FINISHED").unlink()  # now a checkpoint (of the 30-step config) without a marker: resumable only if same
+    p = run_cli("repcost-train", "train.phases.0.steps=25", *args, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert json.loads((d / "summary.json").read_text())["steps"] == 25
+
+
 def test_two_runs_same_second_get_two_dirs(tmp_path, run_cli):
     import subprocess, sys
     cmd = [sys.executable, "-m", "repcost.cli.train", "train.phases.0.steps=1", "train.phases.1.steps=0"]

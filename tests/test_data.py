@@ -131,6 +131,22 @@ def test_rank_k_jacobian_has_rank_k():
     assert all(int(torch.linalg.matrix_rank(jac[i, :, i, :])) == 2 for i in range(5))
 
 
+def test_rank_k_linear_g_is_a_k_index_model():
+    """g_hidden = 0: f*(x) = h(Px), so the Jacobians at all points share one k-dim row space;
+    with a ReLU g they do not (each point's active units give a different row space)."""
+    from repcost.data.rank_k import rank_k_function
+
+    def joint_rank(**kw):
+        cfg = make("rank_k", k=3, d_in=12, d_out=8, n_train=10, n_test=0, **kw)
+        x = load_data(cfg).x_train
+        jac = torch.autograd.functional.jacobian(rank_k_function(cfg), x)
+        rows = torch.cat([jac[i, :, i, :] for i in range(x.shape[0])])  # (10·8) × 12 stacked Jacobians
+        return int(torch.linalg.matrix_rank(rows))
+
+    assert joint_rank(g_hidden=0) == 3
+    assert joint_rank() > 3
+
+
 def test_bipartite_matches_definition_by_hand():
     from repcost.data.bipartite import bipartite_incidence
 

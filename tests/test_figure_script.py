@@ -31,3 +31,16 @@ def test_savarese_parallel_script_writes_png_and_csv(tmp_path, monkeypatch, caps
         assert float(r["C_L"]) >= float(r["l2L_quasinorm"]) * (1 - 1e-9)
     # the runs went to the work dir, not the repository's outputs/
     assert [p.name.split("--")[0] for p in (tmp_path / "outputs" / "sweeps").iterdir()] == ["savarese19-parallel-quick"]
+
+
+def test_full_only_selects_paper_presets_per_sweep():
+    """--full makes every sweep paper-size; --full-only only the named presets (one panel of a figure)."""
+    from repcost.figures import figure_args, is_full, preset_name
+
+    ap = figure_args("x")
+    a = ap.parse_args(["--full-only", "jacot22-fig2-teacher"])
+    assert is_full(a, "jacot22-fig2-teacher") and not is_full(a, "jacot22-fig2")
+    assert preset_name("jacot22-fig2", is_full(a, "jacot22-fig2")) == "jacot22-fig2-quick"
+    b = ap.parse_args(["--full"])
+    assert is_full(b, "jacot22-fig2") and is_full(b, "jacot22-fig2-teacher")
+    assert not any(is_full(ap.parse_args([]), p) for p in ("jacot22-fig2", "jacot22-fig2-teacher"))

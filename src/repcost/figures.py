@@ -46,9 +46,14 @@ def run_sweep(fig_id: str, sweep_args: Sequence[str] = (), full: bool = False, e
     return read_rows(Path(cwd) / "outputs" / "sweeps" / name)
 
 
+def is_full(args, fig_id: str) -> bool:
+    """Whether a figure script's `figure_args` ask for the paper-size preset of `fig_id` (--full, or --full-only naming it)."""
+    return bool(args.full) or fig_id in (getattr(args, "full_only", None) or ())
+
+
 def sweep_for(fig_id: str, args, sort_by: str | None = None) -> list[dict]:
     """`run_sweep` with a figure script's parsed `figure_args` (--full, --set, --workdir, --launcher); rows sorted numerically by `sort_by`."""
-    rows = run_sweep(fig_id, full=args.full, extra=args.set, cwd=args.workdir, launcher=args.launcher)
+    rows = run_sweep(fig_id, full=is_full(args, fig_id), extra=args.set, cwd=args.workdir, launcher=args.launcher)
     return sorted(rows, key=lambda r: float(r[sort_by])) if sort_by else rows
 
 
@@ -104,11 +109,13 @@ def save_figure(fig, fig_id: str, rows: list[dict], out_dir: Path = FIG_DIR) -> 
 
 
 def figure_args(description: str):
-    """The common argparse parser of figure scripts: --full, --launcher, --out, --workdir, --set."""
+    """The common argparse parser of figure scripts: --full, --full-only, --launcher, --out, --workdir, --set."""
     import argparse
 
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--full", action="store_true", help="paper settings (default: the quick variant)")
+    ap.add_argument("--full-only", nargs="+", default=[], metavar="PRESET",
+                    help="paper settings for these presets only (e.g. one panel of a multi-sweep figure)")
     ap.add_argument("--launcher", default=None, help="hydra/launcher option for the sweep, e.g. parallel, slurm")
     ap.add_argument("--out", type=Path, default=FIG_DIR, help="where the PNG and CSV go")
     ap.add_argument("--workdir", type=Path, default=REPO_ROOT, help="where outputs/sweeps/ goes (default: the repo)")

@@ -145,3 +145,39 @@ def identity_input_lower_bound(y: torch.Tensor, lam: float) -> float:
     s = torch.linalg.svdvals(y.to(torch.float64))
     t = lam * n
     return float((torch.clamp(s, max=t) ** 2).sum() / n + 2 * lam * torch.clamp(s - t, min=0).sum())
+
+
+def identity_input_min_cost(y: torch.Tensor, width: int, restarts: int = 5, seed: int = 0) -> float:
+    """min ‖W_1‖² + ‖W_2‖² over width-n bias-free shallow ReLU nets with W_2σ(W_1) = Yᵀ (X = I_N, rows of y = samples).
+
+    The representation cost R_n(I_N, Y) of Jacot et al. 2022 Prop 14 (App. D.1 proof): with A = σ(W_1) ≥ 0
+    (n × N) and K = AᵀA, the cheapest W_2 = Yᵀ A⁺ gives R_n = min_{A ≥ 0} Tr K + Tr[Y Yᵀ K⁻¹], a CP
+    factorisation problem; its minimum drops to 2‖Y‖_* = 2 Tr (YᵀY)^{1/2} once n reaches the CP-rank
+    of (YᵀY)^{1/2}. Solved by scipy L-BFGS-B over A ≥ 0 from `restarts` random starts (needs n ≥ N).
+    """
+    import numpy as np
+    from scipy.optimize import minimize
+
+    yy = (y.to(torch.float64) @ y.to(torch.float64).T).numpy()
+    n_pts = yy.shape[0]
+    if width < n_pts:
+        raise ValueError(f"identity_input_min_cost needs width >= N = {n_pts} (K = AᵀA invertible), got {width}")
+
+    def cost(a):
+        A = a.reshape(width, n_pts)
+        ev, vec = np.linalg.eigh(A.T @ A)
+        if ev[0] <= 1e-10 * max(ev[-1], 1e-300):  # K (near-)singular: Y is out of reach, the cost is +∞
+            return 1e300, np.zeros_like(a)
+        k_inv = (vec / ev) @ vec.T
+        value = float(np.sum(A * A) + np.trace(yy @ k_inv))
+        return value, (2 * A - 2 * A @ k_inv @ yy @ k_inv).ravel()  # d/dA of Tr K and of Tr[YYᵀK⁻¹]
+
+    gen = np.random.default_rng(seed)
+    scale = float(np.sqrt(np.trace(yy) ** 0.5 / (width * n_pts)) + 1e-12) * 2
+    best = np.inf
+    for _ in range(restarts):
+        a0 = np.abs(gen.standard_normal(width * n_pts)) * scale
+        res = minimize(cost, a0, jac=True, method="L-BFGS-B", bounds=[(0, None)] * a0.size,
+                       options={"maxiter": 5000, "ftol": 1e-12, "gtol": 1e-8})
+        best = min(best, float(res.fun))
+    return best

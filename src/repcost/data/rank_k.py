@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 import torch
 
@@ -22,6 +22,7 @@ class RankKConfig:
     d_out: int = 50
     k: int = 5
     hidden: int = 50
+    g_hidden: Optional[int] = None  # hidden width of g (None: `hidden`; 0: g is a random linear projection)
     beta: float = 0.0
     n_train: int = 2000
     n_test: int = 500
@@ -34,6 +35,8 @@ class RankKConfig:
         check(self.d_out >= 1, "d_out", self.d_out, "an integer >= 1")
         check(1 <= self.k, "k", self.k, "an integer >= 1")
         check(self.hidden >= 1, "hidden", self.hidden, "an integer >= 1")
+        check(self.g_hidden is None or self.g_hidden >= 0, "g_hidden", self.g_hidden,
+              "null (same as hidden), 0 (linear g) or an integer >= 1")
         check(self.beta >= 0, "beta", self.beta, "a bias amount >= 0")
         check(self.n_train >= 1, "n_train", self.n_train, "an integer >= 1")
         check(self.n_test >= 0, "n_test", self.n_test, "an integer >= 0")
@@ -44,10 +47,12 @@ def rank_k_function(cfg: RankKConfig) -> Callable[[torch.Tensor], torch.Tensor]:
     """f* = h∘g with g: R^d_in→R^k, h: R^k→R^d_out random one-hidden-layer ReLU nets (Jacot 2023 Fig 1).
 
     The bottleneck g(x) ∈ R^k is linear in the last ReLU layer, so Jf*(x) = Jh(g(x))·Jg(x) has
-    rank ≤ k and RankBN(f*) ≤ k (Jacot 2023 Def. 2).
+    rank ≤ k and RankBN(f*) ≤ k (Jacot 2023 Def. 2). With g_hidden = 0, g is a random linear
+    projection (f* = h(Px), a k-index model), which N = 2000 samples in 50-D can identify.
     """
     gen = rng(cfg.teacher_seed, 0)
-    g = random_relu_net([cfg.d_in, cfg.hidden, cfg.k], gen, cfg.beta)
+    g_hidden = cfg.hidden if cfg.g_hidden is None else cfg.g_hidden
+    g = random_relu_net([cfg.d_in, *([g_hidden] if g_hidden else []), cfg.k], gen, cfg.beta)
     h = random_relu_net([cfg.k, cfg.hidden, cfg.d_out], gen, cfg.beta)
     return lambda x: relu_net_forward(h, relu_net_forward(g, x))
 

@@ -25,12 +25,19 @@ RUN_FILES = (CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR)
 
 
 def run_dir_state(run_dir: Path, chash: str) -> str:
-    """'finished' (marker + summary of this config), 'resumable' (a checkpoint of it), or 'fresh'."""
+    """'finished' (marker + summary of this config), 'resumable' (a checkpoint of it), or 'fresh'.
+
+    Outputs of another config in the same directory (a preset edited since) are 'fresh': rerun.
+    """
     run_dir = Path(run_dir)
-    if (run_dir / FINISHED).exists() and (run_dir / FINISHED).read_text().strip() == chash:
-        return "finished"
+    if (run_dir / FINISHED).exists():
+        return "finished" if (run_dir / FINISHED).read_text().strip() == chash else "fresh"
     if (run_dir / CHECKPOINT).exists() and not (run_dir / ERROR).exists():
-        return "resumable"
+        try:
+            same = load_checkpoint(run_dir / CHECKPOINT).get("config_hash") == chash
+        except RepcostError:  # unreadable (e.g. killed mid-write before atomic saves): start over
+            same = False
+        return "resumable" if same else "fresh"
     return "fresh"
 
 
