@@ -33,7 +33,7 @@ def main():
     mn = sweep_for(f"{FIG}-mnist", a, sort_by="model.depth")
     cu = sweep_for(f"{FIG}-curve", a, sort_by="model.depth")
     rows, res = [], {}
-    fig = Figure(figsize=(14, 4 + 3.2 * len(cu) / 2))
+    fig = Figure(figsize=(max(14, 4.2 * len(cu)), 9), layout="constrained")
     gs = fig.add_gridspec(2, max(len(cu), 2), height_ratios=[1.0, 1.4])
 
     # ---- MNIST (A): clean test images + noise, distance to the clean image (and to the nearest training image)
@@ -76,7 +76,7 @@ def main():
         ax = fig.add_subplot(gs[1, j])
         show = slice(0, 60)
         curve_denoising_axes(ax, data.y_train.numpy(), curve_points(cfg, 400).numpy(), noisy[show], d.outputs[show],
-                             f"curve, L={L}: output/input distance to the curve {d.ratio:.2f}")
+                             f"curve, L={L}: distance ratio {d.ratio:.2f}")
         if j == 0:
             ax.legend(fontsize=7, loc="lower right")
     mode = {t: "full" if is_full(a, f"{FIG}-{t}") else "quick" for t in ("mnist", "curve")}

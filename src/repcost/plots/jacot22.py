@@ -58,9 +58,11 @@ def forces_figure(panels: Sequence[dict]) -> plt.Figure:
     return fig
 
 
-def plateau_panel(ax, series: Sequence[dict], title: str = "", ylabel: str = "loss", marks: Sequence[float] = ()):
+def plateau_panel(ax, series: Sequence[dict], title: str = "", ylabel: str = "loss", marks: Sequence[float] = (),
+                  yscale: str = "log"):
     """Loss against width (log x). Each series: widths, values, label, style ('-' train, '--' test),
-    optional trials=(widths, values) drawn as small dots. `marks`: vertical dotted lines (e.g. N²/4)."""
+    optional trials=(widths, values) drawn as small dots. `marks`: vertical dotted lines (e.g. N²/4).
+    yscale: log, or symlog (linear below 1, log above: for relative excesses in % that reach 0)."""
     for s in series:
         line, = ax.plot(s["widths"], s["values"], s.get("style", "-"), marker="o", ms=3, label=s["label"],
                         color=s.get("color"))
@@ -70,7 +72,11 @@ def plateau_panel(ax, series: Sequence[dict], title: str = "", ylabel: str = "lo
     for m in marks:
         ax.axvline(m, ls=":", c="grey")
     ax.set_xscale("log")
-    ax.set_yscale("log")
+    if yscale == "symlog":
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(bottom=-0.1)  # the quantities are ≥ 0 up to rounding
+    else:
+        ax.set_yscale(yscale)
     ticks = sorted({float(w) for s in series for w in s["widths"]} | {float(m) for m in marks})
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
