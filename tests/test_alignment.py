@@ -60,6 +60,9 @@ def test_plateau_start():
     assert plateau_start(w, [5.0, 3.0, 1.5, 1.004, 1.0, 1.002], rel_tol=0.003) == 20
     # a failed (high) run at a large width pushes the start past it
     assert plateau_start(w, [5.0, 3.0, 1.0, 1.0, 1.2, 1.0], rel_tol=0.01) == 50
+    # log-scale band: a 10^4 drop then ±10 % wiggles is flat at 5 % of the log range (factor 10^0.2 = 1.58)
+    curve = [1e3, 1e1, 0.12, 0.11, 0.1, 0.105]
+    assert plateau_start(w, curve, log_frac=0.05) == 5 and plateau_start(w, curve, rel_tol=0.05) == 20
 
 
 def test_identity_input_lower_bound():

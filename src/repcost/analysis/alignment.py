@@ -113,19 +113,25 @@ def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: flo
     return new.eval(), widths, all_groups
 
 
-def plateau_start(widths, values, rel_tol: float = 0.01):
+def plateau_start(widths, values, rel_tol: float = 0.01, log_frac: float | None = None):
     """Start of the loss plateau of a (width, minimal loss) curve (Jacot et al. 2022 §4, Fig 2).
 
     The smallest width w such that every width w' ≥ w in the sweep has a loss within rel_tol of the
-    best loss over all widths: value(w') ≤ (1 + rel_tol) · min(values). None if the sweep is empty.
+    best loss over all widths: value(w') ≤ (1 + rel_tol) · min(values). With log_frac, the band is
+    relative to the curve's range on a log scale instead (how a log-scale plot like the paper's Fig 2
+    reads): log value(w') − log min ≤ log_frac · (log max − log min). None if the sweep is empty.
     """
     pairs = sorted((float(w), float(v)) for w, v in zip(widths, values))
     if not pairs:
         return None
     best = min(v for _, v in pairs)
+    if log_frac is None:
+        limit = (1 + rel_tol) * best
+    else:
+        limit = best * (max(v for _, v in pairs) / best) ** log_frac
     start = None
     for w, v in reversed(pairs):
-        if v <= (1 + rel_tol) * best:
+        if v <= limit:
             start = w
         else:
             break
