@@ -12,12 +12,9 @@ start at N²/4.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from repcost.analysis.alignment import identity_input_lower_bound, identity_input_min_cost, plateau_start
 from repcost.data.bipartite import bipartite_incidence
-from repcost.figures import figure_args, save_figure, sweep_for
+from repcost.figures import figure_args, save_figure, sweep_for, width_curve
 from repcost.plots.jacot22 import plateau_figure
 
 FIG = "jacot22-bipartite"
@@ -25,26 +22,9 @@ REL_TOL = 0.01
 TIGHT_TOL = 1e-4  # the Prop 14 steps are 0.1–0.4 %: a 1 % rule cannot see them
 
 
-def _trials(path: str) -> list[float]:
-    d = Path(path) / "members"
-    return [json.loads((m / "summary.json").read_text())["objective"] for m in sorted(d.iterdir())] if d.is_dir() else []
-
-
 def _pct_above(values, bound: float) -> list[float]:
     """How far above `bound` each value lies, in % (0 = on the bound)."""
     return [100 * (v / bound - 1) for v in values]
-
-
-def _curve(rows):
-    rows = sorted(rows, key=lambda r: int(r["model.width"]))
-    w = [int(r["model.width"]) for r in rows]
-    obj = [float(r["objective"]) for r in rows]
-    tw, tv = [], []
-    for wi, r in zip(w, rows):
-        for v in _trials(r["path"]):
-            tw.append(wi)
-            tv.append(v)
-    return rows, w, obj, tw, tv
 
 
 def main():
@@ -53,7 +33,7 @@ def main():
     p15 = sweep_for("jacot22-prop15", args)
     out_rows, series, marks, report = [], [], [], []
     for n in sorted({int(r["data.n"]) for r in bip}):
-        rows, w, obj, tw, tv = _curve([r for r in bip if int(r["data.n"]) == n])
+        rows, w, obj, tw, tv = width_curve([r for r in bip if int(r["data.n"]) == n])
         lam = float(rows[0].get("train.lam") or 0) or 1e-3
         e = bipartite_incidence(n)
         lb = identity_input_lower_bound(e.T @ e, lam)
@@ -80,7 +60,7 @@ def main():
                       "min_cost_R_n": cost_at.get(wi), "objective_over_lam": o / lam,
                       "trial_objectives": " ".join(f"{v:.6g}" for ww, v in zip(tw, tv) if ww == wi),
                       "wall_time_s": float(r["wall_time_s"])} for wi, o, r in zip(w, obj, rows)]
-    rows, w, obj, tw, tv = _curve(p15)
+    rows, w, obj, tw, tv = width_curve(p15)
     n1 = int(float(p15[0].get("data.n_points") or 6)) if "data.n_points" in p15[0] else 6
     start15 = plateau_start(w, obj, REL_TOL)
     out_rows += [{"panel": "prop15", "N": n1, "width": wi, "objective": o, "plateau_start_1pct": start15,

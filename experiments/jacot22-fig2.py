@@ -10,13 +10,12 @@ within LOG_FRAC of the curve's log-scale range of the best).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from repcost.analysis.alignment import plateau_start
-from repcost.figures import figure_args, is_full, save_figure, sweep_for
+from repcost.figures import figure_args, is_full, save_figure, sweep_for, width_curve
 from repcost.plots.jacot22 import plateau_figure
 
 FIG = "jacot22-fig2"
@@ -29,20 +28,13 @@ def _starts(w, obj) -> dict:
     return {**{f"{t:g}": plateau_start(w, obj, t) for t in REL_TOLS}, f"log{LOG_FRAC:g}": plateau_start(w, obj, log_frac=LOG_FRAC)}
 
 
-def _members(path: str) -> list[dict]:
-    d = Path(path) / "members"
-    return [json.loads((m / "summary.json").read_text()) for m in sorted(d.iterdir())] if d.is_dir() else []
-
-
 def main():
     args = figure_args(__doc__.splitlines()[0]).parse_args()
     mnist = sweep_for(FIG, args)
     teacher = sweep_for(f"{FIG}-teacher", args)
     out_rows, left, right, claims = [], [], [], []
     for lam in sorted({float(r["train.lam"]) for r in mnist}, reverse=True):
-        rs = sorted((r for r in mnist if float(r["train.lam"]) == lam), key=lambda r: int(r["model.width"]))
-        w = [int(r["model.width"]) for r in rs]
-        obj = [float(r["objective"]) for r in rs]
+        rs, w, obj, _, _ = width_curve([r for r in mnist if float(r["train.lam"]) == lam])
         left += [dict(widths=w, values=obj, label=f"train objective, λ={lam:g}"),
                  dict(widths=w, values=[float(r["test_loss"]) for r in rs], style="--", label=f"test loss, λ={lam:g}")]
         starts = _starts(w, obj)
@@ -50,14 +42,7 @@ def main():
         out_rows += [{"panel": "mnist", "lam": lam, "width": wi, "objective": o, "train_loss": float(r["train_loss"]),
                       "test_loss": float(r["test_loss"]), "wall_time_s": float(r["wall_time_s"]),
                       **{f"plateau_start_{k}": v for k, v in starts.items()}} for wi, o, r in zip(w, obj, rs)]
-    rs = sorted(teacher, key=lambda r: int(r["model.width"]))
-    w = [int(r["model.width"]) for r in rs]
-    obj = [float(r["objective"]) for r in rs]
-    tw, tv = [], []
-    for wi, r in zip(w, rs):
-        for m in _members(r["path"]):
-            tw.append(wi)
-            tv.append(float(m["objective"]))
+    rs, w, obj, tw, tv = width_curve(teacher)
     lam = float(teacher[0].get("train.lam") or 1e-6) if "train.lam" in teacher[0] else 1e-6
     right += [dict(widths=w, values=obj, label="train objective (best of trials)", trials=(tw, tv)),
               dict(widths=w, values=[float(r["test_loss"]) for r in rs], style="--", label="test loss (best trial)")]

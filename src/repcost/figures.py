@@ -108,6 +108,24 @@ def save_figure(fig, fig_id: str, rows: list[dict], out_dir: Path = FIG_DIR) -> 
     return png, csv_path
 
 
+def width_curve(rows: list[dict]):
+    """(rows sorted by model.width, widths, objectives, trial widths, trial objectives) of a width sweep.
+
+    Trials are the members/<i>/summary.json of `train.ensemble_size` runs (the min-over-trials protocol
+    of Jacot et al. 2022 Fig 2); a single run has none.
+    """
+    rows = sorted(rows, key=lambda r: int(r["model.width"]))
+    widths = [int(r["model.width"]) for r in rows]
+    tw, tv = [], []
+    for w, r in zip(widths, rows):
+        members = Path(r["path"]) / "members"
+        dirs = sorted(members.iterdir(), key=lambda d: int(d.name)) if members.is_dir() else []
+        for d in dirs:
+            tw.append(w)
+            tv.append(float(json.loads((d / "summary.json").read_text())["objective"]))
+    return rows, widths, [float(r["objective"]) for r in rows], tw, tv
+
+
 def figure_args(description: str):
     """The common argparse parser of figure scripts: --full, --full-only, --launcher, --out, --workdir, --set."""
     import argparse

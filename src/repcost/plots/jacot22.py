@@ -49,13 +49,18 @@ def forces_panel(ax, points: np.ndarray, attraction: np.ndarray, repulsion: np.n
     return ax
 
 
-def forces_figure(panels: Sequence[dict]) -> plt.Figure:
-    """Fig 1: one `forces_panel` per dict (keys: points, attraction, repulsion, title, labels, rays, label_names)."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4))
+def _row_figure(draw, panels: Sequence[dict], panel_width: float) -> plt.Figure:
+    """One row of axes, `draw(ax, **panel)` on each."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(panel_width * len(panels), 4))
     for ax, p in zip(np.atleast_1d(axes), panels):
-        forces_panel(ax, **p)
+        draw(ax, **p)
     fig.tight_layout()
     return fig
+
+
+def forces_figure(panels: Sequence[dict]) -> plt.Figure:
+    """Fig 1: one `forces_panel` per dict (keys: points, attraction, repulsion, title, labels, rays, label_names)."""
+    return _row_figure(forces_panel, panels, 4.2)
 
 
 def plateau_panel(ax, series: Sequence[dict], title: str = "", ylabel: str = "loss", marks: Sequence[float] = (),
@@ -88,9 +93,5 @@ def plateau_panel(ax, series: Sequence[dict], title: str = "", ylabel: str = "lo
 
 
 def plateau_figure(panels: Sequence[dict]) -> plt.Figure:
-    """Fig 2 / Prop 14–15: one `plateau_panel` per dict (keys: series, title, ylabel, marks)."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4))
-    for ax, p in zip(np.atleast_1d(axes), panels):
-        plateau_panel(ax, **p)
-    fig.tight_layout()
-    return fig
+    """Fig 2 / Prop 14–15: one `plateau_panel` per dict (keys: series, title, ylabel, marks, yscale)."""
+    return _row_figure(plateau_panel, panels, 5.0)

@@ -406,8 +406,8 @@ def run_ensemble(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
     from ..data import load_data
     from ..models import build_model
     from ..runio import atomic_torch_save, atomic_write_bytes, atomic_write_json, config_hash, git_commit
-    from .run import (CHECKPOINT, FINISHED, METRICS, SUMMARY, MetricsWriter, load_checkpoint, run_dir_state,
-                      run_resumable)
+    from .run import (CHECKPOINT, FINISHED, METRICS, SUMMARY, MetricsWriter, resumable_checkpoint, run_resumable,
+                      run_summary)
 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -431,13 +431,8 @@ def run_ensemble(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
     family = models[0].family
 
     ckpt_path = run_dir / CHECKPOINT
-    resume = None
-    if run_dir_state(run_dir, chash) == "resumable":
-        resume = load_checkpoint(ckpt_path)
-        if resume.get("config_hash") != chash or "ensemble" not in resume:
-            raise RepcostError(f"{run_dir} holds a checkpoint of a different config (hash "
-                               f"{resume.get('config_hash')} != {chash}); use a fresh run directory")
-    elif (run_dir / MEMBERS).is_dir():
+    resume = resumable_checkpoint(run_dir, chash)
+    if resume is None and (run_dir / MEMBERS).is_dir():
         shutil.rmtree(run_dir / MEMBERS)  # a previous attempt's member outputs
     runners = [AnalysisRunner(spec.analysis, m, data, d) for m, d in zip(models, member_dirs)]
     metrics = MetricsWriter(run_dir / METRICS, keep_before=resume["ensemble"]["position"]["step"] if resume else 0)
@@ -471,25 +466,7 @@ def run_ensemble(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
     summaries, member_ckpts = [], []
     for i, (tr, r, status) in enumerate(zip(et.members, results, statuses)):
         model = tr.model
-        ev = tr.evaluate()
-        summary = {
-            **ev,
-            "param_sq_norm_per_depth": ev["param_sq_norm"] / model.depth,
-            "cost": float(model.cost().detach()),
-            "depth": model.depth,
-            "steps": tr.pos.step,
-            "stop_reason": r.stop_reason,
-            "status": status,
-            "message": r.message,
-            "wall_time_s": wall,
-            "device": str(device),
-            "dtype": spec.dtype,
-            "seed": seeds[i],
-            "git_commit": commit,
-            "config_hash": member_hash(member_cfgs[i]),
-            "model": model.family,
-            "data": data.name,
-        }
+        summary = run_summary(tr, r, wall, spec, seeds[i], member_hash(member_cfgs[i]), commit, data.name)
         if status == "finished":
             summary.update(runners[i].final(model))
         ckpt = {"trainer": et.member_state_dict(i), "config_hash": summary["config_hash"], "status": status,

@@ -32,13 +32,19 @@ def run_dir_state(run_dir: Path, chash: str) -> str:
     run_dir = Path(run_dir)
     if (run_dir / FINISHED).exists():
         return "finished" if (run_dir / FINISHED).read_text().strip() == chash else "fresh"
-    if (run_dir / CHECKPOINT).exists() and not (run_dir / ERROR).exists():
-        try:
-            same = load_checkpoint(run_dir / CHECKPOINT).get("config_hash") == chash
-        except RepcostError:  # unreadable (e.g. killed mid-write before atomic saves): start over
-            same = False
-        return "resumable" if same else "fresh"
-    return "fresh"
+    return "resumable" if resumable_checkpoint(run_dir, chash) is not None else "fresh"
+
+
+def resumable_checkpoint(run_dir: Path, chash: str) -> Optional[dict]:
+    """The checkpoint in `run_dir` if it is this config's (hash `chash`) and its run did not fail, else None."""
+    run_dir = Path(run_dir)
+    if (run_dir / FINISHED).exists() or not (run_dir / CHECKPOINT).exists() or (run_dir / ERROR).exists():
+        return None
+    try:
+        ckpt = load_checkpoint(run_dir / CHECKPOINT)
+    except RepcostError:  # unreadable (e.g. killed mid-write before atomic saves): start over
+        return None
+    return ckpt if ckpt.get("config_hash") == chash else None
 
 
 def clear_run_dir(run_dir: Path) -> None:
@@ -112,6 +118,30 @@ def _plot_fit_1d(model, data, path: Path, summary: dict) -> None:
     plt.close(fig)
 
 
+def run_summary(trainer, result, wall: float, spec: RunSpec, seed: int, chash: str, commit: str,
+                data_name: str) -> dict:
+    """summary.json of one trained model: final objective terms, cost, stop reason, provenance."""
+    model, ev = trainer.model, trainer.evaluate()
+    return {
+        **ev,
+        "param_sq_norm_per_depth": ev["param_sq_norm"] / model.depth,
+        "cost": float(model.cost().detach()),
+        "depth": model.depth,
+        "steps": trainer.pos.step,
+        "stop_reason": result.stop_reason,
+        "status": result.status,
+        "message": result.message,
+        "wall_time_s": wall,
+        "device": str(torch.device(spec.device)),
+        "dtype": spec.dtype,
+        "seed": seed,
+        "git_commit": commit,
+        "config_hash": chash,
+        "model": model.family,
+        "data": data_name,
+    }
+
+
 def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Optional[StopFlag] = None,
                  chash: Optional[str] = None) -> dict:
     """Train the run described by `spec` in `run_dir` (resuming a checkpoint left there); returns the summary."""
@@ -134,12 +164,7 @@ def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
     analysis = AnalysisRunner(spec.analysis, model, data, run_dir)
 
     ckpt_path = run_dir / CHECKPOINT
-    resume = None
-    if run_dir_state(run_dir, chash) == "resumable":
-        resume = load_checkpoint(ckpt_path)
-        if resume.get("config_hash") != chash:
-            raise RepcostError(f"{run_dir} holds a checkpoint of a different config (hash "
-                               f"{resume.get('config_hash')} != {chash}); use a fresh run directory")
+    resume = resumable_checkpoint(run_dir, chash)
     metrics = MetricsWriter(run_dir / METRICS, keep_before=resume["trainer"]["position"]["step"] if resume else 0)
 
     def save(trainer_state: dict, status: str) -> None:
@@ -163,25 +188,7 @@ def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
         log.warning("preempted (%s) at step %d; checkpoint saved, relaunch to resume", result.message, result.steps)
         return {"status": status, "steps": result.steps}
 
-    ev = trainer.evaluate()
-    summary = {
-        **ev,
-        "param_sq_norm_per_depth": ev["param_sq_norm"] / model.depth,
-        "cost": float(model.cost().detach()),
-        "depth": model.depth,
-        "steps": trainer.pos.step,
-        "stop_reason": result.stop_reason,
-        "status": status,
-        "message": result.message,
-        "wall_time_s": wall,
-        "device": str(device),
-        "dtype": spec.dtype,
-        "seed": spec.seed,
-        "git_commit": git_commit(),
-        "config_hash": chash,
-        "model": model.family,
-        "data": data.name,
-    }
+    summary = run_summary(trainer, result, wall, spec, spec.seed, chash, git_commit(), data.name)
     if status == "finished":
         summary.update(analysis.final(model))
         if data.task == "regression" and data.d_in == 1 and data.d_out == 1:
