@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from repcost.analysis.alignment import identity_input_lower_bound, identity_input_min_cost, plateau_start
 from repcost.data.bipartite import bipartite_incidence
-from repcost.figures import figure_args, save_figure, sweep_for, width_curve
+from repcost.figures import figure_args, run_figure, save_figure, sweep_for, width_curve
 from repcost.plots.jacot22 import plateau_figure
 
 FIG = "jacot22-bipartite"
@@ -87,4 +87,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

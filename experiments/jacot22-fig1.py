@@ -15,7 +15,7 @@ from repcost.analysis.alignment import merge_neurons, neuron_groups
 from repcost.analysis.forces import layer_forces, project_points_and_forces
 from repcost.analysis.reformulation import reformulated_loss
 from repcost.train.objective import objective, reg_scale_factor
-from repcost.figures import figure_args, load_run, save_figure, sweep_for
+from repcost.figures import figure_args, load_run, run_figure, save_figure, sweep_for
 from repcost.plots.jacot22 import forces_figure
 
 FIG = "jacot22-fig1"
@@ -93,4 +93,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

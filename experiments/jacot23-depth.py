@@ -17,7 +17,7 @@ import numpy as np
 
 from repcost.analysis.krr import fit_krr
 from repcost.analysis.spectra import numerical_rank
-from repcost.figures import figure_args, load_run, save_figure, sweep_for
+from repcost.figures import figure_args, load_run, run_figure, save_figure, sweep_for
 from repcost.plots.jacot23 import depth_figure
 
 FIG = "jacot23-depth"
@@ -72,4 +72,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

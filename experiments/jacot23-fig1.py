@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from repcost.analysis import layer_balance
-from repcost.figures import figure_args, load_run, save_figure, sweep_for
+from repcost.figures import figure_args, load_run, run_figure, save_figure, sweep_for
 from repcost.plots.jacot23 import spectra_figure
 
 FIG = "jacot23-fig1"
@@ -81,4 +81,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

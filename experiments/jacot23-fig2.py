@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from repcost.analysis.decision import count_tripoints, decision_grid, grid_limits
-from repcost.figures import figure_args, load_run, save_figure, sweep_for
+from repcost.figures import figure_args, load_run, run_figure, save_figure, sweep_for
 from repcost.plots.jacot23 import decision_figure
 
 FIG = "jacot23-fig2"
@@ -64,4 +64,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from repcost.analysis.denoising import add_noise, denoising, nearest_distance
 from repcost.data.curve_2d import curve_points, distance_to_curve
-from repcost.figures import figure_args, is_full, load_run, save_figure, sweep_for
+from repcost.figures import figure_args, is_full, load_run, run_figure, save_figure, sweep_for
 from repcost.plots.jacot23 import curve_denoising_axes, mnist_rows_axes
 
 FIG = "jacot23-fig3"
@@ -75,13 +75,14 @@ def main():
         res[("curve", L)] = rows[-1]
         ax = fig.add_subplot(gs[1, j])
         show = slice(0, 60)
-        curve_denoising_axes(ax, data.y_train.numpy(), curve_points(cfg, 400).numpy(), noisy[show], d.outputs[show],
-                             f"curve, L={L}: distance ratio {d.ratio:.2f}")
+        # as the paper's panels B, C: random inputs in the plane and where the autoencoder maps them
+        curve_denoising_axes(ax, data.y_train.numpy(), curve_points(cfg, 400).numpy(), uni[show], du.outputs[show],
+                             f"curve, L={L}: ratio {du.ratio:.2f} (random), {d.ratio:.2f} (σ={CURVE_SIGMA})")
         if j == 0:
             ax.legend(fontsize=7, loc="lower right")
     mode = {t: "full" if is_full(a, f"{FIG}-{t}") else "quick" for t in ("mnist", "curve")}
     fig.suptitle(f"MNIST ({mode['mnist']}) σ={MNIST_SIGMA} (top); "
-                 f"curve ({mode['curve']}), Gaussian inputs σ={CURVE_SIGMA} around it (bottom)")
+                 f"curve ({mode['curve']}), random inputs in [-1.2, 1.2]² and their images (bottom)")
     save_figure(fig, FIG, rows, a.out)
 
     print(f"\n== {FIG} (MNIST {mode['mnist']}, curve {mode['curve']}), {time.time() - t0:.0f} s")
@@ -96,10 +97,15 @@ def main():
                      f", uniform inputs in [-1.2,1.2]² ratio {q['uniform_ratio']:.3f}")
             print(f"   {task} L={L}: ratio {q['ratio']:.3f} (mean input dist {q['d_in_mean']:.3f} -> output "
                   f"{q['d_out_mean']:.3f}; {100 * q['frac_closer']:.0f}% moved closer){extra}")
-        deep, shallow = res[(task, Ls[-1])]["ratio"], res[(task, Ls[0])]["ratio"]
-        ok = deep <= 0.5 and deep < shallow
-        print(f"   {task}: deep {deep:.3f} vs shallow {shallow:.3f} -> {'REPRODUCED' if ok else 'NOT reproduced'}")
+        kinds = [("", f"σ={MNIST_SIGMA if task == 'mnist' else CURVE_SIGMA} noise")]
+        if task == "curve":
+            kinds.append(("uniform_", "random inputs, the paper's panels B, C"))
+        for key, what in kinds:
+            deep, shallow = res[(task, Ls[-1])][key + "ratio"], res[(task, Ls[0])][key + "ratio"]
+            ok = deep <= 0.5 and deep < shallow
+            print(f"   {task} ({what}): deep {deep:.3f} vs shallow {shallow:.3f} -> "
+                  f"{'REPRODUCED' if ok else 'NOT reproduced'}")
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

@@ -18,7 +18,7 @@ import numpy as np
 
 from repcost.analysis import path_norm, phi_L
 from repcost.analysis.two_rays import alignment_summary, directional_variation, net_from_model
-from repcost.figures import figure_args, load_run, save_figure, sweep_for
+from repcost.figures import figure_args, load_run, run_figure, save_figure, sweep_for
 from repcost.plots.ongie import add_bar_panel, grid_values, surfaces_figure
 
 FIG = "ongie22-fig1"
@@ -75,4 +75,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

@@ -20,7 +20,7 @@ from repcost.analysis import path_norm, phi_L
 from repcost.analysis.two_rays import f_and_g_for_data
 from repcost.config import compose_config, validate
 from repcost.data import load_data
-from repcost.figures import figure_args, preset_name, save_figure, sweep_for
+from repcost.figures import figure_args, preset_name, run_figure, save_figure, sweep_for
 
 FIG = "ongie22-fig2"
 
@@ -64,4 +64,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

@@ -19,7 +19,7 @@ import numpy as np
 from repcost.analysis import path_norm, phi_L
 from repcost.analysis.two_rays import (alignment_summary, along_rays, f_and_g_for_data, line_angle,
                                        net_from_model, prop52_margin)
-from repcost.figures import figure_args, load_run, save_figure, sweep_for
+from repcost.figures import figure_args, load_run, run_figure, save_figure, sweep_for
 from repcost.plots.ongie import grid_values, surfaces_figure
 
 FIG = "ongie22-fig3"
@@ -127,4 +127,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

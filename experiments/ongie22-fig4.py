@@ -22,7 +22,7 @@ from repcost.analysis import path_norm, phi_L
 from repcost.analysis.two_rays import f_and_g_for_data, line_angle, prop52_margin
 from repcost.config import compose_config, validate
 from repcost.data import load_data
-from repcost.figures import figure_args, preset_name, save_figure
+from repcost.figures import figure_args, preset_name, run_figure, save_figure
 from repcost.plots.ongie import costs_vs_angle_figure
 
 FIG = "ongie22-fig4"
@@ -72,4 +72,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

@@ -23,7 +23,7 @@ from repcost.analysis import path_norm, phi_L
 from repcost.analysis.two_rays import f_and_g_for_data, projection_interpolant
 from repcost.config import compose_config, validate
 from repcost.data import load_data
-from repcost.figures import figure_args, preset_name, save_figure
+from repcost.figures import figure_args, preset_name, run_figure, save_figure
 from repcost.plots.ongie import grid_values, subspace_panels_figure
 
 FIG = "ongie22-fig5"
@@ -102,4 +102,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

@@ -16,7 +16,7 @@ import torch
 
 from repcost.analysis.function_1d import model_1d_function
 from repcost.analysis.splines import linear_spline_interpolant, spline_min_cost
-from repcost.figures import eval_1d, figure_args, load_run, save_figure, sweep_for
+from repcost.figures import eval_1d, figure_args, load_run, run_figure, save_figure, sweep_for
 from repcost.plots.savarese import interpolant_panels
 
 FIG_ID = "savarese19-fig1"
@@ -81,4 +81,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

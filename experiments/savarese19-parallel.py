@@ -16,7 +16,7 @@ import numpy as np
 
 from repcost.analysis.arrays import as_f64
 from repcost.analysis.sparsity import l2L_quasinorm, parallel_alpha_normalised, parallel_balance
-from repcost.figures import figure_args, load_run, save_figure, sweep_for
+from repcost.figures import figure_args, load_run, run_figure, save_figure, sweep_for
 from repcost.plots.savarese import parallel_sparsity_figure
 
 FIG_ID = "savarese19-parallel"
@@ -71,4 +71,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_figure(main)

@@ -65,6 +65,29 @@ def test_plateau_start():
     assert plateau_start(w, curve, log_frac=0.05) == 5 and plateau_start(w, curve, rel_tol=0.05) == 20
 
 
+def test_optimisation_failures_and_zero_padding():
+    """A wider net padded with zero units has a narrower net's objective exactly, so a higher trained loss is a failure."""
+    from repcost.analysis.alignment import optimisation_failures
+    from repcost.train.objective import objective
+
+    assert optimisation_failures([1, 2, 15, 20, 30, 50, 100], [5, 2, 4.33e-5, 4.37e-5, 4.35e-5, 4.3e-3, 2.5e-4],
+                                 rel_tol=0.05) == [50, 100]
+    assert optimisation_failures([10, 5, 1], [1.0, 2.0, 3.0]) == []  # unsorted input, decreasing curve
+    g = torch.Generator().manual_seed(3)
+    x, y = torch.randn(30, 4, generator=g, dtype=torch.float64), torch.randn(30, 2, generator=g, dtype=torch.float64)
+    narrow = FC(FCConfig(depth=3, width=3, beta=1.0), 4, 2, g).double()
+    wide = FC(FCConfig(depth=3, width=5, beta=1.0), 4, 2, g).double()
+    with torch.no_grad():
+        for i in range(3):
+            wide.weights[i].zero_(), wide.biases[i].zero_()
+            r, c = narrow.weights[i].shape
+            wide.weights[i][:r, :c] = narrow.weights[i]
+            wide.biases[i][:r] = narrow.biases[i] + 0.1  # nonzero biases, so the pad must not leak them
+            narrow.biases[i] += 0.1
+    a, b = objective(narrow, x, y, "mse", 1e-2, "one"), objective(wide, x, y, "mse", 1e-2, "one")
+    assert torch.allclose(torch.stack(a), torch.stack(b), rtol=1e-12, atol=0)
+
+
 def test_identity_input_lower_bound():
     from repcost.analysis.alignment import identity_input_lower_bound
     from repcost.train.objective import objective

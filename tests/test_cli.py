@@ -42,6 +42,24 @@ def test_edited_config_in_a_finished_run_dir_reruns(tmp_path, run_cli):
     assert json.loads((d / "summary.json").read_text())["steps"] == 25
 
 
+def test_run_identity_ignores_only_bookkeeping_keys():
+    """Progress bars, checkpoint spacing, sweep name and force don't change a run's hash; a hyperparameter does."""
+    from repcost.cli.train import identity
+    from repcost.runio import config_hash
+
+    base = {"name": "a", "force": False, "seed": 0, "device": "auto",
+            "train": {"lam": 1e-3, "progress": True, "checkpoint_every": 0}}
+    same = {"name": "b", "force": True, "seed": 0, "device": "auto",
+            "train": {"lam": 1e-3, "progress": False, "checkpoint_every": 500}}
+    h = config_hash(identity(base))
+    assert config_hash(identity(same)) == h
+    # run dirs hashed before checkpoint_every was ignored (at its default 0, progress dropped) still match
+    assert h == config_hash({"seed": 0, "device": "auto", "train": {"lam": 1e-3, "checkpoint_every": 0}})
+    for key, val in (("seed", 1), ("device", "cpu")):
+        assert config_hash(identity({**base, key: val})) != h
+    assert config_hash(identity({**base, "train": {**base["train"], "lam": 1e-4}})) != h
+
+
 def test_two_runs_same_second_get_two_dirs(tmp_path, run_cli):
     import subprocess, sys
     cmd = [sys.executable, "-m", "repcost.cli.train", "train.phases.0.steps=1", "train.phases.1.steps=0"]

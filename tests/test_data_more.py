@@ -242,6 +242,32 @@ def test_s_curve_is_an_inverted_s():
     assert abs(float((noisy.x_train - clean.x_train).std()) - 0.1) < 0.005
 
 
+def test_wave_s_curves_interleave_without_touching():
+    """shape=wave: even samples are equally spaced along the curve; at spacing 0.3 classes interleave in x but never meet."""
+    from repcost.data.s_curves import T_MAX, inverted_s_wave
+
+    ends = inverted_s_wave(np.array([-T_MAX, -math.pi / 2, 0.0, math.pi / 2, T_MAX]))
+    # Ƨ from the bottom-right end, bulging left below the centre and right above it, to the top-left end
+    assert np.allclose(ends, [[0.5, -1], [-0.5, -1 / 3], [0, 0], [0.5, 1 / 3], [-0.5, 1]])
+    b = load("s_curves", shape="wave", spacing=0.3, sampling="even", n_per_class=400, n_test_per_class=0)
+    x, y = b.x_train, b.y_train
+    steps = (x[1:400] - x[:399]).norm(dim=1)
+    assert float(steps.max() / steps.min()) < 1.01  # uniform in arc length, not in t
+    lo = [float(x[y == c, 0].min()) for c in range(4)]
+    hi = [float(x[y == c, 0].max()) for c in range(4)]
+    assert all(hi[c] > lo[c + 1] + 0.5 for c in range(3))  # x-ranges overlap: no vertical stripes separate them
+    gaps = torch.cdist(x[y == 0], x[y == 1]).min()
+    assert float(gaps) > 0.1  # the translates keep apart (a graph over y never meets its x-translate)
+
+
+def test_arc_s_curves_refuse_touching_spacing():
+    with pytest.raises(ConfigError, match="spacing"):
+        make("s_curves", spacing=0.8)
+    with pytest.raises(ConfigError, match="shape"):
+        make("s_curves", shape="zigzag")
+    assert make("s_curves", shape="wave", spacing=0.3).spacing == 0.3
+
+
 # ---------------------------------------------------------------- curve_2d
 
 

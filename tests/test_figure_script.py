@@ -44,3 +44,16 @@ def test_full_only_selects_paper_presets_per_sweep():
     b = ap.parse_args(["--full"])
     assert is_full(b, "jacot22-fig2") and is_full(b, "jacot22-fig2-teacher")
     assert not any(is_full(ap.parse_args([]), p) for p in ("jacot22-fig2", "jacot22-fig2-teacher"))
+
+
+def test_figure_script_bad_override_ends_with_one_line(tmp_path):
+    """A sweep whose jobs all fail ends the figure script with exit 2 and a one-line error, no traceback."""
+    import subprocess
+
+    p = subprocess.run([sys.executable, str(REPO_ROOT / "experiments" / "savarese19-parallel.py"),
+                        "--workdir", str(tmp_path / "new"), "--out", str(tmp_path), "--set", "model.width=-1"],
+                       capture_output=True, text=True, timeout=120, env={**__import__("os").environ, "MPLBACKEND": "Agg"})
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: 4 job(s) of") and "model.width=-1; allowed: a positive integer" in last

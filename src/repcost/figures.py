@@ -40,6 +40,7 @@ def run_sweep(fig_id: str, sweep_args: Sequence[str] = (), full: bool = False, e
     if launcher:
         cmd.append(f"hydra/launcher={launcher}")
     print("$ " + " ".join(cmd[2:]), flush=True)
+    Path(cwd).mkdir(parents=True, exist_ok=True)
     p = subprocess.run(cmd, cwd=cwd)
     if p.returncode != 0:
         raise RepcostError(f"sweep for {fig_id} failed (exit {p.returncode})")
@@ -124,6 +125,15 @@ def width_curve(rows: list[dict]):
             tw.append(w)
             tv.append(float(json.loads((d / "summary.json").read_text())["objective"]))
     return rows, widths, [float(r["objective"]) for r in rows], tw, tv
+
+
+def run_figure(main) -> None:
+    """Run a figure script's main(); a RepcostError (bad input, unfinished sweep) ends with one line and exit 2."""
+    try:
+        main()
+    except RepcostError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def figure_args(description: str):

@@ -6,7 +6,7 @@ Jacot et al. 2022 reformulation, forces, neuron alignment and plateau tools.
 """
 
 from .alignment import (effective_widths, identity_input_lower_bound, identity_input_min_cost, merge_neurons,
-                        neuron_groups, plateau_start)
+                        neuron_groups, optimisation_failures, plateau_start)
 from .balance import balance_summary, layer_balance, linear_layer_balance, neuron_balance
 from .costs import (cost_CL, effective_matrix, path_norm, phi3_lower_bound, phi3_lower_bound_search,
                     phi3_upper_bound)
@@ -24,7 +24,7 @@ __all__ = [
     "hidden_spectra", "identity_input_lower_bound", "identity_input_min_cost", "jacobian_rank", "jacobian_spectra", "jacobians", "l2L_quasinorm",
     "layer_balance", "layer_forces", "linear_layer_balance", "linear_spline_interpolant", "merge_neurons", "neuron_balance",
     "neuron_groups", "normalised", "numerical_rank", "parallel_alpha_normalised", "parallel_balance", "path_norm",
-    "phi3_lower_bound", "phi3_lower_bound_search", "phi3_upper_bound", "phi_L", "plateau_start", "prop3_bound",
+    "optimisation_failures", "phi3_lower_bound", "phi3_lower_bound_search", "phi3_upper_bound", "phi_L", "plateau_start", "prop3_bound",
     "reformulated_loss", "relu_net_1d_cost", "schatten_cost", "singular_values", "spline_min_cost", "stable_rank",
     "weight_spectra",
 ]

@@ -138,6 +138,21 @@ def plateau_start(widths, values, rel_tol: float = 0.01, log_frac: float | None 
     return int(start) if start is not None and start == int(start) else start
 
 
+def optimisation_failures(widths, values, rel_tol: float = 0.01) -> list:
+    """Widths whose loss exceeds (1 + rel_tol) × the best loss at a narrower width.
+
+    The minimal regularised loss cannot grow with width (Jacot et al. 2022 §4): a narrower net padded with
+    zero units computes the same function at the same parameter norm. A trained net above a narrower
+    one's loss has therefore not reached its minimum.
+    """
+    out, best = [], float("inf")
+    for w, v in sorted((float(w), float(v)) for w, v in zip(widths, values)):
+        if v > (1 + rel_tol) * best:
+            out.append(int(w) if w == int(w) else w)
+        best = min(best, v)
+    return out
+
+
 def identity_input_lower_bound(y: torch.Tensor, lam: float) -> float:
     """A width-independent lower bound on min_W (1/N)‖σ(W_1)ᵀW_2ᵀ − Y‖²_F + λ(‖W_1‖² + ‖W_2‖²) for a
     shallow bias-free net with X = I_N (the setting of Jacot et al. 2022 Prop 14; rows of y = samples).

@@ -24,13 +24,16 @@ from .hydra_errors import clean_exit
 
 log = logging.getLogger("repcost")
 
-NOT_HASHED = ("name", "force")  # keys that do not change what a run computes
+NOT_HASHED = ("name", "force")  # keys that do not change what a run computes (nor do train.progress and
+# train.checkpoint_every: a resumed run matches an unbroken one)
 
 
 def identity(run_cfg: dict) -> dict:
     """The part of a run config that defines its result (hashed to match run directories)."""
     d = {k: v for k, v in run_cfg.items() if k not in NOT_HASHED}
     d["train"] = {k: v for k, v in d.get("train", {}).items() if k != "progress"}
+    if "checkpoint_every" in d["train"]:  # hashed at its default, so run dirs made before it was ignored still match
+        d["train"]["checkpoint_every"] = 0
     return d
 
 

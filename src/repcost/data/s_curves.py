@@ -27,14 +27,19 @@ class SCurvesConfig:
     spacing: float = 1.5
     noise: float = 0.0
     sampling: str = "random"
+    shape: str = "arcs"
 
     def __post_init__(self):
         check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
         check(self.n_classes >= 2, "n_classes", self.n_classes, "an integer >= 2 (the paper uses 4)")
         check(self.n_per_class >= 1, "n_per_class", self.n_per_class, "an integer >= 1")
         check(self.n_test_per_class >= 0, "n_test_per_class", self.n_test_per_class, "an integer >= 0")
-        check(self.spacing > 0, "spacing", self.spacing,
-              "a positive x-translation between curves (> 1 keeps the width-1 curves disjoint)")
+        check(self.shape in CURVES, "shape", self.shape,
+              "arcs (an S of two 3/4-circles) or wave (an S-shaped graph x = g(y))")
+        check(self.spacing > 0, "spacing", self.spacing, "a positive x-translation between curves")
+        check(self.shape == "wave" or self.spacing > 1, "spacing", self.spacing,
+              "> 1 for shape=arcs (its width-1 curves fold back, so closer translates intersect); "
+              "use shape=wave for interleaved curves")
         check(self.noise >= 0, "noise", self.noise, "a noise std >= 0")
         check(self.sampling in ("random", "even"), "sampling", self.sampling,
               "random (uniform along the curve) or even (equally spaced along it)")
@@ -52,6 +57,28 @@ def inverted_s(t: np.ndarray) -> np.ndarray:
     return 0.5 * np.stack([-np.sin(t), np.sign(t) * (np.cos(t) - 1.0)], axis=-1)
 
 
+def inverted_s_wave(t: np.ndarray) -> np.ndarray:
+    """Points (len(t), 2) of an inverted S drawn as a graph x = ½ sin(t), y = 2t/(3π); t ∈ [−3π/2, 3π/2].
+
+    Width 1, height 2, from the top-left end (−½, 1) through the centre to the bottom-right end
+    (½, −1). Being a graph over y, its x-translates never intersect, so at a spacing below 1 the
+    classes interleave and no vertical stripes separate them.
+    """
+    t = np.asarray(t, dtype=np.float64)
+    return np.stack([0.5 * np.sin(t), t / T_MAX], axis=-1)
+
+
+CURVES = {"arcs": inverted_s, "wave": inverted_s_wave}
+
+
+def arclength_params(curve, u: np.ndarray, grid: int = 4097) -> np.ndarray:
+    """Curve parameters t whose arc-length fractions are u ∈ [0, 1] (so uniform u is uniform along the curve)."""
+    tg = np.linspace(-T_MAX, T_MAX, grid)
+    seg = np.linalg.norm(np.diff(curve(tg), axis=0), axis=1)
+    s = np.concatenate([[0.0], np.cumsum(seg)])
+    return np.interp(np.asarray(u) * s[-1], s, tg)
+
+
 def class_offsets(cfg: SCurvesConfig) -> List[float]:
     """x-translation of each class's curve: (c − (n_classes − 1)/2)·spacing, so the dataset is centred."""
     return [(c - (cfg.n_classes - 1) / 2) * cfg.spacing for c in range(cfg.n_classes)]
@@ -59,13 +86,11 @@ def class_offsets(cfg: SCurvesConfig) -> List[float]:
 
 def _split(cfg: SCurvesConfig, n: int, stream: int):
     gen = rng(cfg.seed, stream)
+    curve = CURVES[cfg.shape]
     xs, ys = [], []
     for c, dx in enumerate(class_offsets(cfg)):
-        if cfg.sampling == "even":
-            t = np.linspace(-T_MAX, T_MAX, n)
-        else:
-            t = gen.uniform(-T_MAX, T_MAX, size=n)
-        xs.append(inverted_s(t) + np.array([dx, 0.0]))
+        u = np.linspace(0.0, 1.0, n) if cfg.sampling == "even" else gen.uniform(0.0, 1.0, size=n)
+        xs.append(curve(arclength_params(curve, u)) + np.array([dx, 0.0]))
         ys.append(np.full(n, c, dtype=np.int64))
     x = np.concatenate(xs)
     if cfg.noise > 0:
@@ -80,6 +105,6 @@ def load_s_curves(cfg: SCurvesConfig) -> DataBundle:
     x_test = y_test = None
     if cfg.n_test_per_class > 0:
         x_test, y_test = _split(cfg, cfg.n_test_per_class, 1)
-    meta = {"offsets": class_offsets(cfg), "spacing": cfg.spacing}
+    meta = {"offsets": class_offsets(cfg), "spacing": cfg.spacing, "shape": cfg.shape}
     return DataBundle("s_curves", x_train, y_train, x_test, y_test, task="classification",
                       n_classes=cfg.n_classes, meta=meta)
