@@ -70,10 +70,9 @@ def main():
               f"objective by width {{{curve}}}")
         bad = optimisation_failures(w, obj, FAIL_TOL)
         if bad:
-            kept = [(wi, o) for wi, o in zip(w, obj) if wi not in bad]
+            kept = _starts(*zip(*[(wi, o) for wi, o in zip(w, obj) if wi not in bad]))
             print(f"   not at their minimum (objective > {1 + FAIL_TOL:g}x a narrower width's, which zero-padding "
-                  f"matches): widths {bad}; without them the plateau starts at "
-                  f"{plateau_start(*zip(*kept), 0.05)} (5%), {plateau_start(*zip(*kept), 0.01)} (1%)")
+                  f"matches): widths {bad}; without them the plateau starts at {kept['0.05']} (5%), {kept['0.01']} (1%)")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from ..config import validate
 from ..errors import RepcostError
 from ..paths import CONFIG_DIR
 from ..runio import config_hash
-from ..train.run import SUMMARY, clear_run_dir, record_failure, run_dir_state, run_training
+from ..train.run import SUMMARY, clear_run_dir, is_finished, record_failure, run_training
 from . import resolvers  # noqa: F401  (registers ${repcost_uid:} and ${repcost_job_dir:})
 from .hydra_errors import clean_exit
 
@@ -50,7 +50,7 @@ def _place_sweep_job(spec) -> None:
 
 
 def run_config(cfg: DictConfig) -> dict:
-    """Validate a composed config and train it in Hydra's output dir (skip/resume as the dir says)."""
+    """Validate a composed config and train it in Hydra's output dir (skip if finished, else resume or start fresh)."""
     spec = validate(cfg)
     run_cfg = OmegaConf.to_container(cfg, resolve=True)
     run_cfg.pop("hydra", None)
@@ -60,13 +60,12 @@ def run_config(cfg: DictConfig) -> dict:
     if multirun:
         _place_sweep_job(spec)
     chash = config_hash(identity(run_cfg))
-    state = run_dir_state(run_dir, chash)
-    if state == "finished" and not cfg.get("force", False):
+    if cfg.get("force", False):
+        clear_run_dir(run_dir)
+    elif is_finished(run_dir, chash):
         import json
         print(f"already finished (force=true reruns): {run_dir}")
         return json.loads((run_dir / SUMMARY).read_text())
-    if state != "resumable" or cfg.get("force", False):
-        clear_run_dir(run_dir)
     summary = run_training(spec, run_cfg, run_dir, chash=chash)
     _report(summary, run_dir)
     return summary

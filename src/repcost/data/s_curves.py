@@ -86,13 +86,12 @@ def class_offsets(cfg: SCurvesConfig) -> List[float]:
 
 def _split(cfg: SCurvesConfig, n: int, stream: int):
     gen = rng(cfg.seed, stream)
-    curve = CURVES[cfg.shape]
-    xs, ys = [], []
-    for c, dx in enumerate(class_offsets(cfg)):
-        u = np.linspace(0.0, 1.0, n) if cfg.sampling == "even" else gen.uniform(0.0, 1.0, size=n)
-        xs.append(curve(arclength_params(curve, u)) + np.array([dx, 0.0]))
-        ys.append(np.full(n, c, dtype=np.int64))
-    x = np.concatenate(xs)
+    curve, k = CURVES[cfg.shape], cfg.n_classes
+    # a row of arc-length fractions per class (one draw, in the order a per-class loop would make)
+    u = np.tile(np.linspace(0.0, 1.0, n), (k, 1)) if cfg.sampling == "even" else gen.uniform(0.0, 1.0, size=(k, n))
+    t = arclength_params(curve, u)
+    x = np.concatenate([curve(t[c]) + np.array([dx, 0.0]) for c, dx in enumerate(class_offsets(cfg))])
+    ys = [np.full(n, c, dtype=np.int64) for c in range(k)]
     if cfg.noise > 0:
         x = x + cfg.noise * gen.standard_normal(x.shape)
     return torch.from_numpy(x), torch.from_numpy(np.concatenate(ys))

@@ -406,7 +406,7 @@ def run_ensemble(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
     from ..data import load_data
     from ..models import build_model
     from ..runio import atomic_torch_save, atomic_write_bytes, atomic_write_json, config_hash, git_commit
-    from .run import (CHECKPOINT, FINISHED, METRICS, SUMMARY, MetricsWriter, resumable_checkpoint, run_resumable,
+    from .run import (CHECKPOINT, FINISHED, METRICS, SUMMARY, MetricsWriter, resume_or_clear, run_resumable,
                       run_summary)
 
     run_dir = Path(run_dir)
@@ -431,7 +431,7 @@ def run_ensemble(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
     family = models[0].family
 
     ckpt_path = run_dir / CHECKPOINT
-    resume = resumable_checkpoint(run_dir, chash)
+    resume = resume_or_clear(run_dir, chash)
     if resume is None and (run_dir / MEMBERS).is_dir():
         shutil.rmtree(run_dir / MEMBERS)  # a previous attempt's member outputs
     runners = [AnalysisRunner(spec.analysis, m, data, d) for m, d in zip(models, member_dirs)]

@@ -24,27 +24,30 @@ CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR = "checkpoint.pt", "summary.json",
 RUN_FILES = (CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR)
 
 
-def run_dir_state(run_dir: Path, chash: str) -> str:
-    """'finished' (marker + summary of this config), 'resumable' (a checkpoint of it), or 'fresh'.
+def is_finished(run_dir: Path, chash: str) -> bool:
+    """Whether `run_dir` holds a finished run of this config (its FINISHED marker carries hash `chash`)."""
+    f = Path(run_dir) / FINISHED
+    return f.exists() and f.read_text().strip() == chash
 
-    Outputs of another config in the same directory (a preset edited since) are 'fresh': rerun.
+
+def resume_or_clear(run_dir: Path, chash: str) -> Optional[dict]:
+    """This config's checkpoint in `run_dir` to resume from; else None, after clearing what is there.
+
+    Only an unfinished, not failed run of the same config (hash `chash`) is resumed. Outputs of another
+    config (a preset edited since), of a failed or finished attempt, or an unreadable checkpoint are
+    removed, so the run starts fresh.
     """
     run_dir = Path(run_dir)
-    if (run_dir / FINISHED).exists():
-        return "finished" if (run_dir / FINISHED).read_text().strip() == chash else "fresh"
-    return "resumable" if resumable_checkpoint(run_dir, chash) is not None else "fresh"
-
-
-def resumable_checkpoint(run_dir: Path, chash: str) -> Optional[dict]:
-    """The checkpoint in `run_dir` if it is this config's (hash `chash`) and its run did not fail, else None."""
-    run_dir = Path(run_dir)
-    if (run_dir / FINISHED).exists() or not (run_dir / CHECKPOINT).exists() or (run_dir / ERROR).exists():
-        return None
-    try:
-        ckpt = load_checkpoint(run_dir / CHECKPOINT)
-    except RepcostError:  # unreadable (e.g. killed mid-write before atomic saves): start over
-        return None
-    return ckpt if ckpt.get("config_hash") == chash else None
+    ckpt = None
+    if (run_dir / CHECKPOINT).exists() and not (run_dir / FINISHED).exists() and not (run_dir / ERROR).exists():
+        try:
+            ckpt = load_checkpoint(run_dir / CHECKPOINT)
+        except RepcostError:  # unreadable (e.g. killed mid-write before atomic saves): start over
+            ckpt = None
+    if ckpt is not None and ckpt.get("config_hash") == chash:
+        return ckpt
+    clear_run_dir(run_dir)
+    return None
 
 
 def clear_run_dir(run_dir: Path) -> None:
@@ -164,7 +167,7 @@ def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Option
     analysis = AnalysisRunner(spec.analysis, model, data, run_dir)
 
     ckpt_path = run_dir / CHECKPOINT
-    resume = resumable_checkpoint(run_dir, chash)
+    resume = resume_or_clear(run_dir, chash)
     metrics = MetricsWriter(run_dir / METRICS, keep_before=resume["trainer"]["position"]["step"] if resume else 0)
 
     def save(trainer_state: dict, status: str) -> None:
