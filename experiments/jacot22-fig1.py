@@ -14,6 +14,7 @@ import torch
 from repcost.analysis.alignment import merge_neurons, neuron_groups
 from repcost.analysis.forces import layer_forces, project_points_and_forces
 from repcost.analysis.reformulation import reformulated_loss
+from repcost.errors import RepcostError
 from repcost.train.objective import objective, reg_scale_factor
 from repcost.figures import figure_args, load_run, run_figure, save_figure, sweep_for
 from repcost.plots.jacot22 import forces_figure
@@ -32,6 +33,10 @@ def main():
     with torch.no_grad():
         hs = model.hidden(x)
     scale = max(float(torch.linalg.matrix_norm(h.post.detach(), ord=2)) for h in hs) ** 2
+    if scale == 0:  # weight decay won: no neuron is active, there are no rays and no forces to draw
+        raise RepcostError(f"every hidden neuron of {rows[0]['path']} is inactive on the data (‖θ‖² = "
+                           f"{float(summary['param_sq_norm']):.3g}, train loss {float(summary['train_loss']):.4g}): "
+                           "the net collapsed to a constant; use a smaller λ")
     ridge = RIDGE_REL * scale
     forces = layer_forces(model, x, ridge=ridge)
     digits = spec.data.digit_list()

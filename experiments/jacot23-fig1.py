@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from repcost.analysis import layer_balance
+from repcost.analysis.spectra import gap_rank
 from repcost.figures import figure_args, load_run, run_figure, save_figure, sweep_for
 from repcost.plots.jacot23 import spectra_figure
 
@@ -41,8 +42,9 @@ def main():
     rows = []
     for ell, s in enumerate(hidden, start=1):
         sn = s / s[0]
+        r, drop = gap_rank(s)
         rows.append({"kind": "hidden", "layer": ell, **{f"s{i + 1}/s1": float(sn[i]) for i in range(10)},
-                     f"s{k + 1}/s{k}": ratio(s, k)})
+                     f"s{k + 1}/s{k}": ratio(s, k), "gap_rank": r, "gap_ratio": drop})
     for ell, s in enumerate(weights, start=1):
         rows.append({"kind": "weight", "layer": ell, **{f"s{i + 1}": float(s[i]) for i in range(10)},
                      "sq_norm": float(np.sum(s ** 2))})
@@ -68,8 +70,9 @@ def main():
     print(f"paper: middle layers approximately rank {k} (target s{k + 1}/s{k} < 0.1)")
     for ell, s in enumerate(hidden, start=1):
         tag = " (middle)" if ell in middle else ""
+        r, drop = gap_rank(s)
         print(f"   layer {ell}{tag}: s{k + 1}/s{k} = {ratio(s, k):.3g}   s_i/s_1 (i ≤ 8) = "
-              + " ".join(f"{v:.2g}" for v in (s / s[0])[:8]))
+              + " ".join(f"{v:.2g}" for v in (s / s[0])[:8]) + f"   largest drop after s{r} (s{r + 1}/s{r} = {drop:.2g})")
     print(f"   measured max over middle layers {middle}: {max(mid_ratios):.3g} -> "
           + ("rank-5 middle layers REPRODUCED" if max(mid_ratios) < 0.1 else "NOT reproduced (< 0.1 needed)"))
     jr = [ratio(s, k) for s in jac]

@@ -58,6 +58,21 @@ def test_run_identity_ignores_only_bookkeeping_keys():
     for key, val in (("seed", 1), ("device", "cpu")):
         assert config_hash(identity({**base, key: val})) != h
     assert config_hash(identity({**base, "train": {**base["train"], "lam": 1e-4}})) != h
+    # a phase's lam_factor is hashed only when it is not 1 (older run dirs have no such key)
+    phase = {"optimizer": "adam", "lr": 1e-3}
+    old = config_hash(identity({**base, "train": {**base["train"], "phases": [phase]}}))
+    assert config_hash(identity({**base, "train": {**base["train"], "phases": [{**phase, "lam_factor": 1.0}]}})) == old
+    assert config_hash(identity({**base, "train": {**base["train"], "phases": [{**phase, "lam_factor": 10.0}]}})) != old
+
+
+def test_long_overrides_give_a_short_stable_job_dir():
+    """Sweep job dirs are named by their overrides; a long one (a whole phases list) is cut and digested."""
+    from repcost.cli.resolvers import MAX_JOB_DIR, _job_dir
+    assert _job_dir("model.width=8,seed=1") == "model.width=8,seed=1" and _job_dir("") == "base"
+    long = "train.phases=[" + ",".join("{optimizer:adam,lr:0.001,steps:%d}" % i for i in range(12)) + "]"
+    other = long[:-2] + "9]"
+    assert len(_job_dir(long).encode()) <= MAX_JOB_DIR and _job_dir(long) == _job_dir(long)
+    assert _job_dir(long) != _job_dir(other) and _job_dir(long).startswith("train.phases=[{optimizer:adam")
 
 
 def test_two_runs_same_second_get_two_dirs(tmp_path, run_cli):
@@ -80,6 +95,7 @@ BAD = [
     (["model.foo=1"], "model.foo", "not a key"),
     (["+model.foo=1"], "model.foo", "keys of model"),
     (["model.depth=abc"], "model.depth", "Integer"),
+    (["+train.phases.1.lam_factor=2"], "train.phases[-1].lam_factor=2.0", "last phase"),
 ]
 if not torch.cuda.is_available():
     BAD.append((["device=cuda"], "device='cuda'", "no CUDA device"))

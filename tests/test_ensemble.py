@@ -72,6 +72,8 @@ OPT = {
     "adam": ("train=adam", "train.phases.0.lr=0.01"),
     "sgd": ("train=sgd", "train.phases.0.batch_size=5", "train.phases.0.lr=0.01"),
     "adam_gd": ("train=adam_gd", "train.phases.0.steps=30", "train.phases.1.steps=30"),
+    "adam_gd_lam_factor": ("train=adam_gd", "train.phases.0.steps=30", "train.phases.1.steps=30",
+                           "+train.phases.0.lam_factor=20"),
 }
 
 
@@ -79,7 +81,7 @@ OPT = {
 @pytest.mark.parametrize("opt", list(OPT))
 def test_members_match_single_runs(tmp_path, model, opt):
     args = (*(FC if model == "fc" else LR), *OPT[opt], "train.log_every=20", "seed=3")
-    if opt != "adam_gd":
+    if not opt.startswith("adam_gd"):
         args += ("train.phases.0.steps=50",)
     top, ens = train(tmp_path, *args, "train.ensemble_size=2", name="ens")
     members = []

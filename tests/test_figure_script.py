@@ -57,3 +57,17 @@ def test_figure_script_bad_override_ends_with_one_line(tmp_path):
     assert "Traceback" not in p.stderr
     last = p.stderr.strip().splitlines()[-1]
     assert last.startswith("error: 4 job(s) of") and "model.width=-1; allowed: a positive integer" in last
+
+
+def test_forces_script_on_a_collapsed_net_ends_with_one_line(tmp_path):
+    """jacot22-fig1 on a net that weight decay shrank to zero says so (exit 2) instead of a singular solve."""
+    import subprocess
+
+    p = subprocess.run([sys.executable, str(REPO_ROOT / "experiments" / "jacot22-fig1.py"),
+                        "--workdir", str(tmp_path / "w"), "--out", str(tmp_path), "--set", "train.lam=2",
+                        "train.phases.0.steps=300", "train.phases.0.lam_factor=1", "train.phases.1.steps=300"],
+                       capture_output=True, text=True, timeout=300, env={**__import__("os").environ, "MPLBACKEND": "Agg"})
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    assert "inactive on the data" in last and "use a smaller λ" in last

@@ -72,6 +72,15 @@ def test_rank_measures_batched_match_rowwise():
     np.testing.assert_array_equal(batched["numerical_rank"], [1, 3, 6])
 
 
+def test_gap_rank_finds_the_largest_drop():
+    from repcost.analysis.spectra import gap_rank
+    assert gap_rank([4.0, 3.0, 2.0, 0.2, 0.1]) == (3, pytest.approx(0.1))
+    assert gap_rank(np.array([1.0, 0.9, 0.8, 0.7, 0.6, 0.45, 0.05, 0.04])) == (6, pytest.approx(0.05 / 0.45))
+    # unsorted input is sorted (5, 1, 1, 1, …, 1e-3); only s_1 … s_4 count, so the drop at the end is not seen
+    assert gap_rank([5.0, 1e-3] + [1.0] * 20, max_rank=3) == (1, pytest.approx(0.2))
+    assert gap_rank([0.0, 0.0])[0] == 0 and gap_rank([2.0])[0] == 1
+
+
 def test_numerical_rank_tolerance():
     s = np.array([1.0, 1e-2, 1e-4])
     assert numerical_rank(s) == 2 and numerical_rank(s, rel_tol=1e-5) == 3 and numerical_rank(s, 0.1) == 1

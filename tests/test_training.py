@@ -66,6 +66,31 @@ def test_phases_run_in_sequence(tmp_path):
     assert lines[-1]["lr"] == pytest.approx(1e-2)
 
 
+def test_lam_factor_trains_its_phase_on_a_scaled_lambda(tmp_path):
+    """A phase with lam_factor f takes the steps of λ·f (same parameters bit for bit); summaries report λ."""
+    import torch
+    gd = ("model.width=10", "train.log_every=10", "train.reg_scale=one")
+    scaled, sd = train(tmp_path, *gd, "train.lam=5e-3", "train.phases=[{optimizer:gd,lr:0.02,steps:40}]",
+                       name="scaled")
+    cont, cd = train(tmp_path, *gd, "train.lam=1e-3", "train.phases=[{optimizer:gd,lr:0.02,steps:40,lam_factor:5},"
+                     "{optimizer:gd,lr:0.02,steps:0}]", name="cont")
+    a = torch.load(sd / "checkpoint.pt", weights_only=True)["trainer"]["model"]
+    b = torch.load(cd / "checkpoint.pt", weights_only=True)["trainer"]["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert cont["param_sq_norm"] == scaled["param_sq_norm"] and cont["train_loss"] == scaled["train_loss"]
+    assert cont["objective"] == pytest.approx(cont["train_loss"] + 1e-3 * cont["param_sq_norm"], rel=1e-12)
+    logged = [json.loads(x) for x in (cd / "metrics.jsonl").read_text().splitlines()]
+    assert all(r["objective"] == pytest.approx(r["train_loss"] + 1e-3 * r["param_sq_norm"], rel=1e-12)
+               for r in logged)
+
+
+def test_last_phase_must_train_the_stated_lambda():
+    with pytest.raises(RepcostError, match=r"phases\[-1\].lam_factor=3.0.*last phase"):
+        validate(compose_config(["train=adam_gd", "+train.phases.1.lam_factor=3"]))
+    with pytest.raises(RepcostError, match=r"lam_factor=0.0.*> 0"):
+        validate(compose_config(["train=adam_gd", "+train.phases.0.lam_factor=0"]))
+
+
 def test_target_loss_stops(tmp_path):
     s, _ = train(tmp_path, "train=adam", "train.phases.0.steps=5000", "train.target_loss=10.0")
     assert s["stop_reason"] == "target_loss" and s["steps"] < 50

@@ -86,6 +86,16 @@ def entropy_rank(s: Any):
     return _scalar_or_array(r)
 
 
+def gap_rank(s: Any, max_rank: int = 10) -> tuple[int, float]:
+    """(r, s_{r+1}/s_r) at the largest relative drop among s_1 … s_{max_rank+1}: the rank a plot like Jacot 2023 Fig 1A shows."""
+    s = np.sort(as_f64(s))[::-1][: max_rank + 1]
+    if s.size < 2 or s[0] <= 0:
+        return int(s.size and s[0] > 0), float("nan")
+    drops = np.where(s[:-1] > 0, s[1:] / np.where(s[:-1] > 0, s[:-1], 1.0), np.inf)
+    r = int(np.argmin(drops))
+    return r + 1, float(drops[r])
+
+
 def rank_measures(s: Any, rel_tol: float = DEFAULT_REL_TOL) -> dict:
     """{'numerical_rank', 'stable_rank', 'entropy_rank'} of one spectrum or a batch of them (Jacot 2023 Fig 1)."""
     return {"numerical_rank": numerical_rank(s, rel_tol), "stable_rank": stable_rank(s),

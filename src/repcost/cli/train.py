@@ -34,6 +34,9 @@ def identity(run_cfg: dict) -> dict:
     d["train"] = {k: v for k, v in d.get("train", {}).items() if k != "progress"}
     if "checkpoint_every" in d["train"]:  # hashed at its default, so run dirs made before it was ignored still match
         d["train"]["checkpoint_every"] = 0
+    if "phases" in d["train"]:  # lam_factor is hashed only when set, for the same reason
+        d["train"]["phases"] = [{k: v for k, v in ph.items() if not (k == "lam_factor" and v == 1.0)}
+                                for ph in d["train"]["phases"]]
     return d
 
 

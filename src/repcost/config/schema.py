@@ -33,6 +33,9 @@ class PhaseConfig:
     momentum: float = 0.0  # sgd only
     schedule: str = "constant"  # constant | cosine | linear | exponential
     final_lr_ratio: float = 0.01  # lr at the phase's end / lr, for decaying schedules
+    # λ multiplier while this phase trains (λ-continuation: a larger λ early sheds the high-norm
+    # interpolating solution Adam finds first; summaries and logs always report the stated λ)
+    lam_factor: float = 1.0
 
     def __post_init__(self):
         check(self.optimizer in OPTIMIZERS, "optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))
@@ -45,6 +48,7 @@ class PhaseConfig:
         check(0 <= self.momentum < 1, "momentum", self.momentum, "a number in [0, 1)")
         check(self.schedule in SCHEDULES, "schedule", self.schedule, "one of " + ", ".join(SCHEDULES))
         check(0 < self.final_lr_ratio <= 1, "final_lr_ratio", self.final_lr_ratio, "a number in (0, 1]")
+        check(self.lam_factor > 0, "lam_factor", self.lam_factor, "a λ multiplier > 0")
 
 
 @dataclass
@@ -67,6 +71,9 @@ class TrainConfig:
         check(self.reg_scale in REG_SCALES, "reg_scale", self.reg_scale, "one of " + ", ".join(REG_SCALES))
         check(self.loss in LOSSES, "loss", self.loss, "one of " + ", ".join(LOSSES))
         check(len(self.phases) > 0, "phases", self.phases, "a non-empty list of optimiser phases")
+        last_factor = self.phases[-1].lam_factor
+        check(last_factor == 1.0, "phases[-1].lam_factor", last_factor,
+              "1.0: the last phase must train the stated objective, so the run ends at one of its critical points")
         check(self.target_loss is None or self.target_loss >= 0, "target_loss", self.target_loss, "null or >= 0")
         check(self.plateau_window >= 0, "plateau_window", self.plateau_window, "an integer >= 0")
         check(self.plateau_rel_tol >= 0, "plateau_rel_tol", self.plateau_rel_tol, "a number >= 0")

