@@ -78,7 +78,7 @@ from ..data.bundle import DataBundle
 from ..errors import RepcostError
 from ..models.base import RepModel
 from .loop import Position, Trainer, TrainResult, batch_size_of, make_optimizer, minibatch_indices
-from .objective import data_loss
+from .objective import data_loss, stated_and_trained
 from .preempt import StopFlag
 from .schedule import apply_lr
 
@@ -323,8 +323,8 @@ class EnsembleTrainer:
                                            else torch.arange(bs) for i in range(self.K)]).to(x.device)
                         dl, sq = self.terms(x[idx], y[idx], batched=True)
                     self.optimizer.zero_grad(set_to_none=True)
-                    obj = dl + reg_coef * sq  # the stated objective: checked and logged
-                    (obj if ph.lam_factor == 1.0 else dl + ph.lam_factor * reg_coef * sq).sum().backward()
+                    obj, trained = stated_and_trained(dl, sq, reg_coef, ph.lam_factor)  # obj: checked and logged
+                    trained.sum().backward()
                     step = self.pos.step
                     check = step % cfg.check_every == 0
                     logs = step % cfg.log_every == 0 and self.members[0].on_log is not None

@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 from ..config.schema import TrainConfig
 from ..data.bundle import DataBundle
 from ..models.base import RepModel
-from .objective import data_loss, objective, reg_scale_factor
+from .objective import data_loss, objective, reg_scale_factor, stated_and_trained
 from .preempt import StopFlag
 from .schedule import apply_lr
 
@@ -141,8 +141,8 @@ class Trainer:
                     self.optimizer.zero_grad(set_to_none=True)
                     dl = data_loss(model(xb), yb, cfg.loss)
                     sq = model.param_sq_norm()
-                    obj = dl + self.reg_coef * sq  # the stated objective: checked and logged
-                    (obj if ph.lam_factor == 1.0 else dl + ph.lam_factor * self.reg_coef * sq).backward()
+                    obj, trained = stated_and_trained(dl, sq, self.reg_coef, ph.lam_factor)  # obj: checked and logged
+                    trained.backward()
                     step = self.pos.step
                     if step % cfg.check_every == 0:
                         result = self._check(step, obj, dl)
