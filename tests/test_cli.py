@@ -63,6 +63,11 @@ def test_run_identity_ignores_only_bookkeeping_keys():
     old = config_hash(identity({**base, "train": {**base["train"], "phases": [phase]}}))
     assert config_hash(identity({**base, "train": {**base["train"], "phases": [{**phase, "lam_factor": 1.0}]}})) == old
     assert config_hash(identity({**base, "train": {**base["train"], "phases": [{**phase, "lam_factor": 10.0}]}})) != old
+    # so is the rank_k bottleneck, only away from its default (linear, no shift)
+    data = {"name": "rank_k", "k": 5}
+    old = config_hash(identity({**base, "data": data}))
+    assert config_hash(identity({**base, "data": {**data, "bottleneck": "linear", "bottleneck_shift": 0.0}})) == old
+    assert config_hash(identity({**base, "data": {**data, "bottleneck": "relu", "bottleneck_shift": 0.0}})) != old
 
 
 def test_long_overrides_give_a_short_stable_job_dir():

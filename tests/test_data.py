@@ -147,6 +147,27 @@ def test_rank_k_linear_g_is_a_k_index_model():
     assert joint_rank() > 3
 
 
+def test_rank_k_relu_bottleneck_is_nonnegative_and_shifted():
+    """bottleneck = relu: f*(x) = h(ReLU(Px + c)); the Jacobian rank at x is the number of units with Px + c > 0."""
+    from repcost.data._nets import random_relu_net, relu_net_forward, rng
+    from repcost.data.rank_k import rank_k_function, true_jacobian_ranks
+
+    for shift in (0.0, 1.0):
+        cfg = make("rank_k", k=4, d_in=10, d_out=6, g_hidden=0, n_train=40, n_test=0, bottleneck="relu",
+                   bottleneck_shift=shift)
+        x = load_data(cfg).x_train
+        gen = rng(cfg.teacher_seed, 0)  # the same draws as rank_k_function: P first, then h
+        (p, _), = random_relu_net([10, 4], gen)
+        h = random_relu_net([4, cfg.hidden, 6], gen)
+        z = x @ p.T + shift
+        assert torch.allclose(rank_k_function(cfg)(x), relu_net_forward(h, torch.relu(z)))
+        active = (z > 0).sum(1).numpy()
+        assert list(true_jacobian_ranks(cfg, x)) == list(active) and len(set(active)) > 1
+    linear = make("rank_k", g_hidden=0, n_train=20, n_test=0)
+    assert not torch.equal(load_data(linear).y_train,
+                           load_data(make("rank_k", g_hidden=0, n_train=20, n_test=0, bottleneck="relu")).y_train)
+
+
 def test_bipartite_matches_definition_by_hand():
     from repcost.data.bipartite import bipartite_incidence
 
@@ -190,6 +211,8 @@ BAD = [
     ("rank_k", dict(n_train=0), "n_train"),
     ("rank_k", dict(k=0), "k"),
     ("rank_k", dict(d_in=0), "d_in"),
+    ("rank_k", dict(bottleneck="tanh"), "bottleneck"),
+    ("rank_k", dict(bottleneck_shift=1.0), "bottleneck_shift"),
     ("bipartite", dict(n=5), "n"),
     ("bipartite", dict(n=0), "n"),
 ]

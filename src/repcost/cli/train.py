@@ -26,6 +26,13 @@ log = logging.getLogger("repcost")
 
 NOT_HASHED = ("name", "force")  # keys that do not change what a run computes (nor do train.progress and
 # train.checkpoint_every: a resumed run matches an unbroken one)
+# keys added after runs were made: hashed only away from these values, so older run dirs still match
+HASHED_IF_NOT = {"data": {"bottleneck": "linear", "bottleneck_shift": 0.0}, "phase": {"lam_factor": 1.0}}
+
+
+def _drop_defaults(section: dict, defaults: dict) -> dict:
+    """`section` without the keys whose value is their entry in `defaults`."""
+    return {k: v for k, v in section.items() if not (k in defaults and v == defaults[k])}
 
 
 def identity(run_cfg: dict) -> dict:
@@ -34,9 +41,10 @@ def identity(run_cfg: dict) -> dict:
     d["train"] = {k: v for k, v in d.get("train", {}).items() if k != "progress"}
     if "checkpoint_every" in d["train"]:  # hashed at its default, so run dirs made before it was ignored still match
         d["train"]["checkpoint_every"] = 0
-    if "phases" in d["train"]:  # lam_factor is hashed only when set, for the same reason
-        d["train"]["phases"] = [{k: v for k, v in ph.items() if not (k == "lam_factor" and v == 1.0)}
-                                for ph in d["train"]["phases"]]
+    if "phases" in d["train"]:
+        d["train"]["phases"] = [_drop_defaults(ph, HASHED_IF_NOT["phase"]) for ph in d["train"]["phases"]]
+    if isinstance(d.get("data"), dict):
+        d["data"] = _drop_defaults(d["data"], HASHED_IF_NOT["data"])
     return d
 
 

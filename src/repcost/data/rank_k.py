@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+import numpy as np
 import torch
 
 from ..errors import check
@@ -24,6 +25,8 @@ class RankKConfig:
     hidden: int = 50
     g_hidden: Optional[int] = None  # hidden width of g (None: `hidden`; 0: g is a random linear projection)
     beta: float = 0.0
+    bottleneck: str = "linear"  # "linear": g(x) as is; "relu": the inner k-vector is ReLU(g(x) + shift), a hidden ReLU layer
+    bottleneck_shift: float = 0.0  # shift added to g(x) before that ReLU (only with bottleneck = relu)
     n_train: int = 2000
     n_test: int = 500
     noise: float = 0.0
@@ -38,6 +41,9 @@ class RankKConfig:
         check(self.g_hidden is None or self.g_hidden >= 0, "g_hidden", self.g_hidden,
               "null (same as hidden), 0 (linear g) or an integer >= 1")
         check(self.beta >= 0, "beta", self.beta, "a bias amount >= 0")
+        check(self.bottleneck in ("linear", "relu"), "bottleneck", self.bottleneck, "linear or relu")
+        check(self.bottleneck_shift == 0 or self.bottleneck == "relu", "bottleneck_shift", self.bottleneck_shift,
+              "0 unless bottleneck = relu (a shift of a linear bottleneck is only a bias of h)")
         check(self.n_train >= 1, "n_train", self.n_train, "an integer >= 1")
         check(self.n_test >= 0, "n_test", self.n_test, "an integer >= 0")
         check(self.noise >= 0, "noise", self.noise, "a noise std >= 0")
@@ -49,12 +55,24 @@ def rank_k_function(cfg: RankKConfig) -> Callable[[torch.Tensor], torch.Tensor]:
     The bottleneck g(x) ∈ R^k is linear in the last ReLU layer, so Jf*(x) = Jh(g(x))·Jg(x) has
     rank ≤ k and RankBN(f*) ≤ k (Jacot 2023 Def. 2). With g_hidden = 0, g is a random linear
     projection (f* = h(Px), a k-index model), which N = 2000 samples in 50-D can identify.
+    With bottleneck = relu, f* = h(ReLU(g(x) + shift)): the inner vector is nonnegative, so a deep
+    ReLU net can pass it through identity layers without clipping it (rank and BN-rank still ≤ k).
     """
     gen = rng(cfg.teacher_seed, 0)
     g_hidden = cfg.hidden if cfg.g_hidden is None else cfg.g_hidden
     g = random_relu_net([cfg.d_in, *([g_hidden] if g_hidden else []), cfg.k], gen, cfg.beta)
     h = random_relu_net([cfg.k, cfg.hidden, cfg.d_out], gen, cfg.beta)
+    if cfg.bottleneck == "relu":
+        return lambda x: relu_net_forward(h, torch.relu(relu_net_forward(g, x) + cfg.bottleneck_shift))
     return lambda x: relu_net_forward(h, relu_net_forward(g, x))
+
+
+def true_jacobian_ranks(cfg: RankKConfig, x: torch.Tensor, rel_tol: float = 1e-9) -> np.ndarray:
+    """Rank of Jf*(x_i) at each row of x (float64 torch.func Jacobians; s_j > rel_tol·s_1): ≤ k, Jacot 2023 Def. 1."""
+    f = rank_k_function(cfg)
+    jac = torch.func.vmap(torch.func.jacrev(lambda xi: f(xi[None])[0]))(torch.as_tensor(x, dtype=torch.float64))
+    s = torch.linalg.svdvals(jac)
+    return ((s > rel_tol * s[:, :1]) & (s[:, :1] > 0)).sum(1).numpy()
 
 
 @DATASETS.register("rank_k", RankKConfig)
