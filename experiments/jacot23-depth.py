@@ -15,8 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from repcost.analysis.hooks import analysis_points
 from repcost.analysis.krr import fit_krr
 from repcost.analysis.spectra import numerical_rank
+from repcost.data.rank_k import true_jacobian_ranks
 from repcost.figures import figure_args, load_run, run_figure, save_figure, sweep_for
 from repcost.plots.jacot23 import depth_figure
 
@@ -37,6 +39,7 @@ def main():
         ranks = [numerical_rank(s, TAU) for s in hidden]
         b = int(np.argmin(ranks))
         jac = z["jacobian"]["jacobian_s"]
+        true_r = true_jacobian_ranks(spec.data, analysis_points(spec.analysis, data)[: len(jac)])
         if N not in krr_cache:
             m = fit_krr(data.x_train.numpy(), data.y_train.numpy(), ridge=1e-8)
             xq = data.x_train.numpy()[: spec.analysis.n_points]  # the points the net's Jacobians were taken at
@@ -52,6 +55,8 @@ def main():
                       "jacobian_rank": int(np.max(numerical_rank(jac, TAU))),
                       "jacobian_rank_1e-3": summ.get("jacobian.rank_max"),
                       "jacobian_gap_median": float(np.median(jac[:, k] / jac[:, k - 1])),
+                      "jacobian_rank_equals_true": int(np.sum(numerical_rank(jac, TAU) == true_r)),
+                      "true_jacobian_ranks": " ".join(map(str, true_r)),
                       "krr_jacobian_rank": kr, "krr_jacobian_rank_1e-3": kr3, "krr_jacobian_gap_median": kgap,
                       "train_loss": summ["train_loss"], "test_loss": summ.get("test_loss"), "krr_test_loss": ktest,
                       "steps": summ["steps"], "wall_time_s": summ["wall_time_s"]})
@@ -64,7 +69,7 @@ def main():
     for t in table:
         print(f"   N={t['N']} L={t['depth']:2d}: ‖θ‖²/L={t['norm_per_depth']:7.2f}  bottleneck layer {t['bottleneck_layer']} "
               f"rank {t['bottleneck_rank']} (gap {t['bottleneck_gap']:.2g})  Jacobian rank {t['jacobian_rank']} "
-              f"(1e-3: {t['jacobian_rank_1e-3']}, gap {t['jacobian_gap_median']:.2g})  train/test MSE "
+              f"(1e-3: {t['jacobian_rank_1e-3']}; = f*'s at {t['jacobian_rank_equals_true']}/{len(t['true_jacobian_ranks'].split())} points)  train/test MSE "
               f"{t['train_loss']:.3g}/{t['test_loss']:.3g}")
     for N, (kr, kr3, kgap, ktest) in krr_cache.items():
         print(f"   KRR (Gaussian, median bandwidth) N={N}: Jacobian rank {kr} (1e-3: {kr3}), gap {kgap:.2g}, "

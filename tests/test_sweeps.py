@@ -27,6 +27,21 @@ def _rows(sweep: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+def test_figure_rows_are_the_last_multiruns_jobs_only(tmp_path):
+    """Job dirs left by an earlier multirun into the same sweep dir (e.g. a preset edited since) stay on disk and in
+    runs.csv (last_sweep=False) but are not part of the figure rows."""
+    from repcost.figures import read_rows
+
+    sweep = tmp_path / "outputs" / "sweeps" / "t"
+    base = TRAIN + ["-m", "name=t", "model.width=4", "train=adam", "train.phases.0.steps=3", "train.progress=false"]
+    for seeds in ("0,1", "1,2"):
+        p = subprocess.run(base + [f"seed={seeds}"], cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=600)
+        assert p.returncode == 0, p.stderr[-2000:]
+    assert {r["seed"]: r["last_sweep"] for r in _rows(sweep)} == {"0": "False", "1": "True", "2": "True"}
+    assert "1 of them from an earlier multirun" in p.stdout
+    assert sorted(r["seed"] for r in read_rows(sweep)) == ["1", "2"]
+
+
 def test_joblib_sweep_collect_relaunch_and_killed_job(tmp_path):
     sweep = tmp_path / "outputs" / "sweeps" / "t"
     steps = "train.phases.0.steps=2000"
@@ -36,6 +51,7 @@ def test_joblib_sweep_collect_relaunch_and_killed_job(tmp_path):
     assert len(rows) == 6 and {r["status"] for r in rows} == {"finished"}
     assert {(r["seed"], r["model.width"]) for r in rows} == {(s, w) for s in "012" for w in ("8", "16")}
     assert all(float(r["objective"]) > 0 for r in rows)
+    assert {r["last_sweep"] for r in rows} == {"True"}  # every parallel job process recorded itself
 
     # relaunching the same sweep runs none of its jobs
     p = subprocess.run(TRAIN + SWEEP + [steps], cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=600)

@@ -73,6 +73,8 @@ def read_rows(sweep_dir: Path) -> list[dict]:
         raise RepcostError(f"{f} not found: run the sweep first")
     with open(f, newline="") as fh:
         rows = list(csv.DictReader(fh))
+    # job dirs of an earlier multirun into this dir (a preset edited since) are not part of this sweep
+    rows = [r for r in rows if r.get("last_sweep", "True") != "False"]
     for r in rows:
         r["path"] = str(Path(sweep_dir) / r["job"])
     bad = [r for r in rows if r["status"] != "finished"]

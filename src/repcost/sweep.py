@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -13,6 +14,29 @@ from .runio import atomic_write_bytes, csv_bytes
 from .train.run import ERROR, FINISHED, SUMMARY
 
 RUNS_CSV, LAYERS_CSV = "runs.csv", "layers.csv"
+LAST_JOBS = "last_sweep_jobs.txt"  # the job dirs of the latest multirun into a sweep dir, one per line
+
+
+def start_last_jobs(sweep_dir: Path) -> None:
+    """Begin a new multirun's list of jobs (jobs of earlier multiruns stay on disk but are no longer "last")."""
+    Path(sweep_dir).mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(Path(sweep_dir) / LAST_JOBS, b"")
+
+
+def add_last_job(sweep_dir: Path, job_dir: Path) -> None:
+    """Record a job of the current multirun (one appended line: safe from parallel job processes)."""
+    line = (str(Path(job_dir).resolve().relative_to(Path(sweep_dir).resolve())) + "\n").encode()
+    fd = os.open(Path(sweep_dir) / LAST_JOBS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def last_jobs(sweep_dir: Path):
+    """The set of job dirs (relative) of the latest multirun, or None for sweep dirs made before they were recorded."""
+    f = Path(sweep_dir) / LAST_JOBS
+    return set(f.read_text().split("\n")) - {""} if f.exists() else None
 
 
 def _value(text: str):
@@ -76,6 +100,10 @@ def collect(sweep_dir: Path) -> tuple[list[dict], list[dict]]:
     if not jobs:
         raise RepcostError(f"{sweep_dir}: no sweep jobs found (no */.hydra/overrides.yaml below it)")
     rows = [job_record(j, sweep_dir) for j in jobs]
+    last = last_jobs(sweep_dir)
+    if last is not None:  # job dirs left from an earlier version of the sweep (e.g. before a preset was edited)
+        for r in rows:
+            r["last_sweep"] = r["job"] in last
     layers = []
     for j, r in zip(jobs, rows):
         table = j / "analysis" / "layers.csv"

@@ -9,16 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from ..errors import RepcostError
-from ..sweep import LAYERS_CSV, RUNS_CSV, collect
+from ..sweep import LAYERS_CSV, RUNS_CSV, add_last_job, collect, start_last_jobs
 
 
 def _report(sweep_dir: Path, rows: list, layers: list) -> str:
     counts = Counter(r["status"] for r in rows)
     text = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     out = f"{len(rows)} jobs ({text}) -> {sweep_dir / RUNS_CSV}"
+    stale = sum(1 for r in rows if r.get("last_sweep") is False)
+    if stale:
+        out = f"{out} ({stale} of them from an earlier multirun: last_sweep=False)"
     if layers:
         out += f" and {sweep_dir / LAYERS_CSV}"
     return out
@@ -26,6 +30,13 @@ def _report(sweep_dir: Path, rows: list, layers: list) -> str:
 
 class CollectCallback(Callback):
     """Writes the sweep's runs.csv (and layers.csv) at the end of every multirun."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        start_last_jobs(Path(config.hydra.sweep.dir))
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if config.hydra.mode == RunMode.MULTIRUN:
+            add_last_job(Path(config.hydra.sweep.dir), Path(config.hydra.runtime.output_dir))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
