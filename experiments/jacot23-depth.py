@@ -39,6 +39,7 @@ def main():
         ranks = [numerical_rank(s, TAU) for s in hidden]
         b = int(np.argmin(ranks))
         jac = z["jacobian"]["jacobian_s"]
+        jac_r = numerical_rank(jac, TAU)
         true_r = true_jacobian_ranks(spec.data, analysis_points(spec.analysis, data)[: len(jac)])
         if N not in krr_cache:
             m = fit_krr(data.x_train.numpy(), data.y_train.numpy(), ridge=1e-8)
@@ -52,10 +53,10 @@ def main():
                       "bottleneck_layer": b + 1, "bottleneck_rank": ranks[b],
                       "bottleneck_gap": float(hidden[b][k] / hidden[b][k - 1]),
                       "hidden_ranks": " ".join(map(str, ranks)),
-                      "jacobian_rank": int(np.max(numerical_rank(jac, TAU))),
+                      "jacobian_rank": int(np.max(jac_r)),
                       "jacobian_rank_1e-3": summ.get("jacobian.rank_max"),
                       "jacobian_gap_median": float(np.median(jac[:, k] / jac[:, k - 1])),
-                      "jacobian_rank_equals_true": int(np.sum(numerical_rank(jac, TAU) == true_r)),
+                      "jacobian_rank_equals_true": int(np.sum(jac_r == true_r)),
                       "true_jacobian_ranks": " ".join(map(str, true_r)),
                       "krr_jacobian_rank": kr, "krr_jacobian_rank_1e-3": kr3, "krr_jacobian_gap_median": kgap,
                       "train_loss": summ["train_loss"], "test_loss": summ.get("test_loss"), "krr_test_loss": ktest,

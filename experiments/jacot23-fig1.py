@@ -40,6 +40,7 @@ def main():
     weights = [z["weights"][f"W{ell}"] for ell in range(1, L + 1)]
     jac = z["jacobian"]["jacobian_s"]
     bal = layer_balance(model)
+    net_r = numerical_rank(jac, 1e-3)
     true_r = true_jacobian_ranks(spec.data, analysis_points(spec.analysis, data)[: len(jac)])  # where the net's were taken
 
     rows = []
@@ -53,7 +54,7 @@ def main():
                      "sq_norm": float(np.sum(s ** 2))})
     for p, s in enumerate(jac):
         rows.append({"kind": "jacobian", "point": p, **{f"s{i + 1}": float(s[i]) for i in range(10)},
-                     f"s{k + 1}/s{k}": ratio(s, k), "rank": int(numerical_rank(s, 1e-3)), "true_rank": int(true_r[p])})
+                     f"s{k + 1}/s{k}": ratio(s, k), "rank": int(net_r[p]), "true_rank": int(true_r[p])})
     for b in bal:
         rows.append({"kind": "balance", "layer": b.layer, "lhs": b.u, "rhs": b.v, "gap": b.gap})
 
@@ -81,7 +82,6 @@ def main():
     jr = [ratio(s, k) for s in jac]
     print(f"Jacobian at {len(jac)} points: s{k + 1}/s{k} median {np.median(jr):.3g}, max {np.max(jr):.3g}; "
           f"numerical rank (s_i > 1e-3 s_1) max {summ.get('jacobian.rank_max')}")
-    net_r = numerical_rank(jac, 1e-3)
     print(f"   per point, net: {' '.join(map(str, net_r))}; f*: {' '.join(map(str, true_r))} "
           f"(equal at {int(np.sum(net_r == true_r))}/{len(jac)} points)")
     gaps = np.array([b.gap for b in bal])

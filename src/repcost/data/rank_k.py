@@ -8,6 +8,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
+from ..analysis.spectra import numerical_rank
 from ..errors import check
 from ..registry import DATASETS
 from ._nets import gaussian, random_relu_net, relu_net_forward, rng
@@ -71,8 +72,7 @@ def true_jacobian_ranks(cfg: RankKConfig, x: torch.Tensor, rel_tol: float = 1e-9
     """Rank of Jf*(x_i) at each row of x (float64 torch.func Jacobians; s_j > rel_tol·s_1): ≤ k, Jacot 2023 Def. 1."""
     f = rank_k_function(cfg)
     jac = torch.func.vmap(torch.func.jacrev(lambda xi: f(xi[None])[0]))(torch.as_tensor(x, dtype=torch.float64))
-    s = torch.linalg.svdvals(jac)
-    return ((s > rel_tol * s[:, :1]) & (s[:, :1] > 0)).sum(1).numpy()
+    return numerical_rank(torch.linalg.svdvals(jac).numpy(), rel_tol)
 
 
 @DATASETS.register("rank_k", RankKConfig)
