@@ -47,3 +47,44 @@ def test_nearest_and_paired_distances():
     assert np.allclose(paired_distance(p, p + 3.0), 3.0 * np.sqrt(5))
     a = add_noise(p, 0.5, seed=3)
     assert np.array_equal(a, add_noise(p, 0.5, seed=3)) and not np.allclose(a, p)
+
+
+def test_projection_autoencoder_jacobian_is_k_ones_and_the_panels_draw():
+    """Jacot 2023 §5: an autoencoder that projects onto the data's k-dim tangent space has Jf = k ones, then zeros."""
+    from matplotlib.figure import Figure
+
+    from repcost.analysis.jacobians import jacobian_spectra
+    from repcost.plots.jacot23 import autoencoder_jacobian_axes, ratio_vs_depth_axes
+
+    d, k = 12, 3
+    U = np.linalg.qr(np.random.default_rng(0).standard_normal((d, k)))[0]
+    s = jacobian_spectra(linear(U @ U.T), np.random.default_rng(1).standard_normal((4, d)), chunk_size=4)
+    assert s.shape == (4, d)
+    assert np.allclose(s[:, :k], 1.0) and np.allclose(s[:, k:], 0.0, atol=1e-12)
+    ax = Figure().add_subplot()
+    autoencoder_jacobian_axes(ax, {"projection": s.mean(0), "identity": np.ones(d)})
+    assert len(ax.get_lines()) == 3 and ax.get_xlim()[1] >= d  # two spectra and the line at 1
+    ax = Figure().add_subplot()
+    ratio_vs_depth_axes(ax, {"σ=0.1": [(6, 0.4), (2, 0.7)], "σ=0.2": [(2, 0.5)]}, {"σ=0.1": 0.6})
+    xs = [list(line.get_xdata()) for line in ax.get_lines()]
+    assert len(xs) == 4 and xs[0] == [2, 6]  # two curves (sorted by depth), one baseline, the 0.5 target
+
+
+def test_pca_projection_recovers_affine_data_and_keeps_k_of_d_noise_dims():
+    """PCA-k on data spanning a k-dim affine subspace: clean points are fixed, noise keeps ratio ≈ sqrt(k/d)."""
+    import pytest
+
+    from repcost.analysis.denoising import pca_projection
+
+    d, k = 30, 4
+    rng = np.random.default_rng(0)
+    U = np.linalg.qr(rng.standard_normal((d, k)))[0]
+    clean = rng.standard_normal((400, k)) @ U.T + 3.0  # affine: offset off the origin
+    proj = pca_projection(clean, k)
+    assert np.allclose(denoising(proj, clean, clean).d_out, 0.0, atol=1e-10)
+    noisy = add_noise(clean, 0.1, seed=1)
+    assert abs(denoising(proj, noisy, clean).ratio - np.sqrt(k / d)) < 0.04
+    full = denoising(pca_projection(clean, d), noisy, clean)  # all directions: the identity
+    assert np.isclose(full.ratio, 1.0)
+    with pytest.raises(ValueError, match=r"k must be in 1..min\(n, d\) = 30 .*got k=31"):
+        pca_projection(clean, 31)

@@ -23,7 +23,7 @@ import torch
 
 from .arrays import as_f64
 
-__all__ = ["add_noise", "paired_distance", "nearest_distance", "apply_model", "Denoising", "denoising"]
+__all__ = ["add_noise", "paired_distance", "nearest_distance", "apply_model", "pca_projection", "Denoising", "denoising"]
 
 
 def add_noise(clean, sigma: float, seed: int = 0) -> np.ndarray:
@@ -57,6 +57,24 @@ def apply_model(model: Callable, x, chunk: int = 4096) -> np.ndarray:
     with torch.no_grad():
         return np.concatenate([as_f64(model(torch.as_tensor(x[i:i + chunk], dtype=dtype, device=device)))
                                for i in range(0, len(x), chunk)])
+
+
+def pca_projection(data, k: int) -> Callable:
+    """x ↦ μ + V_k V_kᵀ (x − μ), the projection onto the affine span of data's top-k principal directions: the
+    best rank-k linear autoencoder of data, whose Jacobian is k ones (a linear baseline for Jacot 2023 §5)."""
+    X = as_f64(data)
+    if X.ndim != 2 or not 1 <= int(k) <= min(X.shape):
+        raise ValueError(f"pca_projection: k must be in 1..min(n, d) = {min(X.shape) if X.ndim == 2 else '?'} "
+                         f"for data of shape {X.shape}, got k={k}")
+    mu = X.mean(axis=0)
+    V = np.linalg.svd(X - mu, full_matrices=False)[2][: int(k)].T
+    mu_t, V_t = torch.as_tensor(mu), torch.as_tensor(V)
+
+    def project(x: torch.Tensor) -> torch.Tensor:
+        x = x.to(torch.float64) - mu_t
+        return x @ V_t @ V_t.T + mu_t
+
+    return project
 
 
 @dataclass

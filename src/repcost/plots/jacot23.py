@@ -83,6 +83,33 @@ def curve_denoising_axes(ax, data: np.ndarray, curve: np.ndarray, inputs: np.nda
     ax.set_title(title, fontsize=9)
 
 
+def autoencoder_jacobian_axes(ax, spectra: dict, title: str = ""):
+    """Singular values s_i of an autoencoder's Jacobian Jf(x), averaged over clean data points, one line per
+    label: a rank-k projection onto the data's tangent space (Jacot 2023 §5) is k ones, then zeros."""
+    for j, (label, s) in enumerate(spectra.items()):
+        s = np.asarray(s)
+        ax.semilogy(np.arange(1, len(s) + 1), np.maximum(s, 1e-6), "-", color=f"C{j}", label=label)
+    ax.axhline(1.0, color="grey", ls=":", lw=1)
+    top = max((int(np.sum(np.asarray(s) > 1e-3 * np.max(s))) for s in spectra.values()), default=1)
+    ax.set(xlabel="i", ylim=(1e-3, None), xlim=(0, 1.15 * top + 1))
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+
+
+def ratio_vs_depth_axes(ax, curves: dict, baselines: dict | None = None, title: str = ""):
+    """Denoising ratio against depth, one line per label (curves[label] = [(depth, ratio), ...]), each label's
+    baseline (e.g. the best linear projection) as a dashed line in its colour, and the 0.5 target dotted."""
+    for j, (label, pts) in enumerate(curves.items()):
+        pts = sorted(pts)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=f"C{j}", label=label)
+        if baselines and label in baselines:
+            ax.axhline(baselines[label], color=f"C{j}", ls="--", lw=1)
+    ax.axhline(0.5, color="grey", ls=":", lw=1)
+    ax.set(xlabel="depth L", ylabel="ratio (output / input distance)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+
+
 def mnist_rows_axes(fig: Figure, gridspec, rows: Sequence[np.ndarray], labels: Sequence[str], shape=(28, 28)):
     """Fig 3A inside a gridspec cell: one row of images per array in rows (each (n, 784))."""
     n = len(rows[0])
