@@ -71,12 +71,13 @@ def main():
                 img_rows.append(d.outputs[:N_SHOW])
                 img_labels.append(f"L={L} output")
     # linear baseline: the orthogonal projection onto the training images' top-k principal directions
+    noisy_by_sigma = {sigma: add_noise(clean, sigma, seed=1) for sigma in MNIST_SIGMAS}  # the nets' inputs
     for k in PCA_KS:
         proj = pca_projection(data.y_train.numpy(), k)
-        for sigma in MNIST_SIGMAS:
-            d = denoising(proj, add_noise(clean, sigma, seed=1), clean)
-            rows.append({"panel": "A mnist PCA", "pca_k": k, "sigma": sigma, **d.summary(),
-                         "clean_recon_err": float(denoising(proj, clean, clean).d_out.mean())})
+        recon = float(denoising(proj, clean, clean).d_out.mean())
+        for sigma, noisy in noisy_by_sigma.items():
+            rows.append({"panel": "A mnist PCA", "pca_k": k, "sigma": sigma,
+                         **denoising(proj, noisy, clean).summary(), "clean_recon_err": recon})
     top = gs[0, :].subgridspec(1, 3, width_ratios=[2.6, 1, 1], wspace=0.25)
     mnist_rows_axes(fig, top[0, 0], img_rows, img_labels)
     autoencoder_jacobian_axes(fig.add_subplot(top[0, 1]), jac,
