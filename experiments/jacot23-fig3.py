@@ -31,6 +31,7 @@ MNIST_SIGMA = 0.2
 CURVE_SIGMA = 0.1  # noise std of the 2-D inputs around the curve (the curve lies in [-1, 1]²)
 N_SHOW = 8
 PCA_KS = (25, 50, 100, 200)  # rank-k linear projections: the best linear denoisers of each rank
+RANK_TOL = 1e-2  # Jacobian rank: count s_i > RANK_TOL · s_1 (as jacot23-depth)
 N_JAC = 20  # clean test images at which the MNIST autoencoders' Jacobians are taken (784 x 784 each)
 
 
@@ -53,7 +54,7 @@ def main():
         # §5: a rank-recovering autoencoder has Jf(x) = projection onto the tangent space (k ones, then zeros)
         s = jacobian_spectra(model, clean[:N_JAC])
         jac[f"L={L}"] = s.mean(axis=0)
-        js = {"jac_rank": float(numerical_rank(s, 1e-2).mean()), "jac_n_above_half": float((s > 0.5).sum(1).mean()),
+        js = {"jac_rank": float(numerical_rank(s, RANK_TOL).mean()), "jac_n_above_half": float((s > 0.5).sum(1).mean()),
               "jac_s1": float(s[:, 0].mean()), "jac_fro2": float((s ** 2).sum(1).mean())}
         for sigma in MNIST_SIGMAS:
             noisy = add_noise(clean, sigma, seed=1)
@@ -71,6 +72,7 @@ def main():
                 img_rows.append(d.outputs[:N_SHOW])
                 img_labels.append(f"L={L} output")
     # linear baseline: the orthogonal projection onto the training images' top-k principal directions
+    # (every MNIST run of the sweep shares one data config, so the last run's images stand for all)
     noisy_by_sigma = {sigma: add_noise(clean, sigma, seed=1) for sigma in MNIST_SIGMAS}  # the nets' inputs
     for k in PCA_KS:
         proj = pca_projection(data.y_train.numpy(), k)

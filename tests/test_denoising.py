@@ -1,6 +1,7 @@
 """Denoising distances (Jacot 2023 Fig 3) on hand-built autoencoders with known answers."""
 
 import numpy as np
+import pytest
 import torch
 
 from repcost.analysis.denoising import add_noise, denoising, nearest_distance, paired_distance
@@ -72,8 +73,6 @@ def test_projection_autoencoder_jacobian_is_k_ones_and_the_panels_draw():
 
 def test_pca_projection_recovers_affine_data_and_keeps_k_of_d_noise_dims():
     """PCA-k on data spanning a k-dim affine subspace: clean points are fixed, noise keeps ratio ≈ sqrt(k/d)."""
-    import pytest
-
     from repcost.analysis.denoising import pca_projection
 
     d, k = 30, 4
