@@ -170,9 +170,10 @@ def test_parallel_balanced_subnetworks():
     assert balance_summary(m2)["subnet_gap_max"] > 0.01
 
 
-def test_linear_layer_balance_rejects_other_families():
-    with pytest.raises(ValueError):
-        linear_layer_balance(model("fc", 2, 2, depth=2, width=3))
+def test_linear_layer_balance_is_empty_without_linear_layers():
+    """Families whose layers are all joined by ReLUs have no deep-linear balancedness (their linear_pairs are [])."""
+    assert linear_layer_balance(model("fc", 2, 2, depth=2, width=3)) == []
+    assert "linear_gap_max" not in balance_summary(model("fc", 2, 2, depth=3, width=3))
 
 
 def test_float32_model_balance():

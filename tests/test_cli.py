@@ -25,51 +25,6 @@ def test_train_cli_writes_every_output(tmp_path, run_cli):
     assert not list(d.glob(".*.tmp*")) and not list(d.glob(".summary*"))  # no temp files left behind
 
 
-def test_edited_config_in_a_finished_run_dir_reruns(tmp_path, run_cli):
-    """A job directory holding a finished (or checkpointed) run of another config is rerun from scratch."""
-    d = tmp_path / "job"
-    args = [f"hydra.run.dir={d}", "train.phases.1.steps=0", "train.progress=false"]
-    p = run_cli("repcost-train", "train.phases.0.steps=20", *args, cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    p = run_cli("repcost-train", "train.phases.0.steps=20", *args, cwd=tmp_path)
-    assert p.returncode == 0 and "already finished" in p.stdout
-    p = run_cli("repcost-train", "train.phases.0.steps=30", *args, cwd=tmp_path)  # the preset was edited
-    assert p.returncode == 0, p.stderr
-    assert json.loads((d / "summary.json").read_text())["steps"] == 30
-    (d / "FINISHED").unlink()  # now a checkpoint (of the 30-step config) without a marker: resumable only if same
-    p = run_cli("repcost-train", "train.phases.0.steps=25", *args, cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    assert json.loads((d / "summary.json").read_text())["steps"] == 25
-
-
-def test_run_identity_ignores_only_bookkeeping_keys():
-    """Progress bars, checkpoint spacing, sweep name and force don't change a run's hash; a hyperparameter does."""
-    from repcost.cli.train import identity
-    from repcost.runio import config_hash
-
-    base = {"name": "a", "force": False, "seed": 0, "device": "auto",
-            "train": {"lam": 1e-3, "progress": True, "checkpoint_every": 0}}
-    same = {"name": "b", "force": True, "seed": 0, "device": "auto",
-            "train": {"lam": 1e-3, "progress": False, "checkpoint_every": 500}}
-    h = config_hash(identity(base))
-    assert config_hash(identity(same)) == h
-    # run dirs hashed before checkpoint_every was ignored (at its default 0, progress dropped) still match
-    assert h == config_hash({"seed": 0, "device": "auto", "train": {"lam": 1e-3, "checkpoint_every": 0}})
-    for key, val in (("seed", 1), ("device", "cpu")):
-        assert config_hash(identity({**base, key: val})) != h
-    assert config_hash(identity({**base, "train": {**base["train"], "lam": 1e-4}})) != h
-    # a phase's lam_factor is hashed only when it is not 1 (older run dirs have no such key)
-    phase = {"optimizer": "adam", "lr": 1e-3}
-    old = config_hash(identity({**base, "train": {**base["train"], "phases": [phase]}}))
-    assert config_hash(identity({**base, "train": {**base["train"], "phases": [{**phase, "lam_factor": 1.0}]}})) == old
-    assert config_hash(identity({**base, "train": {**base["train"], "phases": [{**phase, "lam_factor": 10.0}]}})) != old
-    # so is the rank_k bottleneck, only away from its default (linear, no shift)
-    data = {"name": "rank_k", "k": 5}
-    old = config_hash(identity({**base, "data": data}))
-    assert config_hash(identity({**base, "data": {**data, "bottleneck": "linear", "bottleneck_shift": 0.0}})) == old
-    assert config_hash(identity({**base, "data": {**data, "bottleneck": "relu", "bottleneck_shift": 0.0}})) != old
-
-
 def test_long_overrides_give_a_short_stable_job_dir():
     """Sweep job dirs are named by their overrides; a long one (a whole phases list) is cut and digested."""
     from repcost.cli.resolvers import MAX_JOB_DIR, _job_dir

@@ -1,44 +1,31 @@
-"""Run-directory I/O: atomic writes, provenance (git commit, config hash)."""
+"""I/O primitives: atomic writes with umask permissions and one-line errors, JSON, provenance."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import json
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` via a temp file in the same folder and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+from .errors import RepcostError
 
 
-def _jsonable(x: Any) -> Any:
+def jsonable(x: Any) -> Any:
     if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
+        return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
+        return [jsonable(v) for v in x]
     if isinstance(x, torch.Tensor):
-        return _jsonable(x.detach().cpu().tolist())
+        return jsonable(x.detach().cpu().tolist())
     if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
+        return jsonable(x.tolist())
     if isinstance(x, (np.floating, np.integer, np.bool_)):
         return x.item()
     if isinstance(x, float) and not np.isfinite(x):
@@ -46,28 +33,58 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
-def atomic_write_json(path: Path, obj: Any) -> None:
-    """Write `obj` as indented JSON atomically (tensors/arrays become lists, NaN a string)."""
-    atomic_write_bytes(path, (json.dumps(_jsonable(obj), indent=2, sort_keys=True) + "\n").encode())
-
-
 def json_line(obj: Any) -> str:
     """One compact JSON line for metrics.jsonl."""
-    return json.dumps(_jsonable(obj), sort_keys=True)
+    return json.dumps(jsonable(obj), sort_keys=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+FILE_MODE = 0o666 & ~_umask()
+
+
+def io_error(path: Path, e: OSError) -> RepcostError:
+    """A one-line error for an output that could not be written (disk full, read-only, size limit, …)."""
+    why = {errno.ENOSPC: "no space left on the device", errno.EFBIG: "file too large (a file-size limit)",
+           errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
+           errno.ENOTDIR: "a path component is not a directory", errno.EEXIST: "a file is in the way"}
+    return RepcostError(f"cannot write {path}: {why.get(e.errno, e.strerror or str(e))}")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` via a temp file in the same folder and a rename; OSError -> one line."""
+    path = Path(path)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError as e:
+        raise io_error(path, e) from None
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    """Write `obj` as indented JSON atomically (tensors/arrays become lists, NaN a string)."""
+    atomic_write_bytes(path, (json.dumps(jsonable(obj), indent=2, sort_keys=True) + "\n").encode())
 
 
 def atomic_torch_save(path: Path, obj: Any) -> None:
-    """torch.save `obj` to `path` atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """torch.save `obj` to `path` atomically (serialised in memory first, so a full disk leaves the old file)."""
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def git_commit() -> str:
@@ -85,7 +102,7 @@ def git_commit() -> str:
 
 def config_hash(cfg: dict) -> str:
     """A short stable hash of a plain-dict config (sorted JSON, sha256)."""
-    return hashlib.sha256(json.dumps(_jsonable(cfg), sort_keys=True).encode()).hexdigest()[:12]
+    return hashlib.sha256(json.dumps(jsonable(cfg), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def csv_bytes(rows: list[dict]) -> bytes:

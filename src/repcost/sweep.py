@@ -10,8 +10,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from .errors import RepcostError
+from .rundir import ERROR, FINISHED, SUMMARY
 from .runio import atomic_write_bytes, csv_bytes
-from .train.run import ERROR, FINISHED, SUMMARY
 
 RUNS_CSV, LAYERS_CSV = "runs.csv", "layers.csv"
 LAST_JOBS = "last_sweep_jobs.txt"  # the job dirs of the latest multirun into a sweep dir, one per line
@@ -50,9 +50,9 @@ def _value(text: str):
 
 
 def job_dirs(sweep_dir: Path) -> list[Path]:
-    """Every job directory (one holding .hydra/overrides.yaml) under a sweep directory, sorted."""
+    """Every job directory (one holding .hydra/overrides.yaml) under a sweep directory, sorted (runs moved aside left out)."""
     return sorted(p.parent.parent for p in Path(sweep_dir).rglob(".hydra/overrides.yaml")
-                  if ".submitit" not in p.parts)
+                  if ".submitit" not in p.parts and not any(".stale-" in part for part in p.parts))
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:

@@ -78,7 +78,7 @@ def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: flo
         for l in range(m.depth - 1):
             zsig_prev = augment(h.T, beta)  # (n_{ℓ−1}[+1]) × N
             pre = h @ weights[l].T + (beta * biases[l] if beta > 0 else 0.0)
-            post = m._act(pre)
+            post = m.activation(pre)
             groups, _ = neuron_groups(pre, post, threshold, dead_tol)
             all_groups.append(groups)
             pinv = torch.linalg.pinv(zsig_prev, rtol=rcond)
@@ -100,7 +100,7 @@ def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: flo
             if beta > 0:
                 biases[l] = u[:, -1]
             weights[l + 1] = torch.stack(new_out, 1)
-            h = m._act(h @ weights[l].T + (beta * biases[l] if beta > 0 else 0.0))
+            h = m.activation(h @ weights[l].T + (beta * biases[l] if beta > 0 else 0.0))
     widths = [w.shape[0] for w in weights[:-1]]
     cfg = FCConfig(depth=m.depth, width=widths, slope=float(m.slope), beta=beta,
                    bias_regularised=bool(m.bias_regularised))

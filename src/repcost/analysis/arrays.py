@@ -34,3 +34,16 @@ def as_matrix(x: Any, name: str = "W") -> np.ndarray:
     if m.ndim != 2:
         raise ValueError(f"{name} must be a matrix, got shape {m.shape}")
     return m
+
+
+def float64_model(model: Any) -> Any:
+    """The model itself if all its floating tensors are float64, else a float64 deep copy (analysis numerics run
+    in float64 whatever the training dtype; the caller's model is never modified)."""
+    import copy
+
+    import torch
+
+    tensors = list(model.parameters()) + list(model.buffers())
+    if all(t.dtype == torch.float64 for t in tensors if t.is_floating_point()):
+        return model
+    return copy.deepcopy(model).to(torch.float64)

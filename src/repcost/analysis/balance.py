@@ -33,8 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import as_f64
-from .sparsity import parallel_balance
+from .arrays import as_f64, float64_model
 
 __all__ = [
     "relative_gap",
@@ -56,20 +55,6 @@ def relative_gap(u, v):
     return float(g) if np.ndim(g) == 0 else g
 
 
-def _family(model) -> str:
-    fam = getattr(model, "family", "")
-    if fam not in ("fc", "linear_relu", "parallel"):
-        raise ValueError(f"balance analyses know the families fc, linear_relu and parallel, got {fam!r}")
-    return fam
-
-
-def _fc_biases(model) -> list:
-    """Stored biases b_1 … b_L as float64 arrays if they are regularised (and present), else None."""
-    if getattr(model, "beta", 0) > 0 and getattr(model, "bias_regularised", False):
-        return [as_f64(b) for b in model.bias_vectors()]
-    return None
-
-
 @dataclass
 class LayerBalance:
     """Pair (ℓ, ℓ+1): u = ‖W_ℓ‖²_F + ‖b_ℓ‖² (bias iff regularised), v = ‖W_{ℓ+1}‖²_F, gap = |u−v|/max(u,v)."""
@@ -88,13 +73,10 @@ def layer_balance(model) -> list[LayerBalance]:
     For parallel the stacked sub-network layers are summed over sub-networks (layer L = α);
     the per-sub-network statement is sparsity.parallel_balance (Savarese Cor C.2).
     """
-    fam = _family(model)
-    sq = [float(np.sum(as_f64(W) ** 2)) for W in model.weight_matrices()]
-    biases = _fc_biases(model) if fam == "fc" else None
     out = []
-    for ell in range(1, len(sq)):
-        u = sq[ell - 1] + (float(np.sum(biases[ell - 1] ** 2)) if biases is not None else 0.0)
-        v = sq[ell]
+    terms = [(float(as_f64(w)), float(as_f64(b))) for w, b in float64_model(model).layer_sq_norms()]
+    for ell in range(1, len(terms)):
+        u, v = terms[ell - 1][0] + terms[ell - 1][1], terms[ell][0]
         out.append(LayerBalance(ell, u, v, relative_gap(u, v)))
     return out
 
@@ -125,31 +107,10 @@ def neuron_balance(model) -> list[NeuronBalance]:
     parallel: every sub-network hidden layer; the last (one unit per sub-network) has outgoing
     ‖α[:, i]‖² (Savarese App. C).
     """
-    fam = _family(model)
-    Ws = [as_f64(W) for W in model.weight_matrices()]
-    L = len(Ws)
     out = []
-    if fam == "fc":
-        biases = _fc_biases(model)
-        for ell in range(1, L):
-            inc = np.sum(Ws[ell - 1] ** 2, axis=1)
-            if biases is not None:
-                inc = inc + biases[ell - 1] ** 2
-            outg = np.sum(Ws[ell] ** 2, axis=0)
-            out.append(NeuronBalance(ell, inc, outg, relative_gap(inc, outg)))
-    elif fam == "linear_relu":
-        inc = np.sum(Ws[L - 2] ** 2, axis=1)
-        outg = np.sum(Ws[L - 1] ** 2, axis=0)
-        out.append(NeuronBalance(L - 1, inc, outg, relative_gap(inc, outg)))
-    else:  # parallel: Ws[:-1] stacked (k, out, in), Ws[-1] = α (d_out, k)
-        for ell in range(1, L):
-            inc = np.sum(Ws[ell - 1] ** 2, axis=2)  # (k, n_ℓ)
-            if ell < L - 1:
-                outg = np.sum(Ws[ell] ** 2, axis=1)  # (k, n_ℓ): column j of W_i^{(ℓ+1)}
-            else:
-                outg = np.sum(Ws[ell] ** 2, axis=0)[:, None]  # (k, 1): ‖α[:, i]‖²
-            inc, outg = inc.reshape(-1), outg.reshape(-1)
-            out.append(NeuronBalance(ell, inc, outg, relative_gap(inc, outg)))
+    for u in float64_model(model).unit_norms():
+        inc, outg = as_f64(u.incoming).reshape(-1), as_f64(u.outgoing).reshape(-1)
+        out.append(NeuronBalance(u.layer, inc, outg, relative_gap(inc, outg)))
     return out
 
 
@@ -169,18 +130,14 @@ def linear_layer_balance(model) -> list[LinearBalance]:
     straddles the ReLU layer, where only positive diagonal rescalings are symmetries, so it
     compares diag(W_{L−1}W_{L−1}ᵀ) with diag(aᵀa) (diag_only=True); for L = 2 it is the only pair.
     """
-    if getattr(model, "family", "") != "linear_relu":
-        raise ValueError(f"linear_layer_balance is for the linear_relu family, got {getattr(model, 'family', '')!r}")
-    Ws = [as_f64(W) for W in model.weight_matrices()]
-    L = len(Ws)
     out = []
-    for ell in range(1, L - 1):
-        A = Ws[ell - 1] @ Ws[ell - 1].T
-        B = Ws[ell].T @ Ws[ell]
-        out.append(LinearBalance(ell, _rel_diff(A, B), False))
-    A = np.sum(Ws[L - 2] ** 2, axis=1)  # diag(W_{L−1}W_{L−1}ᵀ)
-    B = np.sum(Ws[L - 1] ** 2, axis=0)  # diag(aᵀa)
-    out.append(LinearBalance(L - 1, _rel_diff(A, B), True))
+    for ell, W, V, diag_only in float64_model(model).linear_pairs():
+        W, V = as_f64(W), as_f64(V)
+        if diag_only:
+            A, B = np.sum(W ** 2, axis=1), np.sum(V ** 2, axis=0)  # diag(W_ℓW_ℓᵀ), diag(W_{ℓ+1}ᵀW_{ℓ+1})
+        else:
+            A, B = W @ W.T, V.T @ V
+        out.append(LinearBalance(ell, _rel_diff(A, B), diag_only))
     return out
 
 
@@ -203,14 +160,10 @@ def balance_summary(model) -> dict[str, float]:
     neuron_balance); linear_relu adds linear_gap_{max,mean} (linear_layer_balance); parallel adds
     subnet_gap_{max,mean} (sparsity.parallel_balance, with α_i² read as ‖α[:, i]‖² when d_out > 1).
     """
-    fam = _family(model)
     out = {}
     out.update(_max_mean("layer", [b.gap for b in layer_balance(model)]))
     out.update(_max_mean("neuron", [b.gap for b in neuron_balance(model)]))
-    if fam == "linear_relu":
-        out.update(_max_mean("linear", [b.gap for b in linear_layer_balance(model)]))
-    elif fam == "parallel":
-        Ws = model.weight_matrices()
-        alpha_norms = np.linalg.norm(as_f64(Ws[-1]), axis=0)  # only α_i² enters Cor C.2
-        out.update(_max_mean("subnet", [parallel_balance(Ws[:-1], alpha_norms)]))
+    out.update(_max_mean("linear", [b.gap for b in linear_layer_balance(model)]))
+    for name, gaps in float64_model(model).extra_balance_gaps().items():
+        out.update(_max_mean(name, [gaps]))
     return out

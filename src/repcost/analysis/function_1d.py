@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .arrays import as_f64
+from .arrays import as_f64, float64_model
 from .splines import PiecewiseLinear1D
 
 __all__ = ["deep_relu_net_1d_function", "model_1d_function", "model_rbar_1d", "rbar_on_grid"]
@@ -110,17 +110,14 @@ def deep_relu_net_1d_function(weights: Sequence, biases: Optional[Sequence] = No
 
 
 def model_1d_function(model) -> PiecewiseLinear1D:
-    """The PiecewiseLinear1D of a repcost model R → R (families fc and linear_relu)."""
-    if model.family == "fc":
-        Ws = [as_f64(W) for W in model.weight_matrices()]
-        bs = [model.beta * as_f64(b) for b in model.bias_vectors()] if model.beta > 0 else None
-        return deep_relu_net_1d_function(Ws, bs, slope=model.slope)
-    if model.family == "linear_relu":
-        W = as_f64(model.effective_matrix())
-        a = as_f64(model.a)
-        c = as_f64(model.c) if model.c is not None else np.zeros(a.shape[0])
-        return deep_relu_net_1d_function([W, a], [as_f64(model.b), c])
-    raise ValueError(f"model_1d_function supports fc and linear_relu models, not {model.family}")
+    """The PiecewiseLinear1D of a repcost model R → R (any family that is a chain of affine maps and leaky ReLUs)."""
+    try:
+        chain = float64_model(model).affine_chain()
+    except NotImplementedError as e:
+        raise ValueError(f"model_1d_function: {e}") from None
+    Ws = [as_f64(W) for W in chain.weights]
+    bs = [as_f64(b) for b in chain.biases] if chain.biases is not None else None
+    return deep_relu_net_1d_function(Ws, bs, slope=chain.slope)
 
 
 def model_rbar_1d(model) -> float:

@@ -18,7 +18,8 @@ import torch
 from ..config.schema import AnalysisConfig
 from ..errors import RepcostError
 from ..runio import atomic_write_bytes, csv_bytes
-from .arrays import as_f64
+from ..models.base import RepModel
+from .arrays import float64_model
 from .balance import balance_summary, layer_balance
 from .jacobians import jacobian_rank_measures, jacobian_spectra, prop3_bound, schatten_cost
 from .spectra import hidden_spectra, weight_spectra
@@ -73,35 +74,13 @@ def _balance(model, x, opts) -> Result:
 
 
 def _costs(model, x, opts, data=None) -> Result:
-    from . import costs as C
-    from . import sparsity as S
-    from . import splines as SP
-    from .phi import phi_L
-
-    r = Result()
-    L = model.depth
-    if model.family == "linear_relu":
-        W, a = as_f64(model.effective_matrix()), as_f64(model.a)[0]
-        r.scalars["costs.path_norm"] = C.path_norm(W, a)
-        r.scalars["costs.phi_L"] = phi_L(W, a, L)
-        if W.shape[1] == 1 and L == 2:
-            b, c = as_f64(model.b), float(as_f64(model.c)[0]) if model.c is not None else 0.0
-            r.scalars["costs.rbar"] = SP.relu_net_1d_cost(W[:, 0], b, a, c)
-            if data is not None:
-                r.scalars["costs.spline_min_cost"] = SP.spline_min_cost(as_f64(data.x_train)[:, 0],
-                                                                        as_f64(data.y_train)[:, 0])
-    elif model.family == "parallel":
-        Ws, alpha = [as_f64(w) for w in model.sub], as_f64(model.alpha)[0]
-        bar = S.parallel_alpha_normalised(Ws, alpha)
-        r.scalars["costs.l2L_quasinorm"] = S.l2L_quasinorm(bar, L)
-        r.scalars["costs.active_subnetworks"] = S.active_subnetworks(Ws, alpha)
-        r.arrays["alpha_normalised"] = bar
-    return r
+    scalars, arrays = float64_model(model).family_costs(data.x_train, data.y_train)
+    return Result(scalars, arrays)
 
 
 def _needs_scalar_output(model, data) -> Optional[str]:
-    if model.family not in ("linear_relu", "parallel"):
-        return f"applies to linear_relu and parallel models, not {model.family}"
+    if type(model).family_costs is RepModel.family_costs:
+        return f"the {model.family} family defines no representation costs (RepModel.family_costs)"
     if data.d_out != 1:
         return f"needs a scalar output (d_out = 1), got d_out = {data.d_out}"
     return None

@@ -43,7 +43,9 @@ def _default_chunk(model, d_in: int, d_out: int) -> int:
     masks and temporaries, plus the d_out × d_in result.
     """
     units = d_in
-    for W in model.weight_matrices():
+    # any nn.Module: its matrices' output sizes bound the activations kept per basis vector
+    mats = model.weight_matrices() if hasattr(model, "weight_matrices") else [p for p in model.parameters() if p.dim() >= 2]
+    for W in mats:
         units += int(np.prod(W.shape[:-1]))  # (out) or (k, out) for stacked sub-networks
     basis = min(d_in, d_out) + 1
     per_point = 8 * (4 * basis * units + 2 * d_in * d_out)

@@ -82,5 +82,5 @@ def min_norm_model(model, x: torch.Tensor, rcond: float = 1e-10):
             else:
                 m.weights[i].copy_(w)
             z = w @ s
-            h = m._act(z) if i < m.depth - 1 else z
+            h = m.activation(z) if i < m.depth - 1 else z
     return m

@@ -11,14 +11,13 @@ be sorted.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 import torch
 
-from .arrays import as_f64
+from .arrays import as_f64, float64_model
 
 __all__ = [
     "singular_values",
@@ -106,12 +105,7 @@ def rank_measures(s: Any, rel_tol: float = DEFAULT_REL_TOL) -> dict:
 # Model-level spectra
 
 
-def _model_f64(model: torch.nn.Module) -> torch.nn.Module:
-    """The model itself if all its floating tensors are float64, else a float64 deep copy (never mutates the caller's)."""
-    tensors = list(model.parameters()) + list(model.buffers())
-    if all(t.dtype == torch.float64 for t in tensors if t.is_floating_point()):
-        return model
-    return copy.deepcopy(model).to(torch.float64)
+_model_f64 = float64_model
 
 
 def _model_device(model: torch.nn.Module) -> torch.device:
@@ -189,6 +183,32 @@ def hidden_spectra(model, x: Any, centred: bool = True, which: str = "post",
     return out
 
 
+def module_spectra(module: torch.nn.Module, x: Any, names: list[str], centred: bool = True,
+                   rel_tol: float = DEFAULT_REL_TOL) -> list[LayerSpectrum]:
+    """Spectra of the outputs of named submodules of any nn.Module (captured by forward hooks), in `names` order.
+
+    The generic counterpart of `hidden_spectra` for networks that are not repcost models: e.g.
+    `module_spectra(net, x, ["1", "3"])` for the activations after `net[1]` and `net[3]` of an
+    `nn.Sequential`. Outputs are flattened to (N, features); layer ℓ is the position in `names` (1-based).
+    """
+    subs = dict(module.named_modules())
+    missing = [n for n in names if n not in subs]
+    if missing:
+        raise ValueError(f"no submodule named {missing}; named submodules: {[n for n in subs if n]}")
+    m = _model_f64(module)
+    subs = dict(m.named_modules())
+    seen: dict[str, torch.Tensor] = {}
+    handles = [subs[n].register_forward_hook(lambda _mod, _inp, out, n=n: seen.__setitem__(n, out)) for n in names]
+    try:
+        with torch.no_grad():
+            m(_as_input(x, _model_device(m)))
+    finally:
+        for h in handles:
+            h.remove()
+    return [_layer_spectrum(seen[n].reshape(seen[n].shape[0], -1), ell, "post", centred, rel_tol)
+            for ell, n in enumerate(names, start=1)]
+
+
 @dataclass
 class WeightSpectrum:
     """Singular values of one weight matrix (or a stack of them, shape (k, r)) and their rank measures.
@@ -219,21 +239,7 @@ def weight_spectra(model, rel_tol: float = DEFAULT_REL_TOL) -> list[WeightSpectr
     their rank measures arrays of length k; α (d_out × k) is one matrix. The effective matrix's
     rank measures how aligned linear_relu's ReLU units are (Ongie & Willett §3, Fig 1).
     """
-    Ws = model.weight_matrices()
-    L = len(Ws)
-    family = getattr(model, "family", "")
-    out = []
-    for ell, W in enumerate(Ws, start=1):
-        if ell == L and family == "linear_relu":
-            name = "a"
-        elif ell == L and family == "parallel":
-            name = "alpha"
-        else:
-            name = f"W{ell}"
-        out.append(_weight_spectrum(name, ell, W, rel_tol))
-    if family == "linear_relu":
-        W_eff = as_f64(Ws[0])
-        for W in Ws[1:-1]:
-            W_eff = as_f64(W) @ W_eff
-        out.append(_weight_spectrum("W_eff", None, W_eff, rel_tol))
+    out = [_weight_spectrum(name, ell, W, rel_tol)
+           for ell, (name, W) in enumerate(zip(model.weight_names(), model.weight_matrices()), start=1)]
+    out += [_weight_spectrum(name, None, W, rel_tol) for name, W in float64_model(model).derived_matrices().items()]
     return out

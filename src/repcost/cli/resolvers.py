@@ -1,37 +1,3 @@
-"""OmegaConf resolvers used in configs/ (registered when a CLI module is imported)."""
+"""The OmegaConf resolvers live in repcost.config.resolvers; imported here for the CLI modules."""
 
-from __future__ import annotations
-
-import hashlib
-import secrets
-
-from omegaconf import OmegaConf
-
-
-def _uid() -> str:
-    """A short random id, so two runs started in the same second never share a directory."""
-    return secrets.token_hex(3)
-
-
-if not OmegaConf.has_resolver("repcost_uid"):
-    OmegaConf.register_new_resolver("repcost_uid", _uid, use_cache=True)
-
-
-MAX_JOB_DIR = 200  # file systems refuse names over 255 bytes
-
-
-def _job_dir(override_dirname: str) -> str:
-    """A sweep job's sub-directory: its overrides (so a relaunch lands in the same place), or 'base'.
-
-    Overrides longer than MAX_JOB_DIR bytes (e.g. a whole `train.phases` list) keep their start and
-    end with a digest of the full string, so the name stays unique and stable.
-    """
-    name = override_dirname or "base"
-    if len(name.encode()) <= MAX_JOB_DIR:
-        return name
-    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
-    return name.encode()[:MAX_JOB_DIR - 14].decode(errors="ignore") + "--" + digest
-
-
-if not OmegaConf.has_resolver("repcost_job_dir"):
-    OmegaConf.register_new_resolver("repcost_job_dir", _job_dir)
+from ..config.resolvers import MAX_JOB_DIR, _job_dir, _uid  # noqa: F401

@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import hydra
@@ -17,35 +18,12 @@ from omegaconf import DictConfig, OmegaConf
 from ..config import validate
 from ..errors import RepcostError
 from ..paths import CONFIG_DIR
-from ..runio import config_hash
-from ..train.run import SUMMARY, clear_run_dir, is_finished, record_failure, run_training
+from ..rundir import RunDir
+from ..train.run import run_training
 from . import resolvers  # noqa: F401  (registers ${repcost_uid:} and ${repcost_job_dir:})
 from .hydra_errors import clean_exit
 
 log = logging.getLogger("repcost")
-
-NOT_HASHED = ("name", "force")  # keys that do not change what a run computes (nor do train.progress and
-# train.checkpoint_every: a resumed run matches an unbroken one)
-# keys added after runs were made: hashed only away from these values, so older run dirs still match
-HASHED_IF_NOT = {"data": {"bottleneck": "linear", "bottleneck_shift": 0.0}, "phase": {"lam_factor": 1.0}}
-
-
-def _drop_defaults(section: dict, defaults: dict) -> dict:
-    """`section` without the keys whose value is their entry in `defaults`."""
-    return {k: v for k, v in section.items() if not (k in defaults and v == defaults[k])}
-
-
-def identity(run_cfg: dict) -> dict:
-    """The part of a run config that defines its result (hashed to match run directories)."""
-    d = {k: v for k, v in run_cfg.items() if k not in NOT_HASHED}
-    d["train"] = {k: v for k, v in d.get("train", {}).items() if k != "progress"}
-    if "checkpoint_every" in d["train"]:  # hashed at its default, so run dirs made before it was ignored still match
-        d["train"]["checkpoint_every"] = 0
-    if "phases" in d["train"]:
-        d["train"]["phases"] = [_drop_defaults(ph, HASHED_IF_NOT["phase"]) for ph in d["train"]["phases"]]
-    if isinstance(d.get("data"), dict):
-        d["data"] = _drop_defaults(d["data"], HASHED_IF_NOT["data"])
-    return d
 
 
 def _place_sweep_job(spec) -> None:
@@ -60,24 +38,46 @@ def _place_sweep_job(spec) -> None:
         spec.device = f"cuda:{hc.job.num % torch.cuda.device_count()}"
 
 
+def _check_experiment(hc) -> None:
+    """`experiment=<name>` must name a preset: Hydra's optional default would silently skip a typo."""
+    choice = hc.runtime.choices.get("experiment")
+    if choice in (None, "null"):
+        return
+    from hydra.core.global_hydra import GlobalHydra
+    options = GlobalHydra.instance().config_loader().get_group_options("experiment")
+    if choice not in options:
+        import difflib
+        near = difflib.get_close_matches(str(choice), options, n=3)
+        hint = f"; did you mean {', '.join(near)}?" if near else f"; presets: {', '.join(options)}"
+        raise RepcostError(f"unknown experiment '{choice}'{hint}")
+
+
+def _write_hydra_files(cfg: DictConfig, hc) -> Callable[[RunDir], None]:
+    """Writes .hydra/ (config, hydra config, overrides) once the run dir is ours: repcost owns the run
+    directory, so a run that is moved aside keeps its own .hydra/ (Hydra's own copy is switched off)."""
+    def write(rd: RunDir) -> None:
+        rd.write_bytes(".hydra/config.yaml", OmegaConf.to_yaml(cfg).encode())
+        rd.write_bytes(".hydra/hydra.yaml", OmegaConf.to_yaml(HydraConfig.instance().cfg).encode())
+        rd.write_bytes(".hydra/overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(list(hc.overrides.task))).encode())
+    return write
+
+
 def run_config(cfg: DictConfig) -> dict:
     """Validate a composed config and train it in Hydra's output dir (skip if finished, else resume or start fresh)."""
+    hc = HydraConfig.get()
+    _check_experiment(hc)
     spec = validate(cfg)
     run_cfg = OmegaConf.to_container(cfg, resolve=True)
     run_cfg.pop("hydra", None)
-    hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     if multirun:
         _place_sweep_job(spec)
-    chash = config_hash(identity(run_cfg))
-    if cfg.get("force", False):
-        clear_run_dir(run_dir)
-    elif is_finished(run_dir, chash):
-        import json
-        print(f"already finished (force=true reruns): {run_dir}")
-        return json.loads((run_dir / SUMMARY).read_text())
-    summary = run_training(spec, run_cfg, run_dir, chash=chash)
+    summary = run_training(spec, run_cfg, run_dir, force=bool(cfg.get("force", False)),
+                           on_stale="move" if multirun else "refuse", before_start=_write_hydra_files(cfg, hc))
+    if summary.pop("reused", False):
+        print(f"already finished (force=true moves it aside and reruns): {run_dir}")
+        return summary
     _report(summary, run_dir)
     return summary
 
@@ -106,11 +106,18 @@ def _app(cfg: DictConfig):
                 sys.exit(2)
             raise
         # In a sweep a failed job is recorded in its directory; the other jobs go on.
-        run_dir = Path(hc.runtime.output_dir)
+        run_dir = RunDir(Path(hc.runtime.output_dir))
         msg = f"{e}" if isinstance(e, RepcostError) else f"{e.__class__.__name__}: {e}"
-        record_failure(run_dir, msg)
-        if not isinstance(e, RepcostError):
-            (run_dir / "traceback.txt").write_text(traceback.format_exc())
+        # never touch a live run's directory, nor mark a finished run failed (e.g. a bad override on relaunch)
+        if "in use by a running repcost process" not in msg and run_dir.finished_hash() is None:
+            try:
+                if not run_dir.file(".hydra/overrides.yaml").exists():  # failed before the run started
+                    _write_hydra_files(cfg, hc)(run_dir)
+                run_dir.record_failure(msg)
+                if not isinstance(e, RepcostError):
+                    run_dir.write_bytes("traceback.txt", traceback.format_exc().encode())
+            except RepcostError:
+                pass  # the directory itself cannot be written: the message below still says why
         print(f"job failed: {run_dir}: {' '.join(msg.split())}", file=sys.stderr)
         return {"status": "failed", "error": msg}
 

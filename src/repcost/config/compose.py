@@ -10,7 +10,7 @@ from ..paths import CONFIG_DIR
 
 def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
     """The config `repcost-train OVERRIDES…` would run (without the hydra node)."""
-    from ..cli import resolvers  # noqa: F401  (registers ${repcost_uid:})
+    from . import resolvers  # noqa: F401  (registers ${repcost_uid:})
 
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides))

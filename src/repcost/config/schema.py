@@ -8,6 +8,7 @@ impossible value becomes one ConfigError naming the key, the value and what is a
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
@@ -39,7 +40,7 @@ class PhaseConfig:
 
     def __post_init__(self):
         check(self.optimizer in OPTIMIZERS, "optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))
-        check(self.lr > 0, "lr", self.lr, "a learning rate > 0")
+        check(math.isfinite(self.lr) and self.lr > 0, "lr", self.lr, "a finite learning rate > 0")
         check(self.steps >= 0, "steps", self.steps, "an integer >= 0")
         check(self.batch_size is None or self.batch_size > 0, "batch_size", self.batch_size,
               "a positive integer or null (full batch)")
@@ -48,7 +49,7 @@ class PhaseConfig:
         check(0 <= self.momentum < 1, "momentum", self.momentum, "a number in [0, 1)")
         check(self.schedule in SCHEDULES, "schedule", self.schedule, "one of " + ", ".join(SCHEDULES))
         check(0 < self.final_lr_ratio <= 1, "final_lr_ratio", self.final_lr_ratio, "a number in (0, 1]")
-        check(self.lam_factor > 0, "lam_factor", self.lam_factor, "a λ multiplier > 0")
+        check(math.isfinite(self.lam_factor) and self.lam_factor > 0, "lam_factor", self.lam_factor, "a λ multiplier > 0")
 
 
 @dataclass
@@ -62,12 +63,19 @@ class TrainConfig:
     plateau_rel_tol: float = 1e-7
     check_every: int = 10  # steps between stop/NaN checks (each costs a device sync)
     log_every: int = 100  # steps between metrics.jsonl lines
-    checkpoint_every: int = 0  # steps between checkpoints (0 = only at the end)
-    progress: bool = True  # tqdm progress bar
+    # steps between checkpoints (0 = only at the end); not part of the run's identity: a resumed run
+    # matches an unbroken one
+    checkpoint_every: int = field(default=0, metadata={"identity": False})
+    progress: bool = field(default=True, metadata={"identity": False})  # tqdm progress bar
     ensemble_size: int = 1  # K > 1 trains seeds seed … seed+K−1 as one stacked model
+    # stop when ‖∇objective‖/‖θ‖ <= grad_tol (checked every check_every steps; in the last phase it
+    # ends the run, in earlier phases the phase once every member reached it); null = off
+    grad_tol: Optional[float] = None
+    # a run whose objective exceeds diverge_factor × its first value has diverged: it fails (0 = off)
+    diverge_factor: float = 1e6
 
     def __post_init__(self):
-        check(self.lam >= 0, "lam", self.lam, "a regularisation strength λ >= 0")
+        check(math.isfinite(self.lam) and self.lam >= 0, "lam", self.lam, "a finite regularisation strength λ >= 0")
         check(self.reg_scale in REG_SCALES, "reg_scale", self.reg_scale, "one of " + ", ".join(REG_SCALES))
         check(self.loss in LOSSES, "loss", self.loss, "one of " + ", ".join(LOSSES))
         check(len(self.phases) > 0, "phases", self.phases, "a non-empty list of optimiser phases")
@@ -81,6 +89,9 @@ class TrainConfig:
             check(getattr(self, key) > 0, key, getattr(self, key), "a positive integer")
         check(self.ensemble_size >= 1, "ensemble_size", self.ensemble_size, "an integer >= 1")
         check(self.checkpoint_every >= 0, "checkpoint_every", self.checkpoint_every, "an integer >= 0")
+        check(self.grad_tol is None or self.grad_tol > 0, "grad_tol", self.grad_tol, "null or a number > 0")
+        check(self.diverge_factor == 0 or self.diverge_factor > 1, "diverge_factor", self.diverge_factor,
+              "0 (off) or a factor > 1")
 
     @property
     def total_steps(self) -> int:
@@ -120,7 +131,21 @@ class RunSpec:
         return getattr(torch, self.dtype)
 
 
-TOP_LEVEL = ("model", "data", "train", "analysis", "seed", "device", "dtype", "experiment", "name", "resume", "force")
+@dataclass
+class TopLevelConfig:
+    """The top-level keys beside the model/data/train/analysis sections."""
+
+    seed: int = 0  # initialisation and minibatch order
+    device: str = "auto"  # auto | cpu | cuda[:i]; the run's identity holds what it resolves to
+    dtype: str = "float64"
+    name: str = field(default="default", metadata={"identity": False})  # sweep name
+    force: bool = field(default=False, metadata={"identity": False})  # move a run in the way aside and rerun
+    experiment: Any = field(default=None, metadata={"identity": False})
+    resume: Any = field(default=None, metadata={"identity": False})
+
+
+TOP_LEVEL_SCHEMA = TopLevelConfig
+TOP_LEVEL = ("model", "data", "train", "analysis", *(f.name for f in dataclasses.fields(TopLevelConfig)))
 
 
 def _section(prefix: str, schema: type, node) -> Any:

@@ -1,8 +1,15 @@
-"""The interface every model family implements (DESIGN.md: common base)."""
+"""The model protocol every family implements (docs/ARCHITECTURE.md, "The model protocol").
+
+Analyses ask the model, never its family name: hidden representations, weight matrices and
+their names, the activation and whether it is positively homogeneous, the per-layer and
+per-unit squared norms that weight decay balances at a critical point, and family-specific
+costs. A family overrides what differs from the defaults below.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Optional
 
 import torch
 from torch import nn
@@ -16,16 +23,39 @@ class Hidden:
     post: torch.Tensor
 
 
+@dataclass
+class UnitNorms:
+    """Hidden layer `layer`'s units: squared norms of what rescaling a unit by c multiplies by c (incoming,
+    with the unit's bias iff biases are regularised) and by 1/c (outgoing). Equal at a critical point of
+    the weight-decay objective when the activation is positively homogeneous (Jacot 2023 Remark 6)."""
+
+    layer: int
+    incoming: torch.Tensor  # (n_units,)
+    outgoing: torch.Tensor  # (n_units,)
+
+
+@dataclass
+class AffineChain:
+    """The network as x ↦ W_L σ(… σ(W_1 x + b_1) …) + b_L with σ the leaky ReLU of slope `slope`."""
+
+    weights: list[torch.Tensor]
+    biases: Optional[list[torch.Tensor]]
+    slope: float = 0.0
+
+
 class RepModel(nn.Module):
     """A network with depth L = number of weight matrices and a family-specific cost.
 
-    Subclasses set `family` and `depth` and implement `forward`, `hidden`, `weight_matrices`
-    and `regularised_params`; `cost` defaults to ‖θ‖²/L over the regularised parameters.
+    Subclasses set `family` and `depth` and implement `forward`, `hidden`, `weight_matrices`,
+    `regularised_params` and `activation`; the rest has defaults that hold for a plain chain
+    of weight matrices without regularised biases.
     """
 
     family: str = ""
     depth: int = 0
+    positively_homogeneous: bool = True  # σ(cz) = cσ(z) for c > 0 (ReLU, leaky ReLU)
 
+    # -- what every family implements ---------------------------------------------------------
     def hidden(self, x: torch.Tensor) -> list[Hidden]:
         """Hidden representations of the rows of x, one per hidden layer, input side first."""
         raise NotImplementedError
@@ -38,6 +68,11 @@ class RepModel(nn.Module):
         """The parameters the objective's λ-term penalises."""
         raise NotImplementedError
 
+    def activation(self, z: torch.Tensor) -> torch.Tensor:
+        """The hidden nonlinearity σ (applied elementwise)."""
+        return torch.relu(z)
+
+    # -- costs ---------------------------------------------------------------------------------
     def param_sq_norm(self) -> torch.Tensor:
         """Σ‖p‖² over the regularised parameters (differentiable)."""
         return sum((p * p).sum() for p in self.regularised_params())
@@ -45,3 +80,40 @@ class RepModel(nn.Module):
     def cost(self) -> torch.Tensor:
         """The family's representation-cost convention, by default C_L = ‖θ‖²/L (Ongie eq. 4)."""
         return self.param_sq_norm() / self.depth
+
+    def family_costs(self, x_train: torch.Tensor, y_train: torch.Tensor) -> tuple[dict[str, float], dict[str, Any]]:
+        """Costs and bounds the family's papers define (scalars, arrays); none by default."""
+        return {}, {}
+
+    # -- structure the analyses read -----------------------------------------------------------
+    def weight_names(self) -> list[str]:
+        """Names of `weight_matrices()` in analysis outputs (W1 … WL by default)."""
+        return [f"W{i}" for i in range(1, len(self.weight_matrices()) + 1)]
+
+    def derived_matrices(self) -> dict[str, torch.Tensor]:
+        """Further matrices whose spectra matter (e.g. an effective product of linear layers)."""
+        return {}
+
+    def layer_sq_norms(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per layer ℓ = 1 … L: (‖W_ℓ‖²_F, ‖b_ℓ‖² of its regularised bias, 0 if none) — Jacot 2023 Prop 12's terms."""
+        zero = torch.zeros(())
+        return [((W * W).sum(), zero) for W in self.weight_matrices()]
+
+    def unit_norms(self) -> list[UnitNorms]:
+        """Per homogeneous hidden layer, every unit's incoming and outgoing squared norms (chain of matrices)."""
+        Ws = self.weight_matrices()
+        return [UnitNorms(ell, (Ws[ell - 1] ** 2).sum(1), (Ws[ell] ** 2).sum(0)) for ell in range(1, len(Ws))]
+
+    def linear_pairs(self) -> list[tuple[int, torch.Tensor, torch.Tensor, bool]]:
+        """(ℓ, W_ℓ, W_{ℓ+1}, diag_only) for consecutive layers joined by a linear (or only diagonally
+        rescalable) map: deep-linear balancedness W_ℓW_ℓᵀ = W_{ℓ+1}ᵀW_{ℓ+1}. None by default."""
+        return []
+
+    def extra_balance_gaps(self) -> dict[str, Any]:
+        """Further balancedness gaps the family's theory gives (name -> array of gaps in [0, 1])."""
+        return {}
+
+    def affine_chain(self) -> AffineChain:
+        """The function as a chain of affine maps and leaky ReLUs (used for exact 1-D analysis)."""
+        raise NotImplementedError(f"the {self.family or type(self).__name__} family is not a chain of affine maps "
+                                  "and leaky ReLUs")

@@ -11,7 +11,7 @@ from torch import nn
 
 from ..errors import check
 from ..registry import MODELS
-from .base import Hidden, RepModel
+from .base import AffineChain, Hidden, RepModel, UnitNorms
 from .init import gaussian_param, zeros_param
 
 
@@ -59,7 +59,7 @@ class FC(RepModel):
         self.biases = nn.ParameterList(zeros_param((dims[i + 1],)) for i in range(cfg.depth)) \
             if cfg.beta > 0 else nn.ParameterList()
 
-    def _act(self, z: torch.Tensor) -> torch.Tensor:
+    def activation(self, z: torch.Tensor) -> torch.Tensor:
         return F.leaky_relu(z, self.slope) if self.slope else torch.relu(z)
 
     def _layer(self, i: int, h: torch.Tensor) -> torch.Tensor:
@@ -71,14 +71,14 @@ class FC(RepModel):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = x
         for i in range(self.depth - 1):
-            h = self._act(self._layer(i, h))
+            h = self.activation(self._layer(i, h))
         return self._layer(self.depth - 1, h)
 
     def hidden(self, x: torch.Tensor) -> list[Hidden]:
         out, h = [], x
         for i in range(self.depth - 1):
             z = self._layer(i, h)
-            h = self._act(z)
+            h = self.activation(z)
             out.append(Hidden(z, h))
         return out
 
@@ -91,6 +91,29 @@ class FC(RepModel):
 
     def regularised_params(self) -> list[torch.Tensor]:
         return list(self.weights) + (list(self.biases) if self.bias_regularised else [])
+
+    def _regularised_biases(self) -> list[torch.Tensor] | None:
+        """The stored biases b_ℓ if the penalty sees them (β does not enter: βb_ℓ scales like b_ℓ)."""
+        return list(self.biases) if self.beta > 0 and self.bias_regularised else None
+
+    def layer_sq_norms(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        bs = self._regularised_biases()
+        return [((W * W).sum(), (bs[i] ** 2).sum() if bs is not None else torch.zeros(()))
+                for i, W in enumerate(self.weights)]
+
+    def unit_norms(self) -> list[UnitNorms]:
+        bs = self._regularised_biases()
+        out = []
+        for ell in range(1, self.depth):
+            inc = (self.weights[ell - 1] ** 2).sum(1)
+            if bs is not None:
+                inc = inc + bs[ell - 1] ** 2
+            out.append(UnitNorms(ell, inc, (self.weights[ell] ** 2).sum(0)))
+        return out
+
+    def affine_chain(self) -> AffineChain:
+        bs = [self.beta * b for b in self.biases] if self.beta > 0 else None
+        return AffineChain(list(self.weights), bs, float(self.slope))
 
 
 @MODELS.register("fc", FCConfig)

@@ -10,7 +10,7 @@ from torch import nn
 
 from ..errors import check
 from ..registry import MODELS
-from .base import Hidden, RepModel
+from .base import AffineChain, Hidden, RepModel, UnitNorms
 from .init import gaussian_param, zeros_param
 
 
@@ -76,6 +76,42 @@ class LinearReLU(RepModel):
 
     def regularised_params(self) -> list[torch.Tensor]:
         return list(self.linear) + [self.a]
+
+    def weight_names(self) -> list[str]:
+        return [f"W{i}" for i in range(1, self.depth)] + ["a"]
+
+    def derived_matrices(self) -> dict[str, torch.Tensor]:
+        return {"W_eff": self.effective_matrix()}
+
+    def unit_norms(self) -> list[UnitNorms]:
+        """Only the ReLU layer (ℓ = L−1) is homogeneous: row k of W_{L−1} (not of the effective matrix: the
+        per-unit rescaling acts on W_{L−1}'s row, b_k and a's column k) against column k of a; b is free."""
+        return [UnitNorms(self.depth - 1, (self.linear[-1] ** 2).sum(1), (self.a ** 2).sum(0))]
+
+    def linear_pairs(self) -> list[tuple[int, torch.Tensor, torch.Tensor, bool]]:
+        """Linear-linear pairs take any invertible G (full matrices); the last pair (W_{L−1}, a) straddles the
+        ReLU, where only positive diagonal rescalings act (diagonals only)."""
+        Ws = list(self.linear) + [self.a]
+        return [(ell, Ws[ell - 1], Ws[ell], ell == self.depth - 1) for ell in range(1, self.depth)]
+
+    def affine_chain(self) -> AffineChain:
+        c = self.c if self.c is not None else torch.zeros(self.a.shape[0], dtype=self.a.dtype, device=self.a.device)
+        return AffineChain([self.effective_matrix(), self.a], [self.b, c], 0.0)
+
+    def family_costs(self, x_train: torch.Tensor, y_train: torch.Tensor) -> tuple[dict[str, float], dict]:
+        """Path norm (Ongie eq. 13), Φ_L (Lemma 3.4); in 1-D at L = 2 also R̄ and the spline minimum (Savarese Thm 3.1, 3.3)."""
+        from ..analysis import costs as C
+        from ..analysis import splines as SP
+        from ..analysis.arrays import as_f64
+        from ..analysis.phi import phi_L
+
+        W, a = as_f64(self.effective_matrix()), as_f64(self.a)[0]
+        out = {"costs.path_norm": C.path_norm(W, a), "costs.phi_L": phi_L(W, a, self.depth)}
+        if W.shape[1] == 1 and self.depth == 2:
+            c = float(as_f64(self.c)[0]) if self.c is not None else 0.0
+            out["costs.rbar"] = SP.relu_net_1d_cost(W[:, 0], as_f64(self.b), a, c)
+            out["costs.spline_min_cost"] = SP.spline_min_cost(as_f64(x_train)[:, 0], as_f64(y_train)[:, 0])
+        return out, {}
 
 
 @MODELS.register("linear_relu", LinearReLUConfig)

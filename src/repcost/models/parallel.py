@@ -9,7 +9,7 @@ from torch import nn
 
 from ..errors import check
 from ..registry import MODELS
-from .base import Hidden, RepModel
+from .base import Hidden, RepModel, UnitNorms
 from .init import gaussian_param
 
 
@@ -65,6 +65,36 @@ class Parallel(RepModel):
 
     def regularised_params(self) -> list[torch.Tensor]:
         return list(self.sub) + [self.alpha]
+
+    def weight_names(self) -> list[str]:
+        return [f"W{i}" for i in range(1, self.depth)] + ["alpha"]
+
+    def unit_norms(self) -> list[UnitNorms]:
+        """Every sub-network hidden layer; sub-network i's unit j is entry i·n_ℓ + j; the last hidden layer
+        (one unit per sub-network) has outgoing ‖α[:, i]‖² (Savarese App. C)."""
+        Ws, out = list(self.sub), []
+        for ell in range(1, self.depth):
+            inc = (Ws[ell - 1] ** 2).sum(2)  # (k, n_ℓ)
+            outg = (Ws[ell] ** 2).sum(1) if ell < self.depth - 1 else (self.alpha ** 2).sum(0)[:, None]
+            out.append(UnitNorms(ell, inc.reshape(-1), outg.reshape(-1)))
+        return out
+
+    def extra_balance_gaps(self) -> dict:
+        """Per sub-network, Savarese Cor C.2: ‖W_i^{(1)}‖² = … = ‖W_i^{(L−1)}‖² = α_i² (α_i² read as ‖α[:, i]‖²)."""
+        from ..analysis.arrays import as_f64
+        from ..analysis.sparsity import parallel_balance
+
+        return {"subnet": parallel_balance([as_f64(w) for w in self.sub], as_f64(self.alpha.norm(dim=0)))}
+
+    def family_costs(self, x_train: torch.Tensor, y_train: torch.Tensor) -> tuple[dict[str, float], dict]:
+        """ℓ_{2/L} quasi-norm of the normalised output weights and the active sub-networks (Savarese App. C)."""
+        from ..analysis import sparsity as S
+        from ..analysis.arrays import as_f64
+
+        Ws, alpha = [as_f64(w) for w in self.sub], as_f64(self.alpha)[0]
+        bar = S.parallel_alpha_normalised(Ws, alpha)
+        return ({"costs.l2L_quasinorm": S.l2L_quasinorm(bar, self.depth),
+                 "costs.active_subnetworks": S.active_subnetworks(Ws, alpha)}, {"alpha_normalised": bar})
 
 
 @MODELS.register("parallel", ParallelConfig)

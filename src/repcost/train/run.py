@@ -1,104 +1,131 @@
-"""One run end to end: data, model, training, outputs (DESIGN.md 'Runs and outputs')."""
+"""One run end to end: data, model(s), training, outputs (docs/ARCHITECTURE.md, "The path of one run").
+
+`run_training` serves a single run (K = 1) and an ensemble of K stacked members alike; both go
+through the same run-directory protocol (`repcost.rundir.RunDir`): lock, decide (skip a
+finished run, resume a checkpoint, move aside what is in the way), train, write.
+
+Ensemble outputs (K = `train.ensemble_size` > 1, seeds seed … seed+K−1)
+  members/<i>/        a single run's files for member i (.hydra/config.yaml, checkpoint.pt,
+                      summary.json with the config_hash of its own single-run config, analysis/)
+  metrics.jsonl       the single-run lines, each with `member` and `seed`
+  summary.json        the best member's summary (lowest final objective among members that did
+                      not fail) plus ensemble_size, best_member, member_objectives, member_seeds,
+                      member_status, failed_members (Jacot et al. 2022's min-over-trials protocol)
+  checkpoint.pt       the stacked state under "ensemble" plus the best member's single-run entry
+  analysis/           a copy of the best member's
+"""
 
 from __future__ import annotations
 
-import json
 import logging
+import math
+import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
 
 import torch
+from omegaconf import OmegaConf
 
 from ..config.schema import RunSpec
 from ..data import load_data
 from ..errors import RepcostError
+from ..identity import member_config, run_hash
 from ..models import build_model
-from ..runio import atomic_torch_save, atomic_write_bytes, atomic_write_json, config_hash, git_commit, json_line
-from .loop import Trainer
+from ..rundir import (  # noqa: F401
+    CHECKPOINT,
+    ERROR,
+    FINISHED,
+    MEMBERS,
+    METRICS,
+    SUMMARY,
+    RunDir,
+    load_checkpoint,
+)
+from ..runio import git_commit
 from .preempt import StopFlag, stop_on_signals
 
 log = logging.getLogger("repcost")
 
-CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR = "checkpoint.pt", "summary.json", "metrics.jsonl", "FINISHED", "error.txt"
-RUN_FILES = (CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR)
+
+# -- deciding what to do with a run directory ----------------------------------------------------
+def _same_identity(rd: RunDir, chash: str) -> bool:
+    """Whether the run saved in `rd` has identity `chash` (for runs whose markers hold an older hash)."""
+    try:
+        ck = rd.load_checkpoint()
+    except RepcostError:
+        return False
+    cfg = ck.get("config")
+    try:
+        return isinstance(cfg, dict) and run_hash(cfg) == chash
+    except RepcostError:
+        return False
 
 
-def is_finished(run_dir: Path, chash: str) -> bool:
-    """Whether `run_dir` holds a finished run of this config (its FINISHED marker carries hash `chash`)."""
-    f = Path(run_dir) / FINISHED
-    return f.exists() and f.read_text().strip() == chash
+def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refuse") -> tuple[str, dict | None]:
+    """What to do in `rd` for a config of identity `chash`: ("finished", None), ("resume", ckpt) or ("fresh", None).
 
-
-def resume_or_clear(run_dir: Path, chash: str) -> Optional[dict]:
-    """This config's checkpoint in `run_dir` to resume from; else None, after clearing what is there.
-
-    Only an unfinished, not failed run of the same config (hash `chash`) is resumed. Outputs of another
-    config (a preset edited since), of a failed or finished attempt, or an unreadable checkpoint are
-    removed, so the run starts fresh.
+    Never deletes: a run in the way is moved aside (`RunDir.move_aside`). A finished run of another
+    config is refused (RepcostError) unless `force` or `on_stale="move"` (sweep jobs, whose
+    directories are named by their overrides, so an edited preset lands on its old jobs).
     """
-    run_dir = Path(run_dir)
-    ckpt = None
-    if (run_dir / CHECKPOINT).exists() and not (run_dir / FINISHED).exists() and not (run_dir / ERROR).exists():
-        try:
-            ckpt = load_checkpoint(run_dir / CHECKPOINT)
-        except RepcostError:  # unreadable (e.g. killed mid-write before atomic saves): start over
-            ckpt = None
-    if ckpt is not None and ckpt.get("config_hash") == chash:
-        return ckpt
-    clear_run_dir(run_dir)
-    return None
+    rd.remove_temp_files()
+    if force and rd.has_results():
+        aside = rd.move_aside("force=true")
+        log.warning("force=true: the previous run in %s was moved to %s", rd.path, aside)
+        return "fresh", None
+    fh = rd.finished_hash()
+    if fh is not None:
+        if fh == chash or _same_identity(rd, chash):
+            return "finished", None
+        if on_stale != "move":
+            raise RepcostError(f"{rd.path} holds a finished run of another config (hash {fh}; this config {chash}); "
+                               "finished results are never overwritten: use another directory, or force=true to "
+                               "move the old run aside")
+        aside = rd.move_aside(f"finished run of another config (hash {fh}; replaced by {chash})")
+        log.warning("the finished run in %s had another config; moved to %s", rd.path, aside)
+        return "fresh", None
+    if rd.file(ERROR).exists():
+        aside = rd.move_aside("a failed attempt")
+        log.warning("the failed attempt in %s was moved to %s; starting over", rd.path, aside)
+        return "fresh", None
+    if rd.file(CHECKPOINT).exists():
+        ck = rd.load_checkpoint()  # an unreadable checkpoint is a one-line error naming it
+        same = ck.get("config_hash") == chash or (isinstance(ck.get("config"), dict) and run_hash(ck["config"]) == chash)
+        if same and ck.get("status") in ("running", "preempted"):
+            return "resume", ck
+        aside = rd.move_aside(f"unfinished run of another config (hash {ck.get('config_hash')})" if not same
+                              else f"a {ck.get('status')} attempt")
+        log.warning("the unfinished run in %s was moved to %s", rd.path, aside)
+        return "fresh", None
+    if rd.has_results():
+        rd.move_aside("leftovers without a checkpoint")
+    return "fresh", None
 
 
-def clear_run_dir(run_dir: Path) -> None:
-    """Remove a previous attempt's outputs (checkpoint, metrics, summary, markers); keep .hydra/."""
-    for f in RUN_FILES:
-        (Path(run_dir) / f).unlink(missing_ok=True)
-
-
-def record_failure(run_dir: Path, message: str) -> None:
-    """Write the one-line error of a failed run to error.txt (read by repcost-collect)."""
-    from ..runio import atomic_write_bytes
-    atomic_write_bytes(Path(run_dir) / ERROR, (" ".join(message.split()) + "\n").encode())
-
-
-class MetricsWriter:
-    """Appends one JSON line per logged step to metrics.jsonl, flushed at once."""
-
-    def __init__(self, path: Path, keep_before: int = 0):
-        self.path = path
-        keep = []
-        if keep_before and path.exists():  # resuming: drop lines logged after the checkpoint
-            keep = [ln for ln in path.read_text().splitlines() if ln and json.loads(ln)["step"] < keep_before]
-        path.write_text("".join(k + "\n" for k in keep))
-        self.f = open(path, "a")
-
-    def __call__(self, rec: dict) -> None:
-        self.f.write(json_line(rec) + "\n")
-        self.f.flush()
-
-    def close(self) -> None:
-        self.f.close()
-
-
-def run_resumable(trainer, state: Optional[dict], wall_before: float, metrics: "MetricsWriter", run_dir: Path):
-    """Restore `state` (if any) into a Trainer/EnsembleTrainer, run it with SIGTERM/SIGUSR1 stopping it; returns run()'s result."""
-    if state is not None:
-        trainer.load_state_dict(state)
-        log.info("resuming %s from step %d (%.0f s trained before)", run_dir, trainer.pos.step, wall_before)
-    try:
-        with stop_on_signals(trainer.stop_flag):
-            return trainer.run()
-    finally:
-        metrics.close()
-
-
-def load_checkpoint(path: Path) -> dict:
-    """Load a checkpoint written by repcost (weights_only=True: plain tensors and containers)."""
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # a truncated or foreign file
-        raise RepcostError(f"cannot read checkpoint {path}: {e.__class__.__name__}: {str(e).splitlines()[0]}")
+# -- summaries and figures -----------------------------------------------------------------------
+def run_summary(member, result, wall: float, spec: RunSpec, seed: int, chash: str, commit: str,
+                data_name: str) -> dict:
+    """summary.json of one trained model: final objective terms, cost, stop reason, provenance."""
+    model, ev = member.model, member.evaluate()
+    return {
+        **ev,
+        "param_sq_norm_per_depth": ev["param_sq_norm"] / model.depth,
+        "cost": float(model.cost().detach()),
+        "depth": model.depth,
+        "steps": member.pos.step,
+        "stop_reason": result.stop_reason,
+        "status": result.status,
+        "message": result.message,
+        "wall_time_s": wall,
+        "device": str(torch.device(spec.device)),
+        "dtype": spec.dtype,
+        "seed": seed,
+        "git_commit": commit,
+        "config_hash": chash,
+        "model": model.family,
+        "data": data_name,
+    }
 
 
 def _plot_fit_1d(model, data, path: Path, summary: dict) -> None:
@@ -121,83 +148,134 @@ def _plot_fit_1d(model, data, path: Path, summary: dict) -> None:
     plt.close(fig)
 
 
-def run_summary(trainer, result, wall: float, spec: RunSpec, seed: int, chash: str, commit: str,
-                data_name: str) -> dict:
-    """summary.json of one trained model: final objective terms, cost, stop reason, provenance."""
-    model, ev = trainer.model, trainer.evaluate()
-    return {
-        **ev,
-        "param_sq_norm_per_depth": ev["param_sq_norm"] / model.depth,
-        "cost": float(model.cost().detach()),
-        "depth": model.depth,
-        "steps": trainer.pos.step,
-        "stop_reason": result.stop_reason,
-        "status": result.status,
-        "message": result.message,
-        "wall_time_s": wall,
-        "device": str(torch.device(spec.device)),
-        "dtype": spec.dtype,
-        "seed": seed,
-        "git_commit": commit,
-        "config_hash": chash,
-        "model": model.family,
-        "data": data_name,
-    }
+# -- training --------------------------------------------------------------------------------------
+def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: StopFlag | None = None,
+                 chash: str | None = None, force: bool = False, on_stale: str = "refuse",
+                 before_start: Callable[[RunDir], None] | None = None) -> dict:
+    """Train the run described by `spec` in `run_dir`; returns its summary.
+
+    A finished run of the same identity is not retrained (its summary is returned, with
+    `"reused": True`); a preempted one resumes from its checkpoint. `before_start(run_dir)` runs
+    once the directory is ready and before training (the CLI writes `.hydra/` there).
+    """
+    rd = RunDir(run_dir)
+    chash = chash or run_hash(cfg_dict)
+    with rd.locked():
+        what, resume = open_run(rd, chash, force=force, on_stale=on_stale)
+        if what == "finished":
+            return {**rd.summary(), "reused": True}
+        if before_start is not None:
+            before_start(rd)
+        return _train(spec, cfg_dict, rd, chash, resume, stop_flag)
 
 
-def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: Optional[StopFlag] = None,
-                 chash: Optional[str] = None) -> dict:
-    """Train the run described by `spec` in `run_dir` (resuming a checkpoint left there); returns the summary."""
-    if spec.train.ensemble_size > 1:  # several seeds as one stacked model
-        from .ensemble import run_ensemble
-        return run_ensemble(spec, cfg_dict, run_dir, stop_flag, chash)
-    from ..analysis.hooks import AnalysisRunner  # analysis builds on models; import lazily
+def _train(spec: RunSpec, cfg_dict: dict, rd: RunDir, chash: str, resume: dict | None,
+           stop_flag: StopFlag | None) -> dict:
+    from ..analysis.hooks import (
+        AnalysisRunner,  # analysis builds on models; import lazily
+    )
+    from .ensemble import EnsembleTrainer
+    from .loop import Trainer
 
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    chash = chash or config_hash(cfg_dict)
     t_start = time.perf_counter()
     device, dtype = torch.device(spec.device), spec.torch_dtype
-
+    K = spec.train.ensemble_size
+    seeds = [spec.seed + i for i in range(K)]
     data = load_data(spec.data)
     if spec.train.loss == "cross_entropy" and data.task != "classification":
         raise RepcostError(f"train.loss=cross_entropy needs a classification dataset; data={data.name} is regression")
-    model = build_model(spec.model, data.d_in, data.d_out, spec.seed).to(device=device, dtype=dtype)
+    models = [build_model(spec.model, data.d_in, data.d_out, s).to(device=device, dtype=dtype) for s in seeds]
     data = data.to(dtype, device)
-    analysis = AnalysisRunner(spec.analysis, model, data, run_dir)
-
-    ckpt_path = run_dir / CHECKPOINT
-    resume = resume_or_clear(run_dir, chash)
-    metrics = MetricsWriter(run_dir / METRICS, keep_before=resume["trainer"]["position"]["step"] if resume else 0)
-
-    def save(trainer_state: dict, status: str) -> None:
-        atomic_torch_save(ckpt_path, {"trainer": trainer_state, "config_hash": chash, "status": status,
-                                      "family": model.family, "config": cfg_dict})
-
-    trainer = Trainer(model, data, spec.train, spec.seed, on_log=metrics,
-                      on_checkpoint=lambda st: save(st, "running"),
-                      hook=analysis.periodic if analysis.enabled_periodic else None,
-                      hook_every=spec.analysis.every, stop_flag=stop_flag)
+    family = models[0].family
+    member_dirs = [rd] if K == 1 else [RunDir(rd.path / MEMBERS / str(i)) for i in range(K)]
+    runners = [AnalysisRunner(spec.analysis, m, data, d.path) for m, d in zip(models, member_dirs)]
+    resume_key = "trainer" if K == 1 else "ensemble"
+    metrics = rd.metrics(keep_before=resume[resume_key]["position"]["step"] if resume else 0)
+    hooks = [r.periodic if r.enabled_periodic else None for r in runners]
+    if K == 1:
+        trainer = Trainer(models[0], data, spec.train, seeds[0], on_log=metrics, hook=hooks[0],
+                          hook_every=spec.analysis.every, stop_flag=stop_flag)
+    else:
+        trainer = EnsembleTrainer(models, data, spec.train, seeds, on_log=metrics, hooks=hooks,
+                                  hook_every=spec.analysis.every, stop_flag=stop_flag)
     wall_before = float(resume.get("wall_time_s", 0.0)) if resume is not None else 0.0
-    result = run_resumable(trainer, resume["trainer"] if resume is not None else None, wall_before, metrics, run_dir)
 
-    status = result.status
-    state = trainer.state_dict()
-    wall = wall_before + time.perf_counter() - t_start
-    ckpt = {"trainer": state, "config_hash": chash, "status": status, "family": model.family,
-            "config": cfg_dict, "wall_time_s": wall}
-    atomic_torch_save(ckpt_path, ckpt)
-    if status == "preempted":
-        log.warning("preempted (%s) at step %d; checkpoint saved, relaunch to resume", result.message, result.steps)
-        return {"status": status, "steps": result.steps}
+    def wall() -> float:
+        return wall_before + time.perf_counter() - t_start
 
-    summary = run_summary(trainer, result, wall, spec, spec.seed, chash, git_commit(), data.name)
-    if status == "finished":
-        summary.update(analysis.final(model))
-        if data.task == "regression" and data.d_in == 1 and data.d_out == 1:
-            _plot_fit_1d(model, data, run_dir / "figures" / "fit.png", summary)
-    atomic_write_json(run_dir / SUMMARY, summary)
-    if status == "failed":
-        raise RepcostError(f"run failed: {result.message}; summary and checkpoint in {run_dir}")
-    atomic_write_bytes(run_dir / FINISHED, (chash + "\n").encode())
-    return summary
+    def checkpoint(status: str, best: int = 0) -> dict:
+        ck = {"trainer": trainer.member_state_dict(best), "config_hash": chash, "status": status,
+              "family": family, "config": cfg_dict, "wall_time_s": wall()}
+        if K > 1:
+            ck["ensemble"] = trainer.state_dict()
+        return ck
+
+    trainer.engine.on_checkpoint = lambda: rd.save_checkpoint(checkpoint("running"))
+    if resume is not None:
+        trainer.load_state_dict(resume[resume_key])
+        log.info("resuming %s from step %d (%.0f s trained before)", rd.path, trainer.pos.step, wall_before)
+    try:
+        with stop_on_signals(trainer.stop_flag):
+            results = trainer.run_all()
+    finally:
+        metrics.close()
+
+    statuses = [r.status for r in results]
+    if "preempted" in statuses:
+        rd.save_checkpoint(checkpoint("preempted"))
+        log.warning("preempted (%s) at step %d; checkpoint saved, relaunch to resume",
+                    next(r.message for r in results if r.status == "preempted"), trainer.pos.step)
+        out = {"status": "preempted", "steps": trainer.pos.step}
+        return out if K == 1 else {**out, "ensemble_size": K}
+
+    if K > 1:
+        trainer.unstack()
+    commit, elapsed = git_commit(), wall()
+    summaries = []
+    for i, (member, r) in enumerate(zip(trainer.members, results)):
+        mcfg = cfg_dict if K == 1 else member_config(cfg_dict, seeds[i])
+        summary = run_summary(member, r, elapsed, spec, seeds[i], chash if K == 1 else run_hash(mcfg), commit,
+                              data.name)
+        if r.status == "finished":
+            summary.update(runners[i].final(member.model))
+        if K > 1:
+            md = member_dirs[i]
+            md.write_bytes(".hydra/config.yaml", OmegaConf.to_yaml(OmegaConf.create(mcfg)).encode())
+            md.save_checkpoint({"trainer": trainer.member_state_dict(i), "config_hash": summary["config_hash"],
+                                "status": r.status, "family": family, "config": mcfg, "wall_time_s": elapsed})
+            md.write_json(SUMMARY, summary)
+        summaries.append(summary)
+
+    if K == 1:
+        best, top = 0, summaries[0]
+    else:
+        objectives = [s["objective"] for s in summaries]
+        ok = [i for i in range(K) if statuses[i] == "finished"] or list(range(K))
+        best = min(ok, key=lambda i: objectives[i] if math.isfinite(objectives[i]) else math.inf)
+        failed = [i for i in range(K) if statuses[i] == "failed"]
+        top = {**summaries[best], "ensemble_size": K, "best_member": best, "member_objectives": objectives,
+               "member_seeds": seeds, "member_status": statuses, "failed_members": failed,
+               "config_hash": chash}
+        if (member_dirs[best].path / "analysis").is_dir():  # the best member's arrays/tables, where a single run has them
+            shutil.copytree(member_dirs[best].path / "analysis", rd.path / "analysis", dirs_exist_ok=True)
+        if failed and top["status"] != "failed":
+            log.warning("ensemble members %s failed (%s); the best member is %d (seed %d)", failed,
+                        "; ".join(f"{i}: {results[i].message}" for i in failed), best, seeds[best])
+    ck = checkpoint(top["status"], best)
+    if K > 1:
+        ck["best_member"] = best
+    rd.save_checkpoint(ck)
+    if K == 1 and top["status"] == "finished" and data.task == "regression" and data.d_in == 1 and data.d_out == 1:
+        _plot_fit_1d(models[0], data, rd.path / "figures" / "fit.png", top)
+    rd.write_json(SUMMARY, top)
+    if top["status"] == "failed":
+        why = results[best].message if K == 1 else f"every ensemble member failed (member 0: {results[0].message})"
+        rd.record_failure(why)
+        raise RepcostError(f"run failed: {why}; summary and checkpoint in {rd.path} (a relaunch starts over)")
+    rd.mark_finished(chash)
+    return top
+
+
+def record_failure(run_dir: Path, message: str) -> None:
+    """Write the one-line error of a failed run to error.txt (read by repcost-collect)."""
+    RunDir(run_dir).record_failure(message)

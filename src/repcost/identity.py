@@ -1,0 +1,96 @@
+"""Run identity: the part of a run config that defines its result, and its hash.
+
+A run directory is reused (skipped when finished, resumed when preempted) exactly when the hash
+of its config's identity equals the new config's. The identity is the config with, generically,
+every key left out that sits at its schema default, and the keys whose schema field says
+`metadata={"identity": False}` (names, progress bars, checkpoint cadence). So adding a schema
+key with a default never changes an existing run's hash. `device` counts by what it resolves to
+(cpu or cuda), so `device=auto` and `device=cpu` on a CPU machine are the same run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .config.schema import TOP_LEVEL_SCHEMA, AnalysisConfig, PhaseConfig, TrainConfig
+from .registry import DATASETS, MODELS
+from .runio import config_hash
+
+ALWAYS_KEPT = ("name",)  # a section's registry name says which schema the rest is read against
+
+
+def _field_default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    return dataclasses.MISSING
+
+
+def _plain(v: Any) -> Any:
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {k: _plain(x) for k, x in dataclasses.asdict(v).items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
+
+
+def strip_defaults(node: dict, schema: type, elements: dict[str, type] | None = None) -> dict:
+    """`node` without keys at their `schema` default or marked identity=False; list fields whose
+    elements are dataclasses (`elements`: field name -> element schema) are stripped element-wise."""
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    elements = elements or {}
+    out = {}
+    for k, v in node.items():
+        f = fields.get(k)
+        if f is None:  # not in the schema (validation refuses these before a run starts)
+            out[k] = v
+            continue
+        if f.metadata.get("identity", True) is False:
+            continue
+        default = _plain(_field_default(f))
+        if k in elements and isinstance(v, list):
+            v = [strip_defaults(e, elements[k]) if isinstance(e, dict) else e for e in v]
+            default = [strip_defaults(e, elements[k]) for e in default] if isinstance(default, list) else default
+        if k in ALWAYS_KEPT or v != default:
+            out[k] = v
+    return out
+
+
+def _resolved_device(device: Any) -> str:
+    text = str(device)
+    if text == "auto":
+        import torch
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda" if text.startswith("cuda") else text
+
+
+def run_identity(cfg: dict) -> dict:
+    """The result-defining part of a resolved run config (a plain dict, as saved with the run)."""
+    out = strip_defaults({k: v for k, v in cfg.items() if k not in ("model", "data", "train", "analysis", "device")},
+                         TOP_LEVEL_SCHEMA)
+    out["device"] = _resolved_device(cfg.get("device", "auto"))
+    for key, registry in (("model", MODELS), ("data", DATASETS)):
+        node = cfg.get(key)
+        if isinstance(node, dict) and "name" in node:
+            out[key] = strip_defaults(node, registry.get(node["name"]).schema)
+    if isinstance(cfg.get("train"), dict):
+        out["train"] = strip_defaults(cfg["train"], TrainConfig, {"phases": PhaseConfig})
+    if isinstance(cfg.get("analysis"), dict):
+        out["analysis"] = strip_defaults(cfg["analysis"], AnalysisConfig)
+    return out
+
+
+def run_hash(cfg: dict) -> str:
+    """The hash that names a run's identity (written to FINISHED and summary.json)."""
+    return config_hash(run_identity(cfg))
+
+
+def member_config(cfg: dict, seed: int) -> dict:
+    """The single-run config of an ensemble member: the ensemble's with `seed` and one member."""
+    import copy
+    d = copy.deepcopy(cfg)
+    d["seed"] = seed
+    d.setdefault("train", {})["ensemble_size"] = 1
+    return d

@@ -1,0 +1,178 @@
+"""The run-directory protocol (docs/ARCHITECTURE.md, "Run directories"), one object for runs and members.
+
+A run directory holds `checkpoint.pt`, `metrics.jsonl`, `summary.json`, `FINISHED` (the run's
+identity hash, written last), `error.txt` (a failed run) and `.hydra/`. Rules:
+* every file is written atomically (temp file in the same folder, then rename) with the
+  permissions the umask gives (0644 under the usual 022), so a lab group can read results;
+* a finished run is never overwritten and nothing is ever deleted: a run in the way (another
+  config, a failed attempt, or `force=true`) is moved aside to `<dir>.stale-<time>`;
+* one process at a time: an OS file lock (`.lock`) is held for the run's life; a second process
+  gets a one-line error naming the holder, a lock left by a killed process is free again;
+* temp files left by a write that was killed are removed before a run resumes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .errors import RepcostError
+from .runio import (
+    FILE_MODE,
+    atomic_torch_save,
+    atomic_write_bytes,
+    atomic_write_json,
+    io_error,
+    json_line,
+)
+
+CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR, LOCK = (
+    "checkpoint.pt", "summary.json", "metrics.jsonl", "FINISHED", "error.txt", ".lock")
+MEMBERS = "members"
+
+
+def load_checkpoint(path: Path) -> dict:
+    """Load a checkpoint written by repcost (weights_only=True: plain tensors and containers, never code)."""
+    path = Path(path)
+    try:
+        ck = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated, random, foreign or malicious (pickled code is refused)
+        first = (str(e).strip().splitlines() or [""])[0][:160]
+        raise RepcostError(f"cannot read checkpoint {path}: {e.__class__.__name__}: {first}; "
+                           "force=true moves the run aside and starts over") from None
+    if not isinstance(ck, dict) or "trainer" not in ck or "config_hash" not in ck:
+        raise RepcostError(f"cannot read checkpoint {path}: not a repcost checkpoint; "
+                           "force=true moves the run aside and starts over")
+    return ck
+
+
+class MetricsWriter:
+    """Appends one JSON line per logged step to metrics.jsonl, flushed at once."""
+
+    def __init__(self, path: Path, keep_before: int = 0):
+        self.path = Path(path)
+        keep = []
+        if keep_before and self.path.exists():  # resuming: drop lines logged after the checkpoint
+            keep = [ln for ln in self.path.read_text().splitlines() if ln and json.loads(ln)["step"] < keep_before]
+        atomic_write_bytes(self.path, "".join(k + "\n" for k in keep).encode())
+        try:
+            self.f = open(self.path, "a")
+        except OSError as e:
+            raise io_error(self.path, e) from None
+
+    def __call__(self, rec: dict) -> None:
+        try:
+            self.f.write(json_line(rec) + "\n")
+            self.f.flush()
+        except OSError as e:
+            raise io_error(self.path, e) from None
+
+    def close(self) -> None:
+        self.f.close()
+
+
+class RunDir:
+    """One run's directory (a single run, an ensemble, or one ensemble member)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    # -- state ---------------------------------------------------------------------------------
+    def finished_hash(self) -> str | None:
+        """The identity hash in FINISHED, or None if the run is not finished."""
+        f = self.file(FINISHED)
+        return f.read_text().strip() if f.exists() else None
+
+    def has_results(self) -> bool:
+        """Whether anything a run leaves (checkpoint, summary, metrics, markers, members) is here."""
+        return any(self.file(n).exists() for n in (CHECKPOINT, SUMMARY, FINISHED, ERROR, MEMBERS))
+
+    def summary(self) -> dict:
+        return json.loads(self.file(SUMMARY).read_text())
+
+    # -- writes --------------------------------------------------------------------------------
+    def write_json(self, name: str, obj: Any) -> None:
+        atomic_write_json(self.file(name), obj)
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        atomic_write_bytes(self.file(name), data)
+
+    def save_checkpoint(self, obj: dict) -> None:
+        atomic_torch_save(self.file(CHECKPOINT), obj)
+
+    def load_checkpoint(self) -> dict:
+        return load_checkpoint(self.file(CHECKPOINT))
+
+    def mark_finished(self, run_hash: str) -> None:
+        self.write_bytes(FINISHED, (run_hash + "\n").encode())
+
+    def record_failure(self, message: str) -> None:
+        """error.txt: the one-line reason a run failed (read by repcost-collect; a relaunch starts over)."""
+        self.write_bytes(ERROR, (" ".join(message.split()) + "\n").encode())
+
+    def metrics(self, keep_before: int = 0) -> MetricsWriter:
+        return MetricsWriter(self.file(METRICS), keep_before)
+
+    # -- hygiene -------------------------------------------------------------------------------
+    def remove_temp_files(self) -> None:
+        """Temp files of writes that were killed (`.<name>.<pid>.tmp`, and older `.<name>.<random>`)."""
+        if not self.path.is_dir():
+            return
+        known = (CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR)
+        for p in self.path.iterdir():
+            if p.is_file() and any(p.name.startswith(f".{n}.") for n in known):
+                p.unlink(missing_ok=True)
+
+    def move_aside(self, why: str) -> Path:
+        """Move every result here into a new sibling `<dir>.stale-<time>` (never deleted); returns it.
+
+        The lock file and the open log file stay, so this process keeps both.
+        """
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.stale-{stamp}")
+        n = 1
+        while aside.exists():
+            aside = self.path.with_name(f"{self.path.name}.stale-{stamp}-{n}")
+            n += 1
+        try:
+            aside.mkdir(parents=True)
+            for p in self.path.iterdir():
+                if p.name == LOCK or p.suffix == ".log":
+                    continue
+                os.replace(p, aside / p.name)
+            atomic_write_bytes(aside / "MOVED_ASIDE", (why + "\n").encode())
+        except OSError as e:
+            raise io_error(aside, e) from None
+        return aside
+
+    @contextmanager
+    def locked(self) -> Iterator[RunDir]:
+        """Hold an exclusive OS lock on the directory for the block; a second holder is refused in one line."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.file(LOCK), os.O_RDWR | os.O_CREAT, FILE_MODE)
+        except OSError as e:
+            raise io_error(self.path, e) from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+                raise RepcostError(f"{self.path} is in use by a running repcost process (pid {holder}); "
+                                   "wait for it to end or use another run directory") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield self
+        finally:
+            os.close(fd)  # releases the lock (a killed process releases it the same way)

@@ -1,0 +1,336 @@
+"""The one training loop (docs/ARCHITECTURE.md, "The engine").
+
+`Engine` trains K ≥ 1 members in lockstep: optimiser phases in sequence, the explicit λ-term,
+learning-rate schedules, stop rules, logging, periodic hooks, checkpoints, NaN rollback and
+preemption. A single run is K = 1 over the model itself (`terms.ModelTerms`); an ensemble is
+K stacked members (`terms.StackedTerms`). What is per member (position, minibatch generator,
+plateau record, last finite state, result) lives in `Member`, so every member stops exactly
+where its own single run would.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+import torch
+from tqdm.auto import tqdm
+
+from ..config.schema import PhaseConfig, TrainConfig
+from ..data.bundle import DataBundle
+from ..models.base import RepModel
+from .objective import data_loss, objective, reg_scale_factor, stated_and_trained
+from .preempt import StopFlag
+from .schedule import apply_lr
+
+
+@dataclass
+class Position:
+    """Where a run is: enough, with the model/optimiser/RNG state, to resume exactly."""
+
+    phase: int = 0
+    step_in_phase: int = 0
+    step: int = 0
+    best_objective: float = math.inf
+    best_step: int = 0
+    first_objective: float = math.nan  # the objective at the first check (the divergence rule's reference)
+
+
+FAILED_REASONS = ("non_finite", "diverged")
+
+
+@dataclass
+class TrainResult:
+    stop_reason: str  # budget | target_loss | plateau | grad_tol | non_finite | diverged | preempted
+    steps: int
+    message: str = ""
+
+    @property
+    def status(self) -> str:
+        """The run's status: preempted (resumable), failed (non-finite or diverged), or finished."""
+        if self.stop_reason == "preempted":
+            return "preempted"
+        return "failed" if self.stop_reason in FAILED_REASONS else "finished"
+
+
+def batch_size_of(phase: PhaseConfig, n: int) -> int | None:
+    """The phase's minibatch size, or None for full batch (batch_size null or >= n)."""
+    return phase.batch_size if phase.batch_size is not None and phase.batch_size < n else None
+
+
+def minibatch_indices(n: int, batch_size: int, gen: torch.Generator) -> torch.Tensor:
+    """Row indices of one minibatch: the first batch_size of a fresh permutation drawn from gen (CPU)."""
+    return torch.randperm(n, generator=gen)[:batch_size]
+
+
+def make_optimizer(name: str, params, lr: float, momentum: float) -> torch.optim.Optimizer:
+    """Plain SGD for gd/sgd (no weight_decay: the λ-term is in the objective), or Adam."""
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    return torch.optim.SGD(params, lr=lr, momentum=momentum)
+
+
+def training_targets(data: DataBundle, y: torch.Tensor, loss: str) -> torch.Tensor:
+    """Class indices become one-hot rows for MSE on a classification dataset."""
+    if loss == "mse" and data.task == "classification":
+        return torch.nn.functional.one_hot(y, data.n_classes).to(data.x_train.dtype)
+    return y
+
+
+class Member:
+    """One trained model's own state inside the engine: position, minibatch order, stop rules, logs.
+
+    `model` may hold views into stacked tensors (an ensemble member); everything here reads and
+    writes it as an ordinary model, so a member behaves exactly as its single run.
+    """
+
+    def __init__(self, model: RepModel, data: DataBundle, cfg: TrainConfig, seed: int,
+                 on_log: Callable[[dict], None] | None = None,
+                 hook: Callable[[RepModel, int], dict] | None = None, hook_every: int = 0):
+        self.model, self.data, self.cfg, self.seed = model, data, cfg, seed
+        self.on_log, self.hook, self.hook_every = on_log, hook, hook_every
+        self.y_train = training_targets(data, data.y_train, cfg.loss)
+        self.y_test = training_targets(data, data.y_test, cfg.loss) if data.has_test else None
+        self.reg_coef = cfg.lam * reg_scale_factor(cfg.reg_scale, model.depth)
+        self.pos = Position()
+        self.gen = torch.Generator().manual_seed(seed)  # minibatch order
+        self.result: TrainResult | None = None
+        self.optimizer_state: dict | None = None  # this member's optimiser state, once it stopped
+        self._good: tuple[list[torch.Tensor], int] | None = None
+
+    # -- state ---------------------------------------------------------------------------------
+    def state_dict(self, optimizer_state: dict | None) -> dict:
+        """The single-run checkpoint entry: model, optimiser, position, minibatch RNG."""
+        return {"model": {k: v.clone() for k, v in self.model.state_dict().items()},
+                "optimizer": optimizer_state, "position": asdict(self.pos), "generator": self.gen.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a `state_dict()` (the optimiser state is the engine's business)."""
+        self.model.load_state_dict(state["model"])
+        self.pos = Position(**state["position"])
+        self.gen.set_state(state["generator"])
+
+    # -- evaluation ----------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self) -> dict:
+        """Objective, train loss, test loss and ‖θ‖² at the current parameters (full batch)."""
+        obj, dl, sq = objective(self.model, self.data.x_train, self.y_train, self.cfg.loss,
+                                self.cfg.lam, self.cfg.reg_scale)
+        out = {"objective": obj.item(), "train_loss": dl.item(), "param_sq_norm": sq.item()}
+        if self.y_test is not None:
+            out["test_loss"] = data_loss(self.model(self.data.x_test), self.y_test, self.cfg.loss).item()
+        return out
+
+    # -- stop rules ----------------------------------------------------------------------------
+    def check(self, step: int, o: float, d: float, grad_rel: float | None, last_phase: bool) -> TrainResult | None:
+        """Non-finite, divergence, target-loss, gradient and plateau rules (every `check_every` steps)."""
+        cfg = self.cfg
+        if not (math.isfinite(o) and math.isfinite(d)):
+            last = self.restore_good()
+            where = f"restored to step {last}, the last finite state" if last >= 0 else "not restored (no finite state was seen)"
+            return TrainResult("non_finite", step, f"objective became {o} at step {step}; the model was {where} "
+                               "(try a smaller learning rate)")
+        if math.isnan(self.pos.first_objective):
+            self.pos.first_objective = o
+        elif cfg.diverge_factor and o > cfg.diverge_factor * max(self.pos.first_objective, 1e-300):
+            return TrainResult("diverged", step, f"objective {o:.4g} at step {step} exceeds {cfg.diverge_factor:g} times "
+                               f"its first value {self.pos.first_objective:.4g} (train.diverge_factor); "
+                               "try a smaller learning rate")
+        self._good = [p.detach().clone() for p in self.model.parameters()], step
+        if cfg.target_loss is not None and d <= cfg.target_loss:
+            return TrainResult("target_loss", step, f"train loss {d:.3g} <= {cfg.target_loss}")
+        if cfg.grad_tol is not None and last_phase and grad_rel is not None and grad_rel <= cfg.grad_tol:
+            return TrainResult("grad_tol", step, f"relative gradient norm {grad_rel:.3g} <= {cfg.grad_tol:g}")
+        if cfg.plateau_window:
+            if o < self.pos.best_objective * (1 - cfg.plateau_rel_tol):
+                self.pos.best_objective, self.pos.best_step = o, step
+            elif step - self.pos.best_step >= cfg.plateau_window:
+                return TrainResult("plateau", step, f"objective improved by < {cfg.plateau_rel_tol:g} "
+                                   f"(relative) over {cfg.plateau_window} steps")
+        return None
+
+    def restore_good(self) -> int:
+        """Put back the last parameters seen finite; returns their step (-1 if none)."""
+        if self._good is None:
+            return -1
+        tensors, step = self._good
+        with torch.no_grad():
+            for p, t in zip(self.model.parameters(), tensors):
+                p.copy_(t)
+        return step
+
+    def final_check(self) -> TrainResult:
+        """The result of a member whose step budget ran out."""
+        ev = self.evaluate()
+        if not math.isfinite(ev["objective"]):
+            last = self.restore_good()
+            return TrainResult("non_finite", self.pos.step, f"objective became {ev['objective']} by the end; "
+                               f"the model was restored to step {last}, the last finite state")
+        return TrainResult("budget", self.pos.step)
+
+    # -- logging -------------------------------------------------------------------------------
+    def log(self, step: int, lr: float, o: float, d: float, sq: float, t0: float) -> None:
+        """One metrics record (test loss included) to `on_log`."""
+        rec = {"step": step, "phase": self.pos.phase, "lr": lr, "objective": o, "train_loss": d,
+               "param_sq_norm": sq, "time_s": time.perf_counter() - t0}
+        if self.y_test is not None:
+            with torch.no_grad():
+                rec["test_loss"] = data_loss(self.model(self.data.x_test), self.y_test, self.cfg.loss).item()
+        self.on_log(rec)
+
+    def run_hook(self, step: int) -> None:
+        """The periodic analysis hook, its scalars logged at this step."""
+        if self.hook is not None and self.hook_every and step % self.hook_every == 0 and step > 0:
+            rec = self.hook(self.model, step)
+            if rec and self.on_log is not None:
+                self.on_log({"step": step, **rec})
+
+
+class Terms(Protocol):
+    """How the engine evaluates its K members: their data loss and Σ‖p‖², and their parameters."""
+
+    params: list[torch.Tensor]  # what the optimiser steps
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None
+                 ) -> tuple[torch.Tensor, torch.Tensor]: ...  # (K,) data losses, (K,) Σ‖p‖²
+
+    def grad_and_param_sq(self) -> tuple[torch.Tensor, torch.Tensor]: ...  # (K,) ‖∇‖², (K,) ‖θ‖²
+
+    def member_optimizer_state(self, optimizer: torch.optim.Optimizer, i: int) -> dict: ...
+
+    def hold(self, i: int, saved: list[torch.Tensor]) -> None: ...  # put member i's parameters back
+
+
+class Engine:
+    """Minimises data loss + λ·s·Σ‖p‖² for K members at once, phase after phase; one loop for every run."""
+
+    def __init__(self, members: Sequence[Member], terms: Terms, cfg: TrainConfig,
+                 stop_flag: StopFlag | None = None, on_checkpoint: Callable[[], None] | None = None):
+        self.members, self.terms, self.cfg = list(members), terms, cfg
+        self.K = len(self.members)
+        self.stop_flag = stop_flag if stop_flag is not None else StopFlag()
+        self.on_checkpoint = on_checkpoint
+        self.pos = Position()
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.resume_optimizer: dict | None = None
+        self._frozen: dict[int, list[torch.Tensor]] = {}
+
+    @property
+    def active(self) -> list[int]:
+        """Members still training."""
+        return [i for i in range(self.K) if self.members[i].result is None]
+
+    def stop(self, i: int, result: TrainResult, opt_state: dict | None = None) -> None:
+        """Freeze member i at its current parameters (already restored if it went non-finite)."""
+        m = self.members[i]
+        if opt_state is None and self.optimizer is not None:
+            opt_state = self.terms.member_optimizer_state(self.optimizer, i)
+        m.optimizer_state, m.result = opt_state, result
+        if self.K > 1:
+            self._frozen[i] = [p.detach().clone() for p in m.model.parameters()]
+
+    def optimizer_state(self, i: int) -> dict | None:
+        """Member i's optimiser state in a single run's format (its state at its stop, if it stopped)."""
+        m = self.members[i]
+        if m.optimizer_state is not None or self.optimizer is None:
+            return m.optimizer_state
+        return self.terms.member_optimizer_state(self.optimizer, i)
+
+    def run(self) -> list[TrainResult]:
+        """Train from the current position until every member has stopped; returns each member's result."""
+        cfg, members = self.cfg, self.members
+        x, n = members[0].data.x_train, members[0].data.x_train.shape[0]
+        y, reg_coef = members[0].y_train, members[0].reg_coef
+        want_grad = cfg.grad_tol is not None
+        bar = tqdm(total=cfg.total_steps, initial=self.pos.step, disable=None if cfg.progress else True,
+                   dynamic_ncols=True, leave=False)
+        t0 = time.perf_counter()
+        try:
+            while self.pos.phase < len(cfg.phases) and self.active:
+                ph = cfg.phases[self.pos.phase]
+                last_phase = self.pos.phase == len(cfg.phases) - 1
+                self.optimizer = make_optimizer(ph.optimizer, self.terms.params, ph.lr, ph.momentum)
+                if self.resume_optimizer is not None:
+                    self.optimizer.load_state_dict(self.resume_optimizer)
+                    self.resume_optimizer = None
+                bs = batch_size_of(ph, n)
+                phase_done = False
+                while self.pos.step_in_phase < ph.steps and not phase_done:
+                    active = self.active
+                    if not active:
+                        break
+                    if self.stop_flag:
+                        for i in active:
+                            members[i].result = TrainResult("preempted", self.pos.step, f"signal {self.stop_flag.signal}")
+                        break
+                    lr = apply_lr(self.optimizer, ph, self.pos.step_in_phase)
+                    idx = None
+                    if bs is not None:  # each active member draws its own rows from its own generator
+                        idx = torch.stack([minibatch_indices(n, bs, members[i].gen) if members[i].result is None
+                                           else torch.arange(bs) for i in range(self.K)]).to(x.device)
+                    self.optimizer.zero_grad(set_to_none=True)
+                    dl, sq = self.terms(x, y, idx)
+                    obj, trained = stated_and_trained(dl, sq, reg_coef, ph.lam_factor)  # obj: checked and logged
+                    trained.sum().backward()
+                    step = self.pos.step
+                    check = step % cfg.check_every == 0
+                    logs = step % cfg.log_every == 0 and members[0].on_log is not None
+                    vals = torch.stack([obj, dl, sq]).detach().cpu().tolist() if check or logs else None
+                    if check:
+                        grad_rel = None
+                        if want_grad:
+                            g2, p2 = self.terms.grad_and_param_sq()
+                            grad_rel = (g2.sqrt() / p2.sqrt().clamp_min(1e-300)).cpu().tolist()
+                        for i in active:
+                            r = members[i].check(step, vals[0][i], vals[1][i], grad_rel[i] if grad_rel else None,
+                                                 last_phase)
+                            if r is not None:
+                                self.stop(i, r)
+                        if grad_rel is not None and not last_phase and all(
+                                grad_rel[i] <= cfg.grad_tol for i in self.active):
+                            phase_done = True  # every member sits at a critical point of this phase's objective
+                        active = self.active
+                    if logs:
+                        for i in active:
+                            members[i].log(step, lr, vals[0][i], vals[1][i], vals[2][i], t0)
+                    for i in active:
+                        members[i].run_hook(step)
+                    if not active:
+                        break
+                    self.optimizer.step()
+                    for i, saved in self._frozen.items():
+                        self.terms.hold(i, saved)
+                    self.pos.step_in_phase += 1
+                    self.pos.step += 1
+                    for i in active:
+                        members[i].pos.step_in_phase += 1
+                        members[i].pos.step += 1
+                    bar.update(1)
+                    if check:
+                        best = min(vals[0][i] for i in active)
+                        bar.set_postfix(obj=f"{best:.4g}", active=f"{len(active)}/{self.K}", refresh=False)
+                    if cfg.checkpoint_every and self.pos.step % cfg.checkpoint_every == 0 \
+                            and self.on_checkpoint is not None:
+                        self.on_checkpoint()
+                else:
+                    self._next_phase()
+                    continue
+                if phase_done:
+                    self._next_phase()
+                    continue
+                break  # the inner loop broke: everyone stopped, or preempted
+        finally:
+            bar.close()
+        for i in self.active:  # the budget ran out
+            self.stop(i, members[i].final_check())
+        return [m.result for m in members]
+
+    def _next_phase(self) -> None:
+        self.pos.phase += 1
+        self.pos.step_in_phase = 0
+        for i in self.active:
+            self.members[i].pos.phase += 1
+            self.members[i].pos.step_in_phase = 0

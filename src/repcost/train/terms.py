@@ -1,0 +1,194 @@
+"""How the engine evaluates its members: one model as it is (K = 1), or K models stacked.
+
+Stacking (docs/ARCHITECTURE.md, "Ensembles"): `torch.func.stack_module_state` turns K models
+into one tensor per parameter with a leading member axis; the objective is evaluated for all
+members at once with `torch.func.vmap(functional_call(...))` on the family's own `forward` and
+`param_sq_norm`. Each member's model keeps parameters that are views into the stacked tensors,
+so per-member code (stop rules, evaluation, state dicts) reads it as an ordinary model. The
+summed objective Σ_i obj_i has ∂/∂θ_i = ∂obj_i/∂θ_i, so one backward gives every member its own
+gradient; SGD (with momentum) and Adam act elementwise, so one optimiser over the stacked
+tensors equals K separate ones.
+
+When all members see the same rows (full-batch phases), a 2-D matmul of the shared input by a
+per-member weight is done as one GEMM over all members ((N, d) @ (d, K·m)), forward and
+backward, instead of the K-fold broadcast `bmm` that plain `vmap` produces (`SharedMatmul`,
+applied by a TorchFunctionMode to `@`/matmul/mm/F.linear of 2-D operands during the stacked
+forward; einsum, as in the `parallel` family, keeps vmap's own rule).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+from torch.overrides import TorchFunctionMode
+
+from ..errors import RepcostError
+from ..models.base import RepModel
+from .objective import data_loss
+
+
+class ModelTerms:
+    """K = 1: the model itself, its parameters stepped in place."""
+
+    def __init__(self, model: RepModel, loss: str):
+        self.model, self.loss = model, loss
+        self.params = [p for p in model.parameters() if p.requires_grad]
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None):
+        if idx is not None:
+            x, y = x[idx[0]], y[idx[0]]
+        return data_loss(self.model(x), y, self.loss)[None], self.model.param_sq_norm()[None]
+
+    @torch.no_grad()
+    def grad_and_param_sq(self) -> tuple[torch.Tensor, torch.Tensor]:
+        g2 = sum((p.grad * p.grad).sum() for p in self.params if p.grad is not None)
+        p2 = sum((p * p).sum() for p in self.params)
+        return torch.as_tensor(g2).reshape(1), torch.as_tensor(p2).reshape(1)
+
+    def member_optimizer_state(self, optimizer: torch.optim.Optimizer, i: int) -> dict:
+        return copy.deepcopy(optimizer.state_dict())
+
+    def hold(self, i: int, saved: list[torch.Tensor]) -> None:  # pragma: no cover - K = 1 never holds
+        raise AssertionError("a single run has no frozen members")
+
+
+class _Terms(nn.Module):
+    """Wraps a model so that one functional call returns (f(x), Σ‖p‖²) with the family's own code."""
+
+    def __init__(self, model: RepModel):
+        super().__init__()
+        self.m = model
+
+    def forward(self, x: torch.Tensor):
+        return self.m(x), self.m.param_sq_norm()
+
+
+class StackedTerms:
+    """K models of one family and shape as one stacked model; the models' tensors become views of it."""
+
+    def __init__(self, models: Sequence[RepModel], loss: str, share_matmuls: bool = True):
+        if len({type(m) for m in models}) != 1:
+            raise RepcostError("ensemble members must be models of one family")
+        self.models, self.loss, self.share_matmuls = list(models), loss, share_matmuls
+        self._template = _Terms(copy.deepcopy(models[0]))  # the functional template (its own values unused)
+        params, buffers = stack_module_state(list(models))
+        self.state = {f"m.{k}": v for k, v in {**params, **buffers}.items()}
+        for i, m in enumerate(models):  # member i's tensors become views of slice i of the stack
+            for k, v in params.items():
+                m.get_parameter(k).data = v.detach()[i]
+            for k, v in buffers.items():
+                m.get_buffer(k).data = v.detach()[i]
+        self.params = [v for v in params.values() if v.requires_grad]  # = a single run's parameter order
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None):
+        loss = self.loss
+
+        def one(state, xb, yb):
+            out, sq = functional_call(self._template, state, (xb,))
+            return data_loss(out, yb, loss), sq
+
+        if idx is not None:  # each member its own rows (K, bs, …)
+            x, y = x[idx], y[idx]
+        d = None if idx is None else 0
+        f = vmap(one, in_dims=(0, d, d))
+        if self.share_matmuls:
+            with _ShareMatmuls():
+                return f(self.state, x, y)
+        return f(self.state, x, y)
+
+    @torch.no_grad()
+    def grad_and_param_sq(self) -> tuple[torch.Tensor, torch.Tensor]:
+        K = len(self.models)
+        g2 = sum((p.grad * p.grad).reshape(K, -1).sum(1) for p in self.params if p.grad is not None)
+        p2 = sum((p * p).reshape(K, -1).sum(1) for p in self.params)
+        return torch.as_tensor(g2), p2
+
+    def member_optimizer_state(self, optimizer: torch.optim.Optimizer, i: int) -> dict:
+        sd = optimizer.state_dict()
+        return {"state": {j: {k: (v[i].clone() if torch.is_tensor(v) and v.dim() > 0 else copy.deepcopy(v))
+                              for k, v in s.items()} for j, s in sd["state"].items()},
+                "param_groups": copy.deepcopy(sd["param_groups"])}
+
+    @torch.no_grad()
+    def hold(self, i: int, saved: list[torch.Tensor]) -> None:
+        for p, t in zip(self.models[i].parameters(), saved):
+            p.copy_(t)
+
+    def unstack(self) -> None:
+        """Give every member model its own parameter storage (after training; the stack is left as is)."""
+        with torch.no_grad():
+            for m in self.models:
+                for t in list(m.parameters()) + list(m.buffers()):
+                    t.data = t.data.clone()
+
+
+class SharedMatmul(torch.autograd.Function):
+    """a @ b for 2-D a, b. Under vmap, an unbatched operand times a batched one is one GEMM.
+
+    vmap's own rule for matmul(unbatched (N, d), batched (K, d, m)) expands the unbatched operand
+    to (K, N, d) and calls bmm, forward and backward; here it becomes (N, d) @ (d, K·m). The
+    backward calls this function again, so the weight gradient Xᵀ·G is also one GEMM.
+    """
+
+    @staticmethod
+    def forward(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor):
+        a, b = ctx.saved_tensors
+        ga = SharedMatmul.apply(g, b.mT) if ctx.needs_input_grad[0] else None
+        gb = SharedMatmul.apply(a.mT, g) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+    @staticmethod
+    def vmap(info, in_dims, a: torch.Tensor, b: torch.Tensor):
+        ad, bd = in_dims
+        if ad is None and bd is not None:  # shared a (N, d), per-member b (K, d, m)
+            b = b.movedim(bd, 0)
+            k, d, m = b.shape
+            out = a @ b.permute(1, 0, 2).reshape(d, k * m)
+            return out.reshape(a.shape[0], k, m).movedim(1, 0), 0
+        if ad is not None and bd is None:  # per-member a (K, n, d), shared b (d, m)
+            a = a.movedim(ad, 0)
+            k, n, d = a.shape
+            return (a.reshape(k * n, d) @ b).reshape(k, n, b.shape[1]), 0
+        return torch.matmul(a.movedim(ad, 0), b.movedim(bd, 0)), 0
+
+
+_MATMULS = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.mm, torch.Tensor.mm}
+
+
+class _ShareMatmuls(TorchFunctionMode):
+    """Routes 2-D × 2-D matmuls (and F.linear) of a shared by a per-member operand through SharedMatmul."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _MATMULS and len(args) == 2 and not kwargs and _one_shared(args[0], args[1]):
+            return SharedMatmul.apply(args[0], args[1])
+        if func is torch.nn.functional.linear and len(args) >= 2 and _one_shared(args[0], args[1]):
+            bias = args[2] if len(args) > 2 else kwargs.get("bias")
+            out = SharedMatmul.apply(args[0], args[1].mT)
+            return out if bias is None else out + bias
+        return func(*args, **kwargs)
+
+
+try:
+    _is_batched = torch._C._functorch.is_batchedtensor  # inside vmap: carries a member axis
+except AttributeError:  # pragma: no cover - a torch without it: route every 2-D matmul (still exact)
+    _is_batched = None
+
+
+def _one_shared(a, b) -> bool:
+    """Both 2-D tensors (per member) and exactly one of them shared by all members."""
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == 2 and b.dim() == 2):
+        return False
+    return _is_batched is None or _is_batched(a) != _is_batched(b)
