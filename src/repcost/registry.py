@@ -41,7 +41,7 @@ class Registry:
     def _load(self) -> None:
         if not self._loaded:
             pkg = importlib.import_module(self.package)
-            for mod in pkgutil.iter_modules(pkg.__path__):
+            for mod in pkgutil.iter_modules(getattr(pkg, "__path__", [])):  # a package: every module in it
                 importlib.import_module(f"{self.package}.{mod.name}")
             self._loaded = True
 
@@ -60,3 +60,4 @@ class Registry:
 
 MODELS = Registry("model", "repcost.models")
 DATASETS = Registry("data", "repcost.data")
+ANALYSES = Registry("analysis", "repcost.analysis.hooks")

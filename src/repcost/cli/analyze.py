@@ -2,12 +2,12 @@
 
 Overrides use the train CLI's syntax: a group choice (`analysis=spectra`) or a dotted key
 (`analysis.n_points=50`, `analysis.options.points=test`, `data.seed=7` for fresh points drawn
-from the same dataset). Results go to RUN_DIR/analysis/ (or `--out DIR`) and are printed.
+from the same dataset). Results go to a new RUN_DIR/reanalysis/<time>/analysis/ (or `--out DIR`) and are
+printed: the run's own training-time analysis/ files are never rewritten, so they keep matching summary.json.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -15,13 +15,14 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ..analysis.hooks import AnalysisRunner
+from .hydra_errors import OneLineParser
 from ..config import validate
 from ..data import load_data
 from ..errors import RepcostError
 from ..models import build_model
 from ..paths import CONFIG_DIR
 from ..runio import atomic_write_json
-from ..train.run import CHECKPOINT, load_checkpoint
+from ..rundir import CHECKPOINT, load_checkpoint
 
 GROUPS = ("model", "data", "train", "analysis")
 
@@ -52,9 +53,10 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None) ->
     cfg_path, ckpt_path = run_dir / ".hydra" / "config.yaml", run_dir / CHECKPOINT
     if not cfg_path.exists() or not ckpt_path.exists():
         raise RepcostError(f"{run_dir} is not a repcost run directory (needs .hydra/config.yaml and {CHECKPOINT})")
-    cfg = apply_overrides(OmegaConf.load(cfg_path), overrides)
-    if cfg.analysis.name == "none" and not cfg.analysis.analyses:
-        cfg.analysis = OmegaConf.load(CONFIG_DIR / "analysis" / "spectra.yaml")  # a sensible default
+    cfg = OmegaConf.load(cfg_path)
+    if cfg.analysis.name == "none" and not cfg.analysis.analyses and not any(o.startswith("analysis=") for o in overrides):
+        cfg.analysis = OmegaConf.load(CONFIG_DIR / "analysis" / "spectra.yaml")  # a sensible default, then the overrides
+    cfg = apply_overrides(cfg, overrides)
     spec = validate(cfg)
     ckpt = load_checkpoint(ckpt_path)
     if ckpt.get("family") != spec.model.name:
@@ -66,21 +68,34 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None) ->
     except RuntimeError as e:
         raise RepcostError(f"{ckpt_path} does not fit the configured model: {str(e).splitlines()[0]}") from None
     data = data.to(spec.torch_dtype, "cpu")
-    target = Path(out_dir) if out_dir else run_dir
+    target = Path(out_dir) if out_dir else _new_reanalysis_dir(run_dir)
     scalars = AnalysisRunner(spec.analysis, model, data, target).final(model)
     atomic_write_json(target / "analysis" / "summary.json", {"overrides": overrides, **scalars})
     return scalars
 
 
+def _new_reanalysis_dir(run_dir: Path) -> Path:
+    """RUN_DIR/reanalysis/<time>[-n]: a fresh folder, so no earlier result is overwritten."""
+    import time
+
+    base = run_dir / "reanalysis" / time.strftime("%Y%m%d-%H%M%S")
+    target, n = base, 1
+    while target.exists():
+        target, n = base.with_name(f"{base.name}-{n}"), n + 1
+    return target
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point for repcost-analyze."""
-    ap = argparse.ArgumentParser(prog="repcost-analyze", description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="repcost-analyze", description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("overrides", nargs="*", help="e.g. analysis=spectra analysis.options.points=test")
-    ap.add_argument("--out", type=Path, default=None, help="write analysis/ here instead of RUN_DIR")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="write analysis/ here instead of a new RUN_DIR/reanalysis/<time>/")
     a = ap.parse_args(argv)
     try:
-        scalars = analyze(a.run_dir, a.overrides, a.out)
+        out = a.out or _new_reanalysis_dir(a.run_dir)
+        scalars = analyze(a.run_dir, a.overrides, out)
     except RepcostError as e:
         print(f"repcost-analyze: error: {e}", file=sys.stderr)
         sys.exit(2)
@@ -92,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(2)
         raise
     print(json.dumps(scalars, indent=1, sort_keys=True))
-    print(f"arrays and per-layer table: {(a.out or a.run_dir) / 'analysis'}")
+    print(f"arrays and per-layer table: {out / 'analysis'}")
 
 
 if __name__ == "__main__":

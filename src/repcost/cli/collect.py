@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from pathlib import Path
@@ -13,6 +12,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from ..errors import RepcostError
+from .hydra_errors import OneLineParser
 from ..sweep import LAYERS_CSV, RUNS_CSV, add_last_job, collect, start_last_jobs
 
 
@@ -53,7 +53,7 @@ class CollectCallback(Callback):
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point for repcost-collect."""
-    ap = argparse.ArgumentParser(prog="repcost-collect",
+    ap = OneLineParser(prog="repcost-collect",
                                  description="Aggregate a sweep directory into runs.csv and layers.csv.")
     ap.add_argument("sweep_dir", type=Path)
     a = ap.parse_args(argv)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
@@ -31,6 +32,14 @@ def one_line(exc: BaseException) -> str:
     return text
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line and exit 2, as every repcost error."""
+
+    def error(self, message: str):
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 @contextmanager
 def clean_exit(prog: str):
     """Run a Hydra app so that config/input errors print `prog: error: …` and exit 2."""
@@ -42,4 +51,8 @@ def clean_exit(prog: str):
         sys.exit(2)
     except (HydraException, OmegaConfBaseException) as e:
         print(f"{prog}: error: {one_line(e)}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as e:  # e.g. Hydra creating a run directory under a regular file
+        where = e.filename or "an output path"
+        print(f"{prog}: error: cannot create or write {where}: {e.strerror or e}", file=sys.stderr)
         sys.exit(2)

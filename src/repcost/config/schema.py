@@ -196,4 +196,7 @@ def validate(cfg: DictConfig) -> RunSpec:
         _section(f"train.phases.{i}", PhaseConfig, phase)  # so an error names the phase
     train = _section("train", TrainConfig, train_node)
     analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
+    from ..analysis.hooks import validate_options  # the analyses register their option schemas there
+
+    validate_options(analysis)
     return RunSpec(model, data, train, analysis, seed, device, dtype)

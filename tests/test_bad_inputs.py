@@ -1,0 +1,229 @@
+"""Every failure a user can cause ends with one stderr line and exit 2, never a traceback.
+
+Run in-process through the real entry points (`repcost.cli.*.main`), so the suite stays fast;
+a few cases that need a separate process (a file-size limit) run through the CLI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pickle
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from repcost.cli import analyze as analyze_cli
+from repcost.cli import collect as collect_cli
+from repcost.cli import train as train_cli
+
+QUICK = ("train.phases.0.steps=3", "train.phases.1.steps=3", "train.progress=false")
+
+
+def _main(fn, prog: str, argv: list[str], cwd: Path) -> tuple[int, str, str]:
+    """Run a console entry point in-process in `cwd`; (exit code, stdout, stderr)."""
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    old_argv, old_cwd = sys.argv, os.getcwd()
+    sys.argv = [prog, *argv]
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                fn() if prog == "repcost-train" else fn(argv)
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 1
+    finally:
+        sys.argv = old_argv
+        os.chdir(old_cwd)
+    return code, out.getvalue(), err.getvalue()
+
+
+def train(argv: list[str], cwd: Path):
+    return _main(train_cli.main, "repcost-train", argv, cwd)
+
+
+def assert_one_line(code: int, err: str, *needles: str) -> None:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2, (code, err)
+    assert "Traceback" not in err, err
+    assert len(lines) == 1 and lines[0].startswith("repcost-"), err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+# -- config values, presets, options (validated before any work starts) ---------------------------
+BAD_CONFIGS = [
+    ("model.depth=1", "model.depth"), ("model.width=0", "model.width"), ("model=fc model.slope=1.5", "model.slope"),
+    ("model=fc model.beta=-1", "model.beta"), ("model.init_scale=0", "model.init_scale"),
+    ("model.linear_width=0", "model.linear_width"), ("model=parallel model.n_subnets=0", "model.n_subnets"),
+    ("model=fc model.width=[3,4,5]", "model.width"), ("model=nosuch", "model"), ("+model.foo=1", "model.foo"),
+    ("data.n_points=1", "data.n_points"), ("data.x_max=-5", "data.x_max"), ("data.y_scale=0", "data.y_scale"),
+    ("data.x_spacing=zigzag", "data.x_spacing"), ("data.x=[1,1]", "data.x"), ("data=nosuch", "data"),
+    ("data=mnist data.digits=[3,3]", "data.digits"), ("data=mnist data.task=regress", "data.task"),
+    ("data=teacher data.n_train=0", "data.n_train"), ("data=rank_k data.k=0", "data.k"),
+    ("data=bipartite data.n=3", "data.n"), ("data=curve_2d data.shape=blob", "data.shape"),
+    ("train.lam=-1", "train.lam"), ("train.lam=inf", "train.lam"), ("train.phases.0.lr=0", "train.phases.0.lr"),
+    ("train.phases.0.lr=inf", "train.phases.0.lr"), ("train.phases.0.steps=-1", "train.phases.0.steps"),
+    ("train.phases.0.optimizer=lbfgs", "train.phases.0.optimizer"),
+    ("train.phases.1.batch_size=4", "train.phases.1.batch_size"),
+    ("train.phases.0.momentum=1", "train.phases.0.momentum"), ("train.phases.0.schedule=step", "train.phases.0.schedule"),
+    ("train.phases.0.final_lr_ratio=0", "train.phases.0.final_lr_ratio"),
+    ("+train.phases.1.lam_factor=10", "lam_factor"), ("train.reg_scale=two", "train.reg_scale"),
+    ("train.loss=l1", "train.loss"), ("train.target_loss=-1", "train.target_loss"),
+    ("train.plateau_window=-1", "train.plateau_window"), ("train.check_every=0", "train.check_every"),
+    ("train.log_every=0", "train.log_every"), ("train.ensemble_size=0", "train.ensemble_size"),
+    ("train.checkpoint_every=-1", "train.checkpoint_every"), ("train.grad_tol=0", "train.grad_tol"),
+    ("train.diverge_factor=0.5", "train.diverge_factor"), ("train=nosuch", "train"), ("+train.foo=1", "train.foo"),
+    ("seed=-1", "seed"), ("dtype=float16", "dtype"), ("device=tpu", "device"), ("+foo=1", "foo"),
+    ("analysis.every=-1", "analysis.every"), ("analysis.n_points=0", "analysis.n_points"),
+    ("analysis=spectra analysis.options.which=bogus", "analysis.options.which"),
+    ("+analysis.options.centerd=false", "analysis.options.centerd"),
+    ("analysis=spectra analysis.options.points=val", "analysis.options.points"),
+    ("analysis=spectra analysis.options.rel_tol=2", "analysis.options.rel_tol"),
+    ("analysis.analyses=[hiden]", "analysis.analyses"), ("analysis=nosuch", "analysis"),
+    ("experiment=nosuch", "experiment"), ("experiment=ongie22-fig1-quik", "ongie22-fig1-quick"),
+    ("model=fc analysis=costs", "costs"), ("train.loss=cross_entropy", "cross_entropy"),
+]
+if not torch.cuda.is_available():
+    BAD_CONFIGS.append(("device=cuda", "device"))
+
+
+@pytest.mark.parametrize("overrides,needle", BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
+def test_bad_config_is_one_line(tmp_path, overrides, needle):
+    code, _, err = train([*QUICK, *overrides.split(), f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    assert_one_line(code, err, needle)
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()  # refused before any training
+
+
+# -- CLI misuse -------------------------------------------------------------------------------------
+def test_resume_misuse(tmp_path):
+    assert_one_line(*[train(["--resume"], tmp_path)[i] for i in (0, 2)], "--resume needs a run directory")
+    code, _, err = train(["--resume", str(tmp_path / "nope")], tmp_path)
+    assert_one_line(code, err, "not a run directory")
+    (tmp_path / "f").write_text("x")
+    code, _, err = train(["--resume", str(tmp_path / "f")], tmp_path)
+    assert_one_line(code, err, "not a run directory")
+
+
+@pytest.mark.parametrize("argv,needle", [
+    ([], "the following arguments are required"), (["--bogus", "x"], "unrecognized arguments"),
+    (["DIR"], "not a repcost run directory"), (["RUN", "analysis.n_points"], "not key=value"),
+    (["RUN", "analysis=nosuch"], "unknown analysis"), (["RUN", "model=parallel"], "holds a linear_relu model"),
+    (["RUN", "analysis.options.which=bogus"], "analysis.options.which")],
+    ids=["no-args", "unknown-flag", "not-a-run", "bad-override", "bad-group", "other-model", "bad-option"])
+def test_analyze_misuse(tmp_path, preempted_run, argv, needle):
+    argv = [str(tmp_path) if a == "DIR" else str(preempted_run) if a == "RUN" else a for a in argv]
+    code, _, err = _main(analyze_cli.main, "repcost-analyze", argv, tmp_path)
+    assert_one_line(code, err, needle)
+
+
+@pytest.mark.parametrize("argv,needle", [([], "required"), (["EMPTY", "--x"], "unrecognized"), (["NOPE"], "no such directory"),
+                                         (["EMPTY"], "no sweep jobs")], ids=["no-args", "flag", "missing", "empty"])
+def test_collect_misuse(tmp_path, argv, needle):
+    (tmp_path / "empty").mkdir()
+    argv = [str(tmp_path / "nope") if a == "NOPE" else str(tmp_path / "empty") if a == "EMPTY" else a for a in argv]
+    code, _, err = _main(collect_cli.main, "repcost-collect", argv, tmp_path)
+    assert_one_line(code, err, needle)
+
+
+# -- checkpoints ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def preempted_run(tmp_path_factory) -> Path:
+    """An unfinished run (its checkpoint written every step, killed in spirit: no FINISHED)."""
+    d = tmp_path_factory.mktemp("pre") / "run"
+    code, _, err = train([*QUICK, "train.checkpoint_every=2", f"hydra.run.dir={d}"], d.parent)
+    assert code == 0, err
+    (d / "FINISHED").unlink()
+    (d / "summary.json").unlink()
+    return d
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, ("touch PWNED",))
+
+
+def _corrupt(kind: str, path: Path) -> None:
+    data = path.read_bytes()
+    content = {"truncated": data[: len(data) // 2], "random": os.urandom(4096), "empty": b"",
+               "foreign": None, "malicious": pickle.dumps(_Evil())}[kind]
+    if kind == "foreign":
+        torch.save({"weights": torch.zeros(3)}, path)
+    else:
+        path.write_bytes(content)
+
+
+@pytest.mark.parametrize("kind", ["truncated", "random", "empty", "foreign", "malicious"])
+def test_bad_checkpoint_on_resume_is_named(tmp_path, preempted_run, kind):
+    d = tmp_path / "run"
+    shutil.copytree(preempted_run, d)
+    _corrupt(kind, d / "checkpoint.pt")
+    code, _, err = train(["--resume", str(d)], tmp_path)
+    assert_one_line(code, err, f"cannot read checkpoint {d / 'checkpoint.pt'}", "force=true")
+    assert not (tmp_path / "PWNED").exists() and not Path("PWNED").exists()  # the pickle never ran
+    code, _, err = train(["--resume", str(d), "force=true"], tmp_path)  # force moves it aside and starts over
+    assert code == 0, err
+    assert (d / "FINISHED").exists() and len(list(tmp_path.glob("run.stale-*"))) == 1
+
+
+# -- output I/O faults -------------------------------------------------------------------------------
+def test_run_dir_under_a_regular_file(tmp_path):
+    (tmp_path / "file").write_text("x")
+    code, _, err = train([*QUICK, f"hydra.run.dir={tmp_path / 'file' / 'run'}"], tmp_path)
+    assert code == 2 and "Traceback" not in err
+    assert "repcost-train: error:" in err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("errno_name,needle", [("EROFS", "read-only file system"), ("ENOSPC", "no space left"),
+                                               ("EACCES", "permission denied")])
+def test_write_faults_are_one_line(tmp_path, monkeypatch, errno_name, needle):
+    """Read-only, full and forbidden file systems, simulated at os.open (root can write anywhere here)."""
+    import errno
+
+    real_open = os.open
+
+    def faulty(path, flags, *a, **k):
+        if flags & os.O_WRONLY and "summary.json" in str(path):
+            raise OSError(getattr(errno, errno_name), os.strerror(getattr(errno, errno_name)))
+        return real_open(path, flags, *a, **k)
+
+    monkeypatch.setattr(os, "open", faulty)
+    code, _, err = train([*QUICK, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    assert_one_line(code, err, "cannot write", needle)
+    assert not (tmp_path / "run" / "FINISHED").exists()
+
+
+def test_file_size_limit_keeps_the_last_good_checkpoint(tmp_path):
+    """A file-size limit hit while checkpointing ends in one line; the checkpoint on disk stays a whole one."""
+    d = tmp_path / "run"
+    args = [sys.executable, "-m", "repcost.cli.train", *QUICK, "model=fc", "model.width=300", "train.checkpoint_every=1",
+            f"hydra.run.dir={d}"]
+    limit = 400_000  # bytes: metrics and small files fit, a checkpoint of 90k float64 weights does not
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    p = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, preexec_fn=cap, timeout=300)
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "file too large" in lines[-1] and "checkpoint.pt" in lines[-1]
+    assert not (d / "checkpoint.pt").exists() or torch.load(d / "checkpoint.pt", weights_only=True)
+    assert not list(d.glob(".checkpoint.pt.*"))  # no temp file left behind
+
+
+# -- divergence ------------------------------------------------------------------------------------
+def test_divergence_is_a_failure_and_a_relaunch_starts_over(tmp_path):
+    d = tmp_path / "run"
+    args = [*QUICK, "train.phases.0.lr=1e8", "train.phases.0.steps=50", f"hydra.run.dir={d}"]
+    code, _, err = train(args, tmp_path)
+    assert_one_line(code, err, "run failed")
+    assert (d / "error.txt").exists() and not (d / "FINISHED").exists()
+    code, _, err = train(args, tmp_path)  # relaunch: the failed attempt is moved aside, not resumed
+    assert code == 2
+    assert len(list(tmp_path.glob("run.stale-*"))) == 1
