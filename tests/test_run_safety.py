@@ -1,0 +1,171 @@
+"""No finished result is ever lost: refused overwrites, force moves aside, one process per run dir, sweeps keep
+old jobs, resume hygiene, readable permissions, and repcost-analyze never touching training-time files."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from repcost.rundir import RunDir
+
+from test_bad_inputs import QUICK, assert_one_line, train
+
+
+def _files(d: Path) -> dict[str, bytes]:
+    """A run dir's results (the lock and the job's log file stay with the live directory when it is moved aside)."""
+    return {str(p.relative_to(d)): p.read_bytes() for p in d.rglob("*")
+            if p.is_file() and p.name != ".lock" and p.suffix != ".log"}
+
+
+def test_finished_run_is_never_overwritten_and_force_moves_it_aside(tmp_path):
+    d = tmp_path / "run"
+    assert train([*QUICK, f"hydra.run.dir={d}"], tmp_path)[0] == 0
+    before = _files(d)
+    code, out, _ = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)
+    assert code == 0 and "already finished" in out and _files(d) == before
+    code, _, err = train([*QUICK, "train.lam=1e-3", f"hydra.run.dir={d}"], tmp_path)
+    assert_one_line(code, err, "holds a finished run of another config", "force=true")
+    code, _, err = train(["--resume", str(d), "train.lam=1e-3"], tmp_path)
+    assert_one_line(code, err, "holds a finished run of another config")
+    assert _files(d) == before
+    code, _, err = train([*QUICK, "train.lam=1e-3", "force=true", f"hydra.run.dir={d}"], tmp_path)
+    assert code == 0, err
+    (aside,) = tmp_path.glob("run.stale-*")
+    moved = _files(aside)
+    assert {k: v for k, v in moved.items() if k != "MOVED_ASIDE"} == before  # the old run, whole
+    assert json.loads((d / "summary.json").read_text())["config_hash"] != json.loads(before["summary.json"])["config_hash"]
+
+
+def test_a_second_process_is_refused_and_a_stale_lock_taken_over(tmp_path):
+    d = tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from repcost.rundir import RunDir\n"
+        f"with RunDir({str(d)!r}).locked():\n    print('locked', flush=True); time.sleep(60)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        code, _, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)
+        assert_one_line(code, err, "in use by a running repcost process", f"pid {holder.pid}")
+        assert not (d / "error.txt").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    # the killed holder's lock file (with its pid) is still there, but the OS lock died with it
+    assert (d / ".lock").read_text().strip() == str(holder.pid)
+    code, _, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)
+    assert code == 0, err
+
+
+def _sweep(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "repcost.cli.train", "-m", "name=s", *QUICK, *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_sweep_relaunch_keeps_finished_and_moves_changed_jobs_aside(tmp_path):
+    p = _sweep(tmp_path, "seed=0,1")
+    assert p.returncode == 0, p.stderr
+    sweep = tmp_path / "outputs" / "sweeps" / "s"
+    jobs = sorted(j for j in sweep.iterdir() if j.is_dir())
+    before = {j.name: _files(j) for j in jobs}
+    p = _sweep(tmp_path, "seed=0,1", "device=cpu")  # device is not in job names, and cpu = auto here
+    assert p.returncode == 0 and p.stdout.count("already finished") == 2, p.stdout + p.stderr
+    assert {j.name: _files(j) for j in jobs} == before
+    p = _sweep(tmp_path, "seed=0,1", "train.phases.0.lr=0.02")  # a new job dir: others untouched
+    assert p.returncode == 0
+    # an edited preset: same job dirs, another config -> the old jobs are moved aside, never deleted
+    p = _sweep(tmp_path, "seed=0,1", "train.lam=0.5", "hydra.job.config.override_dirname.exclude_keys=[name,force,device,train.progress,train.checkpoint_every,hydra.launcher.n_jobs,train.lam]")
+    assert p.returncode == 0, p.stderr
+    for j in jobs:
+        (aside,) = sweep.glob(f"{j.name}.stale-*")
+        assert {k: v for k, v in _files(aside).items() if k != "MOVED_ASIDE"} == before[j.name]
+    import csv
+    rows = list(csv.DictReader(open(sweep / "runs.csv")))
+    assert not any(".stale-" in r["job"] for r in rows)
+
+
+def test_resume_removes_temp_files_and_checkpoints_carry_time(tmp_path):
+    import torch
+    from omegaconf import OmegaConf
+
+    from repcost.config import compose_config, validate
+    from repcost.train.preempt import StopFlag
+    from repcost.train.run import run_training
+
+    class StopAfter(StopFlag):
+        def __init__(self, n):
+            super().__init__()
+            self.n = n
+
+        def __bool__(self):
+            self.n -= 1
+            if self.n < 0:
+                self.signal = 15
+            return self.signal is not None
+
+    cfg = compose_config(["train.progress=false", "train.phases.0.steps=40", "train.phases.1.steps=0",
+                          "train.checkpoint_every=10"])
+    spec, d = validate(cfg), tmp_path / "run"
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    assert run_training(spec, plain, d, stop_flag=StopAfter(25))["status"] == "preempted"
+    periodic = torch.load(d / "checkpoint.pt", weights_only=True)
+    assert periodic["status"] == "preempted" and periodic["wall_time_s"] > 0
+    (d / ".checkpoint.pt.12345.tmp").write_bytes(b"half a checkpoint")  # a write killed mid-way
+    (d / ".summary.json.x8z1_q").write_bytes(b"older temp name")
+    summary = run_training(spec, plain, d)
+    assert summary["status"] == "finished" and summary["steps"] == 40
+    assert not list(d.glob(".checkpoint.pt.*")) and not list(d.glob(".summary.json.*"))
+    assert summary["wall_time_s"] >= periodic["wall_time_s"]
+    # a periodic checkpoint written mid-run carries the time trained so far
+    d2 = tmp_path / "run2"
+    seen = []
+    orig = RunDir.save_checkpoint
+
+    def spy(self, obj):
+        seen.append(obj["wall_time_s"])
+        orig(self, obj)
+
+    RunDir.save_checkpoint = spy
+    try:
+        run_training(spec, plain, d2)
+    finally:
+        RunDir.save_checkpoint = orig
+    assert len(seen) == 5 and all(t > 0 for t in seen) and seen == sorted(seen)
+
+
+def test_result_files_respect_the_umask(tmp_path):
+    d = tmp_path / "run"
+    old = os.umask(0o022)
+    try:
+        code, _, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)
+    finally:
+        os.umask(old)
+    assert code == 0, err
+    for name in ("checkpoint.pt", "summary.json", "FINISHED", "metrics.jsonl", ".hydra/config.yaml"):
+        mode = stat.S_IMODE((d / name).stat().st_mode)
+        assert mode == 0o644, (name, oct(mode))
+
+
+def test_analyze_never_touches_the_runs_own_files(tmp_path, run_cli):
+    d = tmp_path / "run"
+    code, _, err = train([*QUICK, "analysis=spectra", f"hydra.run.dir={d}"], tmp_path)
+    assert code == 0, err
+    before = _files(d)
+    p = run_cli("repcost-analyze", str(d), "analysis.n_points=3", "analysis.options.rel_tol=0.1", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    after = _files(d)
+    assert {k: v for k, v in after.items() if not k.startswith("reanalysis/")} == before
+    (out,) = d.glob("reanalysis/*/analysis/summary.json")
+    assert json.loads(out.read_text())["overrides"] == ["analysis.n_points=3", "analysis.options.rel_tol=0.1"]
+
+
+def test_analyze_applies_overrides_on_a_run_without_analyses(tmp_path, run_cli):
+    d = tmp_path / "run"
+    assert train([*QUICK, "model=fc", "model.width=5", f"hydra.run.dir={d}"], tmp_path)[0] == 0
+    p = run_cli("repcost-analyze", str(d), "analysis.n_points=3", "--out", str(tmp_path / "re"), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    import numpy as np
+    assert np.load(tmp_path / "re" / "analysis" / "jacobian.npz")["jacobian_s"].shape[0] == 3
