@@ -33,16 +33,6 @@ def tensors(b):
 
 
 @pytest.mark.parametrize("name", SYNTHETIC)
-def test_registered_and_yaml_matches_schema(name):
-    assert name in DATASETS.names()
-    yaml = OmegaConf.load(CONFIGS / f"{name}.yaml")
-    schema = DATASETS.get(name).schema
-    assert set(yaml.keys()) == {f.name for f in dataclasses.fields(schema)}
-    merged = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), yaml))
-    assert merged == schema()
-
-
-@pytest.mark.parametrize("name", SYNTHETIC)
 def test_shapes_dtypes_and_same_seed_same_data(name):
     a, b = load(name, **SMALL.get(name, {})), load(name, **SMALL.get(name, {}))
     assert a.task == "regression" and a.x_train.ndim == 2 and a.y_train.ndim == 2
