@@ -6,7 +6,7 @@ FULL ?=
 LAUNCHER ?= parallel
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all bench figures clean
+.PHONY: setup demo test test-slow test-all lint bench figures clean
 
 setup: $(STAMP)
 
@@ -22,6 +22,9 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check src tests experiments benchmarks
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow

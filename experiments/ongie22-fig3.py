@@ -60,10 +60,10 @@ def analyse_runs(runs):
 
 def draw(per_angle, title):
     surfaces, titles, ray_panels = [], [], []
-    x = y = None
+    y = None
     for key, slot in sorted(per_angle.items(), reverse=True):
         data = slot["data"]
-        x, y = data.x_train.numpy(), data.y_train.numpy()[:, 0]
+        y = data.y_train.numpy()[:, 0]
         nets = {f"L = {L} (trained)": n for L, n in sorted(slot["nets"].items())}
         nets.update({"f (constructed)": slot["f"], "g (constructed)": slot["g"]})
         for name, h in nets.items():

@@ -65,8 +65,8 @@ def main():
                         "spline_min_cost": smin, "rbar_over_min": spline.rbar() / smin})
     save_figure(fig, FIG_ID, out_rows, args.out)
 
-    print(f"\nPaper (Fig 1 caption): both nets (width 20, 100), trained with λ = 1e-5, reach the optimal R̄(f) "
-          f"= min cost of interpolation (4.35 on their points) and the optimal C(θ) = R̄.")
+    print("\nPaper (Fig 1 caption): both nets (width 20, 100), trained with λ = 1e-5, reach the optimal R̄(f) "
+          "= min cost of interpolation (4.35 on their points) and the optimal C(θ) = R̄.")
     print(f"Issue target: width-100 C(θ) and R̄(f) within {TARGET_REL:.0%} of spline_min_cost.")
     print(f"Measured (spline_min_cost of these 10 points = {smin:.4f}):")
     for r in out_rows[1:]:

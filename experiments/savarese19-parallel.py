@@ -59,9 +59,9 @@ def main():
     save_figure(fig, FIG_ID, out_rows, args.out)
 
     k = out_rows[0]["n_subnets_k"]
-    print(f"\nPaper (App. C): Thm C.3 — an optimum has ‖ᾱ‖₀ ≤ N (all optima when L ≥ 3); Thm C.1 — at a minimiser "
-          f"C_L(θ) = ‖ᾱ‖_{{2/L}}^{{2/L}}; Cor C.2 — ‖W_i^(1)‖² = … = ‖W_i^(L−1)‖² = α_i² in every sub-network; "
-          f"sparsity 'gets stronger with depth'.")
+    print("\nPaper (App. C): Thm C.3 — an optimum has ‖ᾱ‖₀ ≤ N (all optima when L ≥ 3); Thm C.1 — at a minimiser "
+          "C_L(θ) = ‖ᾱ‖_{2/L}^{2/L}; Cor C.2 — ‖W_i^(1)‖² = … = ‖W_i^(L−1)‖² = α_i² in every sub-network; "
+          "sparsity 'gets stronger with depth'.")
     print(f"Measured (N = {N} points, k = {k} sub-networks, active = |ᾱ_i| > {REL_TOL:g}·max):")
     for r in out_rows:
         print(f"  L = {r['depth_L']}: active = {r['active_subnets']:>2} (≤ N: {'yes' if r['active_subnets'] <= N else 'NO'};"

@@ -36,7 +36,8 @@ def test_long_overrides_give_a_short_stable_job_dir():
 
 
 def test_two_runs_same_second_get_two_dirs(tmp_path, run_cli):
-    import subprocess, sys
+    import subprocess
+    import sys
     cmd = [sys.executable, "-m", "repcost.cli.train", "train.phases.0.steps=1", "train.phases.1.steps=0"]
     ps = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
     assert all(p.wait(timeout=120) == 0 for p in ps)

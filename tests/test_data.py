@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from repcost.data import DATASETS, load_data
 from repcost.errors import ConfigError

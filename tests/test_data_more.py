@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import math
 import struct
@@ -11,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from repcost.data import DATASETS, load_data
 from repcost.errors import ConfigError, RepcostError

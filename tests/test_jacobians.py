@@ -11,7 +11,7 @@ import torch
 import importlib
 
 jac_mod = importlib.import_module("repcost.analysis.jacobians")  # the module (the package exports the function)
-from repcost.analysis.jacobians import (
+from repcost.analysis.jacobians import (  # noqa: E402
     jacobian_rank,
     jacobian_rank_measures,
     jacobian_spectra,
@@ -19,7 +19,7 @@ from repcost.analysis.jacobians import (
     prop3_bound,
     schatten_cost,
 )
-from repcost.models import MODELS, build_model
+from repcost.models import MODELS, build_model  # noqa: E402
 
 FAMILIES = {
     "fc": dict(depth=4, width=9, slope=0.1, beta=1.0),
