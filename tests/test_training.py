@@ -91,9 +91,16 @@ def test_last_phase_must_train_the_stated_lambda():
         validate(compose_config(["train=adam_gd", "+train.phases.0.lam_factor=0"]))
 
 
-def test_target_loss_stops(tmp_path):
-    s, _ = train(tmp_path, "train=adam", "train.phases.0.steps=5000", "train.target_loss=10.0")
-    assert s["stop_reason"] == "target_loss" and s["steps"] < 50
+def test_target_loss_stops_mid_run(tmp_path):
+    """A target between the first and the reachable loss stops the run at the first check below it."""
+    ref, d = train(tmp_path, "train=adam", "train.phases.0.steps=400", "train.log_every=10", name="ref")
+    losses = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
+    target = (losses[0]["train_loss"] * ref["train_loss"]) ** 0.5  # geometric mid-point of the way down
+    first_below = next(r["step"] for r in losses if r["train_loss"] <= target)
+    s, _ = train(tmp_path, "train=adam", "train.phases.0.steps=400", "train.log_every=10",
+                 f"train.target_loss={target}", name="stop")
+    assert s["stop_reason"] == "target_loss" and 0 < s["steps"] == first_below < 400
+    assert s["train_loss"] <= target
 
 
 def test_plateau_stops(tmp_path):

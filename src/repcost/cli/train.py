@@ -90,6 +90,10 @@ def _report(summary: dict, run_dir: Path) -> None:
     parts = [f"{k}={summary[k]:.6g}" if isinstance(summary[k], float) else f"{k}={summary[k]}"
              for k in keys if k in summary]
     print(f"run finished: {run_dir}\n  " + "  ".join(parts))
+    if "critical_point" in summary:
+        print(f"  critical point: {'yes' if summary['critical_point'] else 'no'} (stationarity "
+              f"{summary['cert.stationarity']:.3g}, unit gap {summary.get('cert.unit_gap', 0.0):.3g}; "
+              "docs/ARCHITECTURE.md, Certificate)")
     for fig in sorted((run_dir / "figures").glob("*.png")):
         print(f"  figure: {fig}")
 

@@ -107,9 +107,15 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
 def run_summary(member, result, wall: float, spec: RunSpec, seed: int, chash: str, commit: str,
                 data_name: str) -> dict:
     """summary.json of one trained model: final objective terms, cost, stop reason, provenance."""
+    from ..analysis.certificate import critical_point_certificate
+
     model, ev = member.model, member.evaluate()
+    cfg = spec.train
+    cert = critical_point_certificate(model, member.data.x_train, member.y_train, cfg.loss, cfg.lam, cfg.reg_scale)
     return {
         **ev,
+        **{f"cert.{k}": v for k, v in cert.items() if k != "critical_point"},
+        "critical_point": cert["critical_point"],
         "param_sq_norm_per_depth": ev["param_sq_norm"] / model.depth,
         "cost": float(model.cost().detach()),
         "depth": model.depth,

@@ -1,0 +1,83 @@
+"""A critical-point certificate for a trained model (docs/ARCHITECTURE.md, "Certificate").
+
+At a critical point of  data-loss + λ·s·Σ‖p‖²  two things hold:
+* the gradient vanishes. Its size is judged against the regulariser's own pull, ‖∇(λ·s·Σ‖p‖²)‖ =
+  2λs‖θ_reg‖: `stationarity` = ‖∇objective‖ / (2λs‖θ_reg‖) is 0 at a critical point and about 1
+  where the data term has not yet balanced the penalty (for λ = 0 it is ‖∇‖/‖θ‖);
+* the rescalings that keep the network function (positive homogeneity: scale a unit's incoming
+  weights and bias by c and its outgoing weights by 1/c; linear layers: any invertible G) leave
+  the data loss alone, so the penalty must be stationary along them: every unit's incoming and
+  outgoing squared norms agree (Jacot 2023 Remark 6; for `linear_relu` L = 2 this is
+  |a_k| = ‖w_k‖, Ongie & Willett §3), deep-linear pairs satisfy W_ℓW_ℓᵀ = W_{ℓ+1}ᵀW_{ℓ+1}, and the
+  family's own statements hold (Savarese Cor C.2 for `parallel`, reported as `subnet_gap_max`; the
+  per-unit gap already covers it for units with mass). The unit gap is weighted by
+  the units' mass, Σ_k|in_k − out_k| / Σ_k max(in_k, out_k) per layer: units that weight decay
+  is shrinking towards zero carry no weight, whatever their ratio.
+
+`critical_point` is true when stationarity ≤ `stationarity_tol` and the unit and linear gaps are
+≤ `gap_tol` (defaults 1e-2: the balance equations hold to about 1 %); with λ = 0 only the gradient
+counts.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .arrays import as_f64, float64_model
+from .balance import linear_layer_balance
+
+STATIONARITY_TOL = 1e-2
+GAP_TOL = 1e-2
+
+
+def weighted_gap(incoming, outgoing) -> float:
+    """Σ_k |in_k − out_k| / Σ_k max(in_k, out_k): 0 iff every unit with mass is balanced."""
+    a, b = as_f64(incoming).ravel(), as_f64(outgoing).ravel()
+    top = np.maximum(np.abs(a), np.abs(b)).sum()
+    return float(np.abs(a - b).sum() / top) if top > 0 else 0.0
+
+
+def objective_gradient_norms(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float,
+                             reg_scale: str) -> dict[str, float]:
+    """‖∇objective‖, ‖θ‖ (all trainable parameters) and ‖∇ of the λ-term‖ = 2λs‖θ_reg‖, in float64."""
+    from ..train.objective import objective, reg_scale_factor
+
+    m = float64_model(model)
+    params = [p for p in m.parameters() if p.requires_grad]
+    xd = x.to(device=params[0].device, dtype=torch.float64) if params else x
+    yd = y.to(device=xd.device, dtype=torch.float64) if y.is_floating_point() else y.to(xd.device)
+    with torch.enable_grad():
+        obj, _, sq = objective(m, xd, yd, loss, lam, reg_scale)
+        grads = torch.autograd.grad(obj, params, allow_unused=True)
+    g = math.sqrt(sum(float((gr.double() ** 2).sum()) for gr in grads if gr is not None))
+    theta = math.sqrt(sum(float((p.detach().double() ** 2).sum()) for p in params))
+    reg = 2.0 * lam * reg_scale_factor(reg_scale, m.depth) * math.sqrt(float(sq.detach()))
+    return {"grad_norm": g, "param_norm": theta, "reg_grad_norm": reg}
+
+
+def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
+                               stationarity_tol: float = STATIONARITY_TOL, gap_tol: float = GAP_TOL) -> dict:
+    """The certificate's scalars (prefixed `cert.` in summaries): gradient norms, stationarity, gaps, verdict."""
+    norms = objective_gradient_norms(model, x, y, loss, lam, reg_scale)
+    g, theta, reg = norms["grad_norm"], norms["param_norm"], norms["reg_grad_norm"]
+    out = {"grad_norm": g, "grad_norm_rel": g / theta if theta > 0 else g,
+           "stationarity": g / reg if reg > 0 else (g / theta if theta > 0 else g)}
+    m = float64_model(model)
+    gaps = {}
+    if m.positively_homogeneous:
+        units = m.unit_norms()
+        gaps["unit_gap"] = max((weighted_gap(u.incoming, u.outgoing) for u in units), default=0.0)
+    lin = linear_layer_balance(m)
+    if lin:
+        gaps["linear_gap"] = max(b.gap for b in lin)
+    out.update(gaps)
+    for name, arr in m.extra_balance_gaps().items():  # reported; unweighted, so not part of the verdict
+        out[f"{name}_gap_max"] = float(np.max(as_f64(arr))) if np.size(arr) else 0.0
+    finite = all(math.isfinite(v) for v in out.values())
+    # without a penalty (λ = 0) nothing forces balance: only the gradient counts
+    balanced = lam == 0 or all(v <= gap_tol for v in gaps.values())
+    out["critical_point"] = bool(finite and out["stationarity"] <= stationarity_tol and balanced)
+    return out

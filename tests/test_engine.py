@@ -1,0 +1,87 @@
+"""The engine's schedules and stop rules against closed forms, and the critical-point certificate."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from repcost.analysis.certificate import critical_point_certificate, weighted_gap
+from repcost.config import compose_config, validate
+from repcost.models import build_model
+from repcost.train.run import run_training
+from repcost.train.schedule import lr_at
+
+
+@pytest.mark.parametrize("schedule", ["constant", "cosine", "linear", "exponential"])
+def test_lr_schedules_exact(schedule):
+    lr, r, n = 0.3, 0.01, 101  # t = step / (n − 1): steps 0, 50, 100 are t = 0, ½, 1
+    expect = {"constant": (lr, lr, lr), "cosine": (lr, lr * (r + (1 - r) / 2), lr * r),
+              "linear": (lr, lr * (1 + r) / 2, lr * r), "exponential": (lr, lr * math.sqrt(r), lr * r)}[schedule]
+    got = tuple(lr_at(lr, schedule, r, s, n) for s in (0, 50, 100))
+    assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(got, expect)), (got, expect)
+    if schedule == "cosine":  # a quarter of the way: cos(π/4) = 1/√2
+        assert math.isclose(lr_at(lr, schedule, r, 25, n), lr * (r + (1 - r) * 0.5 * (1 + 2 ** -0.5)), rel_tol=1e-12)
+
+
+def test_logged_lr_follows_the_schedule(tmp_path):
+    cfg = compose_config(["train.progress=false", "train=gd", "train.phases.0.steps=21", "train.phases.0.lr=0.05",
+                          "train.phases.0.schedule=exponential", "+train.phases.0.final_lr_ratio=0.1",
+                          "train.log_every=5"])
+    run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
+    for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        assert math.isclose(rec["lr"], 0.05 * 0.1 ** (rec["step"] / 20), rel_tol=1e-12)
+
+
+def _one_unit_net(a: float, w: float):
+    """fc L = 2, one ReLU unit, no bias: f(x) = a·relu(w·x)."""
+    spec = validate(compose_config(["model=fc", "model.depth=2", "model.width=1", "model.beta=0"]))
+    m = build_model(spec.model, 1, 1, 0)
+    with torch.no_grad():
+        m.weights[0].fill_(w)
+        m.weights[1].fill_(a)
+    return m
+
+
+def test_certificate_of_a_known_critical_point_and_a_rescaled_one():
+    """x = 1, y = 1, objective (aw − 1)² + λ(a² + w²): a = w = √(1 − λ) is a critical point (balanced, ∇ = 0).
+    Rescaling the unit (a, w) -> (2a, w/2) keeps the function and the data loss but leaves the critical point."""
+    lam = 0.1
+    x, y = torch.ones(1, 1, dtype=torch.float64), torch.ones(1, 1, dtype=torch.float64)
+    t = math.sqrt(1 - lam)
+    cert = critical_point_certificate(_one_unit_net(t, t), x, y, "mse", lam, "one")
+    assert cert["grad_norm"] < 1e-12 and cert["unit_gap"] < 1e-12 and cert["critical_point"]
+    off = critical_point_certificate(_one_unit_net(2 * t, t / 2), x, y, "mse", lam, "one")
+    assert math.isclose(off["unit_gap"], (4 - 0.25) / 4, rel_tol=1e-12)  # Σ|in − out| / Σ max = (4t² − t²/4)/4t²
+    assert off["stationarity"] > 0.5 and not off["critical_point"]
+    g_a = 2 * (4 * t * t / 4 - 1) * (t / 2) + 2 * lam * 2 * t  # ∂/∂a of (a·w − 1)² + λ(a² + w²) at (2t, t/2)
+    g_w = 2 * (t * t - 1) * (2 * t) + 2 * lam * t / 2
+    assert math.isclose(off["grad_norm"], math.hypot(g_a, g_w), rel_tol=1e-10)
+
+
+def test_weighted_gap_ignores_massless_units():
+    assert weighted_gap([1.0, 1e-20], [1.0, 3e-20]) < 1e-19
+    assert math.isclose(weighted_gap([1.0, 0.0], [0.5, 0.0]), 0.5)
+
+
+def test_grad_tol_stops_at_the_first_check_below_it(tmp_path):
+    """The run stops at the first check where ‖∇objective‖/‖θ‖ <= grad_tol; the certificate, computed
+    independently in float64 at the final parameters, agrees; a run stopped one check earlier is above it."""
+    tol = 3e-3
+    args = ["train.progress=false", "model=fc", "model.depth=2", "model.width=4", "model.beta=0", "data=teacher",
+            "data.n_train=20", "data.n_test=0", "data.widths=[3,2]", "train.lam=0.05", "train=gd",
+            "train.phases.0.lr=0.05", "train.phases.0.steps=20000", "train.check_every=10"]
+
+    def run(name, *extra):
+        cfg = compose_config([*args, *extra])
+        return run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / name)
+
+    s = run("tol", f"train.grad_tol={tol}")
+    assert s["stop_reason"] == "grad_tol" and 0 < s["steps"] < 20000
+    assert s["cert.grad_norm_rel"] <= tol * (1 + 1e-9)
+    before = run("before", f"train.phases.0.steps={s['steps'] - 10}")
+    assert before["cert.grad_norm_rel"] > tol
