@@ -1,6 +1,6 @@
 """Representation costs of Ongie & Willett (L−1 linear layers + one ReLU layer) and their bounds.
 
-Conventions (DESIGN.md): W is K × d with row k = unit k's inner weight vector w_k, a is the
+Conventions (docs/ARCHITECTURE.md): W is K × d with row k = unit k's inner weight vector w_k, a is the
 length-K outer weight vector (scalar output), depth L = number of weight matrices.  A factored
 network is Ws = [W_1, …, W_{L−1}] (W_1 is K_1 × d, rows are outputs) plus a, and its effective
 inner matrix is W = W_{L−1}⋯W_1.  All numerics are float64 numpy.

@@ -21,7 +21,7 @@ from ..registry import DATASETS, MODELS
 
 OPTIMIZERS = ("gd", "sgd", "adam")
 SCHEDULES = ("constant", "cosine", "linear", "exponential")
-REG_SCALES = ("one", "per_depth", "half")  # s = 1, 1/L, 1/2 (DESIGN.md)
+REG_SCALES = ("one", "per_depth", "half")  # s = 1, 1/L, 1/2 (docs/ARCHITECTURE.md, Conventions)
 LOSSES = ("mse", "cross_entropy")
 
 

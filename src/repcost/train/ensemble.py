@@ -1,59 +1,14 @@
-"""Several seeds trained in one process as one stacked model (DESIGN.md 'Sweeps and scale').
+"""Several seeds trained in one process as one stacked model (docs/ARCHITECTURE.md, Ensembles).
 
 `train.ensemble_size=K` trains members i = 0 … K−1 with seeds `seed + i`: same model config,
 same data, same optimiser phases. Member i is, up to float round-off, the run `seed=seed+i`
-would give alone: its initialisation comes from `build_model(..., seed + i)` and its minibatch
-order from its own generator seeded with `seed + i`, drawn exactly as `Trainer` draws it.
+would give alone: its initialisation comes from `build_model(..., seed + i)`, its minibatch
+order from its own generator, and it goes through the same engine (`engine.Engine`) as a single
+run; only the evaluation of the objective is stacked (`terms.StackedTerms`).
 
-How the members are stacked: see `terms.StackedTerms` (the engine is the single run's).
-  * Parameters: `torch.func.stack_module_state` turns K models into one tensor per parameter
-    with a leading member axis; the objective is evaluated for all members at once with
-    `torch.func.vmap(functional_call(...))` on the family's own `forward` and `param_sq_norm`.
-    Each member's model object keeps parameters that are views into the stacked tensors, so the
-    single-run `Trainer` code (stopping rules, NaN restore, evaluation, state dicts, logging) is
-    reused per member without copies.
-  * Gradients: the summed objective Σ_i obj_i has ∂/∂θ_i = ∂obj_i/∂θ_i, so one backward gives
-    every member its own gradient. SGD (with momentum) and Adam act elementwise, so one optimiser
-    over the stacked tensors equals K separate ones (same classes as `make_optimizer`, same
-    `lr_at` schedule).
-  * Shared input: when all members see the same rows (full-batch phases), a 2-D matmul of the
-    shared input by a per-member weight is done as one GEMM over all members
-    ((N, d) @ (d, K·m)), forward and backward, instead of the K-fold broadcast `bmm` that plain
-    `vmap` produces (`SharedMatmul`, applied by a TorchFunctionMode to `@`/matmul/mm/F.linear
-    of 2-D operands during the stacked forward; einsum, as in the `parallel` family, keeps vmap's
-    own rule). Minibatch phases give every member its own rows (K, bs, d).
-
-Stopping (per member, so each member matches its single run)
-  A member stops when its own rule fires, at the step its single run would stop: the step
-  budget, `target_loss`, `plateau_window`, or a non-finite objective (its parameters are then
-  restored to its last finite state, as in `Trainer`). A stopped member is frozen: it still
-  rides along in the stacked computation, but its parameters are put back after every optimiser
-  step and its minibatch generator is not advanced (it still costs its share of compute). The
-  ensemble stops when every member has stopped (or the budget ends). A member that diverges
-  therefore does not cut short the others.
-
-Outputs (in the run directory)
-  members/<i>/summary.json      that member's summary: the keys of a single run's summary, with
-                                its seed, and the config_hash of its single-run config (seed+i,
-                                ensemble_size=1); wall_time_s is the ensemble's.
-  members/<i>/checkpoint.pt     a single-run checkpoint (trainer.model/optimizer/position/generator,
-                                config = the member's single-run config): loadable like a run.
-  metrics.jsonl                 the single-run lines, each with `member` and `seed` fields.
-  summary.json                  the best member's summary (lowest final objective among members
-                                that did not fail; among all if all failed) plus `ensemble_size`,
-                                `best_member`, `member_objectives`, `member_seeds`,
-                                `member_status`, `failed_members`; `config_hash` and
-                                `wall_time_s` are the ensemble run's. This is the min-over-trials
-                                protocol of Jacot et al. 2022 (best of 3 trials per width).
-  checkpoint.pt                 the stacked state under "ensemble" (resume after preemption or
-                                from checkpoint_every), plus the single-run entries of the best
-                                member ("trainer", member 0's while running), so repcost-analyze
-                                reads the run directory as the best member.
-  analysis/                     a copy of the best member's members/<i>/analysis/.
-
-A run whose best member failed (i.e. every member failed) raises RepcostError after writing
-everything, like a failed single run; otherwise failed members are reported in the summaries
-and a warning.
+A member stops when its own rule fires, at the step its single run would stop; a stopped member
+is frozen (its parameters are put back after every optimiser step, its generator is not advanced)
+and the ensemble stops when every member has. The run directory's layout is in `train.run`.
 """
 
 from __future__ import annotations

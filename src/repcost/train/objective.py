@@ -1,4 +1,4 @@
-"""The regularised objective (DESIGN.md): data loss + λ·s·Σ‖p‖² over the regularised params."""
+"""The regularised objective (docs/ARCHITECTURE.md, Conventions): data loss + λ·s·Σ‖p‖² over the regularised params."""
 
 from __future__ import annotations
 
