@@ -6,7 +6,7 @@ FULL ?=
 LAUNCHER ?= parallel
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all bench figures clean
+.PHONY: setup demo test test-slow test-all test-wheel bench figures clean
 
 setup: $(STAMP)
 
@@ -22,6 +22,10 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q
+
+# builds the wheel, installs it in a fresh venv and runs it outside the checkout (about a minute)
+test-wheel: setup
+	$(PY) -m pytest -q -m slow tests/test_wheel.py
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow
