@@ -16,6 +16,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from ..errors import ConfigError, check
+from ..loggers import check_logger
+from ..plugins import load_plugins
 from ..registry import DATASETS, MODELS
 
 OPTIMIZERS = ("gd", "sgd", "adam")
@@ -113,6 +115,7 @@ class RunSpec:
     seed: int
     device: str  # resolved: cpu or cuda[:i]
     dtype: str
+    logger: str = "none"  # none | tensorboard (repcost.loggers)
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -120,7 +123,8 @@ class RunSpec:
         return getattr(torch, self.dtype)
 
 
-TOP_LEVEL = ("model", "data", "train", "analysis", "seed", "device", "dtype", "experiment", "name", "resume", "force")
+TOP_LEVEL = ("model", "data", "train", "analysis", "seed", "device", "dtype", "experiment", "name", "resume", "force",
+             "plugins", "logger")
 
 
 def _section(prefix: str, schema: type, node) -> Any:
@@ -157,6 +161,7 @@ def resolve_device(device: str) -> str:
 
 def validate(cfg: DictConfig) -> RunSpec:
     """Validate a composed run config against the schemas; ConfigError on the first problem."""
+    load_plugins(cfg)  # the user's model families and datasets register before their names are checked
     for key in cfg:
         check(key in TOP_LEVEL or key == "hydra", str(key), "<unknown key>", "top-level keys " + ", ".join(TOP_LEVEL))
     seed = cfg.get("seed", 0)
@@ -171,4 +176,5 @@ def validate(cfg: DictConfig) -> RunSpec:
         _section(f"train.phases.{i}", PhaseConfig, phase)  # so an error names the phase
     train = _section("train", TrainConfig, train_node)
     analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
-    return RunSpec(model, data, train, analysis, seed, device, dtype)
+    logger = check_logger(cfg.get("logger", "none"))
+    return RunSpec(model, data, train, analysis, seed, device, dtype, logger)
