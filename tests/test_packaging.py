@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tomllib
-
 from conftest import REPO
 
 

@@ -63,7 +63,7 @@ def _check_ring_run(run: Path) -> None:
     assert cfg.data.name == "ring" and cfg.data.n_points == 12 and cfg.model.depth == 3
     assert json.loads((run / "summary.json").read_text())["steps"] == 15
     state = torch.load(run / "checkpoint.pt", weights_only=True)["trainer"]["model"]
-    first = [v for k, v in state.items() if v.ndim == 2][0]
+    first = next(v for v in state.values() if v.ndim == 2)
     assert first.shape[-1] == 2  # the net was built for the plugin's 2-D inputs
 
 

@@ -14,7 +14,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -24,7 +23,7 @@ TINY = ["train.phases.0.steps=20", "train.phases.1.steps=0", "train.progress=fal
 def _sh(cmd: list, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
     # PYTHONPATH and REPCOST_CONFIG_DIR would let the checkout leak into the installed package's run
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "REPCOST_CONFIG_DIR", "VIRTUAL_ENV")}
-    p = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    p = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env, check=False)
     assert p.returncode == 0, f"{cmd}\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
     return p
 
@@ -64,8 +63,8 @@ def test_installed_wheel_trains_analyzes_collects_outside_the_repo(installed, tm
     bin_dir, _ = installed
     work = tmp_path / "study"
     work.mkdir()
-    _sh([bin_dir / "python", "-c", "import repcost.paths as p, sys; "
-         "sys.exit(0 if 'site-packages' in str(p.CONFIG_DIR) else f'config dir {p.CONFIG_DIR}')"], cwd=work)
+    where = "import repcost.paths as p, sys; sys.exit(0 if 'site-packages' in str(p.CONFIG_DIR) else str(p.CONFIG_DIR))"
+    _sh([bin_dir / "python", "-c", where], cwd=work)
     _sh([bin_dir / "repcost-train", *TINY, "hydra.run.dir=outputs/one"], cwd=work)
     run = work / "outputs" / "one"
     assert json.loads((run / "summary.json").read_text())["steps"] == 20

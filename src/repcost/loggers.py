@@ -56,7 +56,8 @@ class TensorBoardLogger:
     """Writes a run's scalars and hyper-parameters as TensorBoard events under RUN_DIR/tensorboard/."""
 
     def __init__(self, run_dir: Path | str):
-        from torch.utils.tensorboard import SummaryWriter  # lazy: tensorboard is an optional extra
+        # imported here: tensorboard is an optional extra
+        from torch.utils.tensorboard import SummaryWriter
 
         self.log_dir = Path(run_dir) / "tensorboard"
         self._writer = SummaryWriter(log_dir=str(self.log_dir))

@@ -19,8 +19,9 @@ Hydra composes YAML before repcost sees it, so a plugin model or dataset also ne
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from importlib.metadata import entry_points
-from typing import Any, Iterable
+from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
