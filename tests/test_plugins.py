@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
 import torch
+from conftest import REPO
 from omegaconf import OmegaConf
 
 TINY = ["train.phases.0.steps=15", "train.phases.1.steps=0", "train.progress=false"]
@@ -106,3 +108,20 @@ def test_missing_plugin_is_one_line_and_exit_2(tmp_path, run_cli):
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "no_such_plugin_pkg" in lines[0] and "Traceback" not in p.stderr
+
+
+def test_readme_plugin_example(tmp_path, run_cli):
+    text = (REPO / "README.md").read_text()
+    code = re.search(r"```python\n# mypkg/repcost_plugin.py\n(.*?)```", text, re.DOTALL).group(1)
+    pkg = tmp_path / "pkgs" / "mypkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "repcost_plugin.py").write_text(code)
+    (tmp_path / "conf" / "data").mkdir(parents=True)
+    (tmp_path / "conf" / "data" / "ring.yaml").write_text("name: ring\nn_points: 8\n")
+    run = tmp_path / "run"
+    p = run_cli("repcost-train", "--config-dir", str(tmp_path / "conf"), "data=ring", "+plugins=[mypkg.repcost_plugin]",
+                *TINY, f"hydra.run.dir={run}", cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "pkgs")})
+    assert p.returncode == 0, p.stderr
+    assert OmegaConf.load(run / ".hydra" / "config.yaml").data.n_points == 8
+    assert json.loads((run / "summary.json").read_text())["data"] == "ring"
