@@ -75,3 +75,23 @@ def test_installed_wheel_trains_analyzes_collects_outside_the_repo(installed, tm
     (sweep / "runs.csv").unlink()  # written by the multirun's callback; repcost-collect must write it again
     p = _sh([bin_dir / "repcost-collect", sweep], cwd=work)
     assert "2 jobs (2 finished)" in p.stdout and (sweep / "runs.csv").exists()
+
+
+def test_installed_wheel_user_config_plugin_plot_and_api(installed, tmp_path):
+    from test_plugins import _user_setup
+
+    bin_dir, _ = installed
+    conf, pkgs = _user_setup(tmp_path, preset_plugins=True)  # a plugin dataset and a preset in a user config dir
+    env_py = {"PYTHONPATH": str(pkgs)}
+    cmd = [bin_dir / "repcost-train", "-m", "--config-dir", conf, "experiment=ring-study", "name=ring", "seed=0,1", *TINY]
+    p = subprocess.run([str(c) for c in cmd], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, **env_py}, check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    sweep = tmp_path / "outputs" / "sweeps" / "ring"
+    _sh([bin_dir / "repcost-plot", sweep, "--x", "seed", "--y", "objective", "--out", "ring.pdf"], cwd=tmp_path)
+    assert (tmp_path / "ring.pdf").read_bytes()[:4] == b"%PDF"
+    code = ("import sys, repcost, torch; sys.path.insert(0, sys.argv[2]); rows = repcost.load_sweep(sys.argv[1]); "
+            "run = repcost.load_run(rows[0]['path']); m, d = run.model(), run.data(); "
+            "mse = ((m(d.x_train) - d.y_train) ** 2).sum(1).mean().item(); "
+            "sys.exit(0 if abs(mse - run.summary['train_loss']) <= 1e-9 * mse and len(rows) == 2 else f'{mse} {rows}')")
+    _sh([bin_dir / "python", "-c", code, sweep, pkgs], cwd=tmp_path)
