@@ -125,3 +125,16 @@ def test_readme_plugin_example(tmp_path, run_cli):
     assert p.returncode == 0, p.stderr
     assert OmegaConf.load(run / ".hydra" / "config.yaml").data.n_points == 8
     assert json.loads((run / "summary.json").read_text())["data"] == "ring"
+
+
+def test_analyze_reads_an_analysis_preset_from_a_user_config_dir(tmp_path, run_cli):
+    conf = tmp_path / "conf"
+    (conf / "analysis").mkdir(parents=True)
+    (conf / "analysis" / "justweights.yaml").write_text("name: justweights\nanalyses: [weights]\n")
+    run = tmp_path / "run"
+    assert run_cli("repcost-train", "model=fc", "model.width=4", *TINY, f"hydra.run.dir={run}", cwd=tmp_path).returncode == 0
+    p = run_cli("repcost-analyze", str(run), "analysis=justweights", "--config-dir", str(conf), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert sorted(f.stem for f in (run / "analysis").glob("*.npz")) == ["weights"]
+    p = run_cli("repcost-analyze", str(run), "analysis=nope", "--config-dir", str(conf), cwd=tmp_path)
+    assert p.returncode == 2 and "justweights" in p.stderr and "spectra" in p.stderr

@@ -26,18 +26,25 @@ from ..train.run import CHECKPOINT, load_checkpoint
 GROUPS = ("model", "data", "train", "analysis")
 
 
-def apply_overrides(cfg, overrides: list[str]):
-    """The run's saved config with group choices (k=option) and dotted-key overrides applied."""
+def _group_file(key: str, value: str, config_dirs: list[Path]) -> Path:
+    """`key/value.yaml` from the first of the user's config dirs, then repcost's own, that has it."""
+    dirs = [*config_dirs, CONFIG_DIR]
+    for d in dirs:
+        if (d / key / f"{value}.yaml").exists():
+            return d / key / f"{value}.yaml"
+    opts = ", ".join(sorted({p.stem for d in dirs for p in (d / key).glob("*.yaml")}))
+    raise RepcostError(f"unknown {key} '{value}'; allowed: {opts}")
+
+
+def apply_overrides(cfg, overrides: list[str], config_dirs: list[Path] = ()):
+    """The run's saved config with group choices (k=option, searched in `config_dirs` first) and dotted keys applied."""
     cfg = OmegaConf.create(OmegaConf.to_container(cfg))
     for o in overrides:
         key, eq, value = o.partition("=")
         if not eq:
             raise RepcostError(f"override {o!r} is not key=value")
         if key in GROUPS:
-            path = CONFIG_DIR / key / f"{value}.yaml"
-            if not path.exists():
-                opts = ", ".join(sorted(p.stem for p in (CONFIG_DIR / key).glob("*.yaml")))
-                raise RepcostError(f"unknown {key} '{value}'; allowed: {opts}")
+            path = _group_file(key, value, [Path(d) for d in config_dirs])
             if key == "model" and cfg.model.name != value:
                 raise RepcostError(f"model={value}: the checkpoint holds a {cfg.model.name} model")
             cfg[key] = OmegaConf.load(path)
@@ -46,13 +53,13 @@ def apply_overrides(cfg, overrides: list[str]):
     return cfg
 
 
-def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None) -> dict:
+def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, config_dirs: list[Path] = ()) -> dict:
     """Rebuild the run's model from checkpoint.pt and run the configured analyses; returns the scalars."""
     run_dir = Path(run_dir)
     cfg_path, ckpt_path = run_dir / ".hydra" / "config.yaml", run_dir / CHECKPOINT
     if not cfg_path.exists() or not ckpt_path.exists():
         raise RepcostError(f"{run_dir} is not a repcost run directory (needs .hydra/config.yaml and {CHECKPOINT})")
-    cfg = apply_overrides(OmegaConf.load(cfg_path), overrides)
+    cfg = apply_overrides(OmegaConf.load(cfg_path), overrides, config_dirs)
     if cfg.analysis.name == "none" and not cfg.analysis.analyses:
         cfg.analysis = OmegaConf.load(CONFIG_DIR / "analysis" / "spectra.yaml")  # a sensible default
     spec = validate(cfg)
@@ -78,9 +85,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("overrides", nargs="*", help="e.g. analysis=spectra analysis.options.points=test")
     ap.add_argument("--out", type=Path, default=None, help="write analysis/ here instead of RUN_DIR")
+    ap.add_argument("--config-dir", type=Path, action="append", default=[], metavar="DIR",
+                    help="a config dir of your own (as for repcost-train), searched first for group options")
     a = ap.parse_args(argv)
     try:
-        scalars = analyze(a.run_dir, a.overrides, a.out)
+        scalars = analyze(a.run_dir, a.overrides, a.out, a.config_dir)
     except RepcostError as e:
         print(f"repcost-analyze: error: {e}", file=sys.stderr)
         sys.exit(2)
