@@ -138,3 +138,23 @@ def test_analyze_reads_an_analysis_preset_from_a_user_config_dir(tmp_path, run_c
     assert sorted(f.stem for f in (run / "analysis").glob("*.npz")) == ["weights"]
     p = run_cli("repcost-analyze", str(run), "analysis=nope", "--config-dir", str(conf), cwd=tmp_path)
     assert p.returncode == 2 and "justweights" in p.stderr and "spectra" in p.stderr
+
+
+def test_compose_config_with_a_user_config_dir(tmp_path, monkeypatch):
+    import sys
+
+    from repcost import plugins
+    from repcost.config import compose_config, validate
+    from repcost.registry import DATASETS
+
+    conf, pkgs = _user_setup(tmp_path, preset_plugins=True)
+    monkeypatch.syspath_prepend(str(pkgs))
+    DATASETS.names()  # repcost's own datasets first; the plugin's registration is undone after the test
+    monkeypatch.setattr(DATASETS, "_entries", dict(DATASETS._entries))
+    monkeypatch.setattr(plugins, "_imported", set())
+    try:
+        spec = validate(compose_config(["experiment=ring-study", "device=cpu"], config_dirs=[conf]))
+    finally:
+        sys.modules.pop("ringdata", None)
+    assert spec.data.name == "ring" and spec.data.n_points == 12 and spec.model.depth == 3
+    assert "ring" in DATASETS.names()
