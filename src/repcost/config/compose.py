@@ -20,7 +20,7 @@ def compose_config(overrides: Sequence[str] = (), config_dirs: Sequence[str | Pa
 
     extra = []
     if config_dirs:
-        paths = ",".join(f"file://{Path(d).resolve()}" for d in config_dirs)
+        paths = ",".join(f"file://{Path(d).expanduser().resolve()}" for d in config_dirs)
         extra.append(f"hydra.searchpath=[{paths}]")
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=[*extra, *overrides])
