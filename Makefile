@@ -6,7 +6,7 @@ FULL ?=
 LAUNCHER ?= parallel
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all lint bench figures clean
+.PHONY: setup demo test test-slow test-all lint test-wheel bench figures clean
 
 setup: $(STAMP)
 
@@ -14,7 +14,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev,cluster]'
+	$(PY) -m pip install -q -e '.[dev,cluster,tensorboard]'
 	touch $(STAMP)
 
 demo: setup
@@ -25,6 +25,10 @@ test: setup
 
 lint: setup
 	$(VENV)/bin/ruff check src tests experiments benchmarks
+
+# builds the wheel, installs it in a fresh venv and runs it outside the checkout (about a minute)
+test-wheel: setup
+	$(PY) -m pytest -q -m slow tests/test_wheel.py
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow

@@ -27,18 +27,25 @@ from ..rundir import CHECKPOINT, load_checkpoint
 GROUPS = ("model", "data", "train", "analysis")
 
 
-def apply_overrides(cfg, overrides: list[str]):
-    """The run's saved config with group choices (k=option) and dotted-key overrides applied."""
+def _group_file(key: str, value: str, config_dirs: list[Path]) -> Path:
+    """`key/value.yaml` from the first of the user's config dirs, then repcost's own, that has it."""
+    dirs = [*config_dirs, CONFIG_DIR]
+    for d in dirs:
+        if (d / key / f"{value}.yaml").exists():
+            return d / key / f"{value}.yaml"
+    opts = ", ".join(sorted({p.stem for d in dirs for p in (d / key).glob("*.yaml")}))
+    raise RepcostError(f"unknown {key} '{value}'; allowed: {opts}")
+
+
+def apply_overrides(cfg, overrides: list[str], config_dirs: list[Path] = ()):
+    """The run's saved config with group choices (k=option, searched in `config_dirs` first) and dotted keys applied."""
     cfg = OmegaConf.create(OmegaConf.to_container(cfg))
     for o in overrides:
         key, eq, value = o.partition("=")
         if not eq:
             raise RepcostError(f"override {o!r} is not key=value")
         if key in GROUPS:
-            path = CONFIG_DIR / key / f"{value}.yaml"
-            if not path.exists():
-                opts = ", ".join(sorted(p.stem for p in (CONFIG_DIR / key).glob("*.yaml")))
-                raise RepcostError(f"unknown {key} '{value}'; allowed: {opts}")
+            path = _group_file(key, value, [Path(d) for d in config_dirs])
             if key == "model" and cfg.model.name != value:
                 raise RepcostError(f"model={value}: the checkpoint holds a {cfg.model.name} model")
             cfg[key] = OmegaConf.load(path)
@@ -47,7 +54,7 @@ def apply_overrides(cfg, overrides: list[str]):
     return cfg
 
 
-def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None) -> dict:
+def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, config_dirs: list[Path] = ()) -> dict:
     """Rebuild the run's model from checkpoint.pt and run the configured analyses; returns the scalars."""
     run_dir = Path(run_dir)
     cfg_path, ckpt_path = run_dir / ".hydra" / "config.yaml", run_dir / CHECKPOINT
@@ -56,7 +63,7 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None) ->
     cfg = OmegaConf.load(cfg_path)
     if cfg.analysis.name == "none" and not cfg.analysis.analyses and not any(o.startswith("analysis=") for o in overrides):
         cfg.analysis = OmegaConf.load(CONFIG_DIR / "analysis" / "spectra.yaml")  # a sensible default, then the overrides
-    cfg = apply_overrides(cfg, overrides)
+    cfg = apply_overrides(cfg, overrides, config_dirs)
     spec = validate(cfg)
     ckpt = load_checkpoint(ckpt_path)
     if ckpt.get("family") != spec.model.name:
@@ -92,10 +99,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("overrides", nargs="*", help="e.g. analysis=spectra analysis.options.points=test")
     ap.add_argument("--out", type=Path, default=None,
                     help="write analysis/ here instead of a new RUN_DIR/reanalysis/<time>/")
+    ap.add_argument("--config-dir", type=Path, action="append", default=[], metavar="DIR",
+                    help="a config dir of your own (as for repcost-train), searched first for group options")
     a = ap.parse_args(argv)
     try:
         out = a.out or _new_reanalysis_dir(a.run_dir)
-        scalars = analyze(a.run_dir, a.overrides, out)
+        scalars = analyze(a.run_dir, a.overrides, out, a.config_dir)
     except RepcostError as e:
         print(f"repcost-analyze: error: {e}", file=sys.stderr)
         sys.exit(2)

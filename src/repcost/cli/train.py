@@ -38,13 +38,30 @@ def _place_sweep_job(spec) -> None:
         spec.device = f"cuda:{hc.job.num % torch.cuda.device_count()}"
 
 
+def _group_options(hc, group: str) -> list[str]:
+    """Options of a config group in every source of this run's search path (repcost's, --config-dir, hydra.searchpath)."""
+    import importlib.resources
+
+    names: set[str] = set()
+    for src in hc.runtime.config_sources:
+        if src.schema == "file":
+            folder = Path(src.path) / group
+            names |= {p.stem for p in folder.glob("*.yaml")} if folder.is_dir() else set()
+        elif src.schema == "pkg":
+            try:
+                folder = importlib.resources.files(src.path.replace("/", ".")) / group
+                names |= {p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")}
+            except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+                pass
+    return sorted(names)
+
+
 def _check_experiment(hc) -> None:
     """`experiment=<name>` must name a preset: Hydra's optional default would silently skip a typo."""
     choice = hc.runtime.choices.get("experiment")
     if choice in (None, "null"):
         return
-    from hydra.core.global_hydra import GlobalHydra
-    options = GlobalHydra.instance().config_loader().get_group_options("experiment")
+    options = _group_options(hc, "experiment")
     if choice not in options:
         import difflib
         near = difflib.get_close_matches(str(choice), options, n=3)

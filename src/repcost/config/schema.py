@@ -17,6 +17,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from ..errors import ConfigError, check
+from ..loggers import check_logger
+from ..plugins import load_plugins
 from ..registry import DATASETS, MODELS
 
 OPTIMIZERS = ("gd", "sgd", "adam")
@@ -124,6 +126,7 @@ class RunSpec:
     seed: int
     device: str  # resolved: cpu or cuda[:i]
     dtype: str
+    logger: str = "none"  # none | tensorboard (repcost.loggers)
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -142,6 +145,8 @@ class TopLevelConfig:
     force: bool = field(default=False, metadata={"identity": False})  # move a run in the way aside and rerun
     experiment: Any = field(default=None, metadata={"identity": False})
     resume: Any = field(default=None, metadata={"identity": False})
+    plugins: Any = field(default_factory=list, metadata={"identity": False})  # modules that register families etc.
+    logger: str = field(default="none", metadata={"identity": False})  # none | tensorboard
 
 
 TOP_LEVEL_SCHEMA = TopLevelConfig
@@ -182,6 +187,7 @@ def resolve_device(device: str) -> str:
 
 def validate(cfg: DictConfig) -> RunSpec:
     """Validate a composed run config against the schemas; ConfigError on the first problem."""
+    load_plugins(cfg)  # the user's model families and datasets register before their names are checked
     for key in cfg:
         check(key in TOP_LEVEL or key == "hydra", str(key), "<unknown key>", "top-level keys " + ", ".join(TOP_LEVEL))
     seed = cfg.get("seed", 0)
@@ -199,4 +205,5 @@ def validate(cfg: DictConfig) -> RunSpec:
     from ..analysis.hooks import validate_options  # the analyses register their option schemas there
 
     validate_options(analysis)
-    return RunSpec(model, data, train, analysis, seed, device, dtype)
+    logger = check_logger(cfg.get("logger", "none"))
+    return RunSpec(model, data, train, analysis, seed, device, dtype, logger)

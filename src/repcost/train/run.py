@@ -155,6 +155,21 @@ def _plot_fit_1d(model, data, path: Path, summary: dict) -> None:
 
 
 # -- training --------------------------------------------------------------------------------------
+class _Tee:
+    """One metrics record to the run's metrics.jsonl and to an experiment tracker."""
+
+    def __init__(self, writer, also: Callable[[dict], None]):
+        self.writer, self.also = writer, also
+
+    def __call__(self, rec: dict) -> None:
+        self.writer(rec)
+        self.also(rec)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+
 def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: StopFlag | None = None,
                  chash: str | None = None, force: bool = False, on_stale: str = "refuse",
                  before_start: Callable[[RunDir], None] | None = None) -> dict:
@@ -197,6 +212,12 @@ def _train(spec: RunSpec, cfg_dict: dict, rd: RunDir, chash: str, resume: dict |
     runners = [AnalysisRunner(spec.analysis, m, data, d.path) for m, d in zip(models, member_dirs)]
     resume_key = "trainer" if K == 1 else "ensemble"
     metrics = rd.metrics(keep_before=resume[resume_key]["position"]["step"] if resume else 0)
+    tracker = None
+    if spec.logger == "tensorboard":  # optional: the metrics records also go to TensorBoard
+        from ..loggers import TensorBoardLogger
+
+        tracker = TensorBoardLogger(rd.path)
+        metrics = _Tee(metrics, tracker.log)
     hooks = [r.periodic if r.enabled_periodic else None for r in runners]
     if K == 1:
         trainer = Trainer(models[0], data, spec.train, seeds[0], on_log=metrics, hook=hooks[0],
@@ -274,6 +295,9 @@ def _train(spec: RunSpec, cfg_dict: dict, rd: RunDir, chash: str, resume: dict |
     if K == 1 and top["status"] == "finished" and data.task == "regression" and data.d_in == 1 and data.d_out == 1:
         _plot_fit_1d(models[0], data, rd.path / "figures" / "fit.png", top)
     rd.write_json(SUMMARY, top)
+    if tracker is not None:
+        tracker.hparams(cfg_dict, top)
+        tracker.close()
     if top["status"] == "failed":
         why = results[best].message if K == 1 else f"every ensemble member failed (member 0: {results[0].message})"
         rd.record_failure(why)

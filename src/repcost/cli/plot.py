@@ -1,0 +1,129 @@
+"""`repcost-plot`: a sweep's column against another, or runs' metric curves, to a PNG or PDF.
+
+    repcost-plot SWEEP_DIR --x model.depth --y test_loss --hue train.lam [--logx --logy] --out fig.png
+    repcost-plot RUN_DIR [RUN_DIR ...] --y objective [--logy] --out curves.pdf
+
+A sweep directory is one with runs.csv (written at the end of every multirun, or by repcost-collect);
+its plot shows, per x (and hue), the mean over the other columns (seeds, …) with the min–max band.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..api import load_run, load_sweep
+from ..errors import RepcostError
+
+FORMATS = (".png", ".pdf", ".svg")
+
+
+def _check_column(name: str, flag: str, available: list[str]) -> None:
+    if name not in available:
+        raise RepcostError(f"unknown column {name!r} for {flag}; available: {', '.join(available)}")
+
+
+def plot_sweep(sweep_dir: Path, x: str, y: str, hue: str | None, logx: bool, logy: bool):
+    """The figure of `y` against `x` (per `hue`) over a sweep's finished jobs; (figure, number of runs)."""
+    from ..plots.sweep import aggregate, sweep_figure
+
+    rows = load_sweep(sweep_dir, finished_only=True)
+    if not rows:
+        raise RepcostError(f"{sweep_dir}: no finished jobs in runs.csv")
+    available = sorted({k for r in rows for k in r} - {"path"})
+    for name, flag in ((x, "--x"), (y, "--y"), (hue, "--hue")):
+        if name is not None:
+            _check_column(name, flag, available)
+    series = aggregate(rows, x, y, hue)
+    if not series:
+        raise RepcostError(f"column {y!r} has no finite numbers in {sweep_dir / 'runs.csv'}")
+    title = f"{sweep_dir.resolve().name}: {y} vs {x} (mean, min–max band, each run a dot)"
+    return sweep_figure(series, x, y, logx=logx, logy=logy, title=title), len(rows)
+
+
+def curve_labels(run_dirs: list[Path]) -> list[str]:
+    """Short legend labels: the parts of the directory names (sweep jobs: their overrides) not shared by all."""
+    names = [d.resolve().name for d in run_dirs]
+    if len(set(names)) < len(names):
+        return [str(d) for d in run_dirs]
+    parts = [n.split(",") for n in names]
+    common = set.intersection(*map(set, parts)) if len(parts) > 1 else set()
+    return [",".join(x for x in ps if x not in common) or n for ps, n in zip(parts, names)]
+
+
+def plot_curves(run_dirs: list[Path], x: str, y: str, logx: bool, logy: bool):
+    """The figure of metric `y` against `x` (default: step) of each run (each member of an ensemble run)."""
+    import numpy as np
+
+    from ..plots.sweep import curves_figure
+
+    curves = []
+    for d, name in zip(run_dirs, curve_labels(run_dirs)):
+        recs = load_run(d).metrics
+        available = sorted({k for r in recs for k in r})
+        _check_column(x, "--x", available)
+        _check_column(y, "--y", available)
+        members = sorted({r.get("member") for r in recs}, key=lambda m: -1 if m is None else m)
+        for m in members:
+            sel = [r for r in recs if r.get("member") == m and x in r and y in r]
+            label = name if m is None else f"{name} member {m}"
+            curves.append((label, np.array([r[x] for r in sel], dtype=float), np.array([r[y] for r in sel], dtype=float)))
+    return curves_figure(curves, x, y, logx=logx, logy=logy), len(curves)
+
+
+def _is_sweep(path: Path) -> bool:
+    return (path / "runs.csv").exists()
+
+
+def run(a: argparse.Namespace) -> str:
+    """Draw and save the figure the arguments ask for; returns the line to print."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display needed (and none on a cluster node)
+    out = Path(a.out)
+    if out.suffix.lower() not in FORMATS:
+        raise RepcostError(f"--out {out}: unknown format {out.suffix or '(none)'}; use one of {', '.join(FORMATS)}")
+    for p in a.paths:
+        if not p.is_dir():
+            raise RepcostError(f"{p}: no such directory")
+    if len(a.paths) == 1 and _is_sweep(a.paths[0]):
+        if a.x is None or a.y is None:
+            raise RepcostError("a sweep plot needs --x COLUMN and --y COLUMN (and optionally --hue COLUMN)")
+        fig, n = plot_sweep(a.paths[0], a.x, a.y, a.hue, a.logx, a.logy)
+        what = f"{n} runs"
+    else:
+        if a.hue is not None:
+            raise RepcostError("--hue is for a sweep directory (one with runs.csv); curves are one line per run")
+        sweeps = [p for p in a.paths if _is_sweep(p)]
+        if sweeps:
+            raise RepcostError(f"{sweeps[0]} is a sweep directory: give it alone (with --x/--y) or give run directories")
+        fig, n = plot_curves(a.paths, a.x or "step", a.y or "objective", a.logx, a.logy)
+        what = f"{n} curves"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120, bbox_inches="tight")
+    return f"wrote {out} ({what})"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point for repcost-plot."""
+    ap = argparse.ArgumentParser(prog="repcost-plot", description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.splitlines()[1:]))
+    ap.add_argument("paths", nargs="+", type=Path, metavar="DIR", help="a sweep directory, or run directories")
+    ap.add_argument("--x", default=None, help="x column (sweep) or metric (curves; default: step)")
+    ap.add_argument("--y", default=None, help="y column (sweep) or metric (curves; default: objective)")
+    ap.add_argument("--hue", default=None, help="sweep only: one line per value of this column")
+    ap.add_argument("--logx", action="store_true", help="log-scale x axis")
+    ap.add_argument("--logy", action="store_true", help="log-scale y axis")
+    ap.add_argument("--out", default="plot.png", help="output file, .png or .pdf (default: plot.png)")
+    a = ap.parse_args(argv)
+    try:
+        print(run(a))
+    except RepcostError as e:
+        print(f"repcost-plot: error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""User plugins: modules of the user's own package that register model families, datasets or analyses.
+
+A plugin module registers with repcost's registries when imported, exactly as repcost's own modules do
+(`repcost.registry.MODELS.register(name, Schema)`, `DATASETS.register`). repcost imports plugins
+before it validates a config, so a plugin's names are valid in that config. Two ways to name them:
+
+- an entry point in the group `repcost.plugins` of an installed package, imported for every run::
+
+      [project.entry-points."repcost.plugins"]
+      mine = "mypkg.repcost_plugin"
+
+- a top-level `plugins: [mypkg.repcost_plugin, ...]` in a config: in an experiment preset of the user's
+  config dir, or on the command line as `plugins=[mypkg.repcost_plugin]`.
+
+Hydra composes YAML before repcost sees it, so a plugin model or dataset also needs its group file
+(`model/<name>.yaml`, `data/<name>.yaml`) in the user's config dir (`--config-dir DIR`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from .errors import ConfigError, RepcostError
+
+ENTRY_POINT_GROUP = "repcost.plugins"
+_imported: set[str] = set()
+_entry_points_done = False
+
+
+def plugin_names(cfg_or_names: Any) -> list[str]:
+    """The module names a config's `plugins` key (or a plain list of names) asks for."""
+    if cfg_or_names is None:
+        return []
+    if isinstance(cfg_or_names, (DictConfig, dict)):
+        names = cfg_or_names.get("plugins", None)
+    else:
+        names = cfg_or_names
+    if names is None:
+        return []
+    if isinstance(names, ListConfig):
+        names = OmegaConf.to_container(names)
+    if isinstance(names, str) or not isinstance(names, Iterable) or not all(isinstance(n, str) for n in names):
+        raise ConfigError("plugins", names, "a list of importable module names, e.g. [mypkg.repcost_plugin]")
+    return list(names)
+
+
+def _import(name: str, origin: str) -> None:
+    if name in _imported:
+        return
+    try:
+        importlib.import_module(name)
+    except ImportError as e:
+        # the plugin itself is missing, or something it imports: either way the user's environment to fix
+        raise RepcostError(f"cannot import plugin {name!r} ({origin}): {e}; install it or put it on PYTHONPATH") from None
+    _imported.add(name)
+
+
+def load_entry_point_plugins() -> None:
+    """Import every module named by an installed package's `repcost.plugins` entry point (once per process)."""
+    global _entry_points_done
+    if _entry_points_done:
+        return
+    _entry_points_done = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        _import(ep.value.split(":")[0], f"entry point {ep.name!r} of group {ENTRY_POINT_GROUP}")
+
+
+def load_plugins(cfg_or_names: Any = None) -> None:
+    """Import the entry-point plugins and those a config's `plugins` key (or a list of names) lists."""
+    load_entry_point_plugins()
+    for name in plugin_names(cfg_or_names):
+        _import(name, "config key plugins")
