@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/repcost-train
 
+# two pytest workers (pytest-xdist): the suite is mostly single-threaded process start-up and small nets
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 lint: setup
 	$(VENV)/bin/ruff check src tests experiments benchmarks

@@ -71,7 +71,7 @@ def main():
              title="(a) Prop 14: X = I_N, Y = EᵀE of K_{N/2,N/2}; plateau at N²/4 (dotted)"),
         dict(series=[dict(widths=w, values=obj, label=f"N={n1} 1-D points: best objective", trials=(tw, tv))],
              marks=[4 * n1], ylabel="objective", title="(b) Prop 15: 1-D inputs, plateau by 4N")])
-    save_figure(fig, FIG, out_rows, args.out)
+    save_figure(fig, FIG, out_rows, args)
     print("paper (Prop 14): the plateau starts at N²/4; target: width N²/4−1 measurably worse than N²/4, "
           "widths ≥ N²/4 within 1%.")
     for n, k, start, tight, gap, spread, above, cost_gap in report:

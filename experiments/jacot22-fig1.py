@@ -92,7 +92,7 @@ def main():
                  reformulated=r["reformulated"], original=r["original"], train_loss=summary["train_loss"],
                  steps=summary["steps"], wall_time_s=summary["wall_time_s"], stationarity=stationarity)
     fig = forces_figure(panels)
-    save_figure(fig, FIG, out_rows, args.out)
+    save_figure(fig, FIG, out_rows, args)
     print(f"paper (Fig 1): neurons of each hidden layer align along 3 rays. measured: group counts "
           f"{counts} (cos > {COS}), merged widths {widths}")
 

@@ -61,7 +61,7 @@ def main():
         dict(series=left, title=f"MNIST ({mode[FIG]}: N = {n_m}), cross-entropy, L = 3", ylabel="loss"),
         dict(series=right, title=f"teacher ({mode[FIG + '-teacher']}: N = {n_t}; depth 3, width 10), MSE, λ = {lam:g}",
              ylabel="loss")])
-    save_figure(fig, FIG, out_rows, args.out)
+    save_figure(fig, FIG, out_rows, args)
     print("paper (Fig 2): in both settings the plateau starts around width 10, far below N² = 10⁶.")
     for name, lam, st, w, obj in claims:
         curve = ", ".join(f"{wi}: {o:.4g}" for wi, o in zip(w, obj))

@@ -61,7 +61,7 @@ def main():
                       "krr_jacobian_rank": kr, "krr_jacobian_rank_1e-3": kr3, "krr_jacobian_gap_median": kgap,
                       "train_loss": summ["train_loss"], "test_loss": summ.get("test_loss"), "krr_test_loss": ktest,
                       "steps": summ["steps"], "wall_time_s": summ["wall_time_s"]})
-    save_figure(depth_figure(table, k), FIG, table, a.out)
+    save_figure(depth_figure(table, k), FIG, table, a)
 
     print(f"\n== {FIG} ({'full' if a.full else 'quick'}), {time.time() - t0:.0f} s; true rank k = {k}; "
           f"ranks count s_i > {TAU:g}·s_1; gap = s_{k + 1}/s_{k}")

@@ -66,7 +66,7 @@ def main():
                  "middle_layers": " ".join(map(str, middle)), "middle_max_ratio": max(mid_ratios)})
     title = (f"{'full' if a.full else 'quick'}: L={L}, width {spec.model.width}, N={data.x_train.shape[0]}, "
              f"λ={spec.train.lam:g}, steps={summ['steps']}, ‖θ‖²/L={npd:.1f}, train MSE={summ['train_loss']:.3g}")
-    save_figure(spectra_figure(hidden, weights, jac, k=k, title=title), FIG, rows, a.out)
+    save_figure(spectra_figure(hidden, weights, jac, k=k, title=title), FIG, rows, a)
 
     print(f"\n== {FIG} ({'full' if a.full else 'quick'}), {time.time() - t0:.0f} s (training {summ['wall_time_s']:.0f} s)")
     print(f"paper: ‖W‖²/L = 12.8 at the end of training      measured: {npd:.2f} "

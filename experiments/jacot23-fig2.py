@@ -48,7 +48,7 @@ def main():
                      "train_acc": acc, "train_loss": summ["train_loss"], "test_loss": summ.get("test_loss"),
                      "param_sq_norm_per_depth": summ["param_sq_norm_per_depth"], "steps": summ["steps"],
                      "wall_time_s": summ["wall_time_s"]})
-    save_figure(decision_figure(panels, ncols=len({r['lam'] for r in rows})), FIG, rows, a.out)  # a row per depth
+    save_figure(decision_figure(panels, ncols=len({r['lam'] for r in rows})), FIG, rows, a)  # a row per depth
 
     print(f"\n== {FIG} ({'full' if a.full else 'quick'}), {time.time() - t0:.0f} s")
     print("paper: tripoints at L = 2 (panels A, B), none at L = 9 (C, D); L2 has little effect")

@@ -115,7 +115,7 @@ def main():
     mode = {t: "full" if is_full(a, f"{FIG}-{t}") else "quick" for t in ("mnist", "curve")}
     fig.suptitle(f"MNIST ({mode['mnist']}) σ={MNIST_SIGMA} (top); "
                  f"curve ({mode['curve']}), random inputs in [-1.2, 1.2]² and their images (bottom)")
-    save_figure(fig, FIG, rows, a.out)
+    save_figure(fig, FIG, rows, a)
 
     print(f"\n== {FIG} (MNIST {mode['mnist']}, curve {mode['curve']}), {time.time() - t0:.0f} s")
     print("paper: deep autoencoders are naturally denoising, shallow ones are not "

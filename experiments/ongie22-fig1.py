@@ -58,7 +58,7 @@ def main():
     ncols = len(Ls) + 1
     add_bar_panel(fig, (1, ncols, ncols), {f"L = {L}": shown[L][3] / shown[L][3][0] for L in Ls},
                   "singular values of W = W_{L−1}⋯W_1 (s_i / s_1)", "s_i / s_1")
-    save_figure(fig, FIG, rows, a.out)
+    save_figure(fig, FIG, rows, a)
     print(f"\n{FIG}: {len(rows)} runs, {time.time() - t0:.0f} s")
     print(" L seed  train_loss    C_L      R2      R3    units  s2/s1    v1∠u   perp. variation")
     for r in sorted(rows, key=lambda r: (r["L"], r["seed"])):

@@ -40,7 +40,7 @@ def main():
     rows, per_angle = f3.analyse_runs(runs)
     fig = f3.draw(per_angle, "Ongie & Willett Fig 2: rays at 0.55π (top) and 0.52π (middle) — learned (L = 2, 3) "
                              "and constructed (f, g) interpolants; red line = span(w0)")
-    save_figure(fig, FIG, [{k: v for k, v in r.items() if k != "path"} for r in rows], a.out)
+    save_figure(fig, FIG, [{k: v for k, v in r.items() if k != "path"} for r in rows], a)
     f3.report(rows, per_angle, time.time() - t0, FIG)
     # The constructed f, g of the trained data (labels with an offset) are not the cheapest
     # interpolants (the trained nets have far lower R2, R3), so the f-vs-g comparison of the

@@ -112,7 +112,7 @@ def main():
     rows, per_angle = analyse_runs(runs)
     fig = draw(per_angle, "Ongie & Willett Fig 3/6: two rays at 2π/3 — learned (L = 2, 3) and constructed (f, g) "
                           "interpolants; red line = span(w0)")
-    save_figure(fig, FIG, [{k: v for k, v in r.items() if k != "path"} for r in rows], a.out)
+    save_figure(fig, FIG, [{k: v for k, v in r.items() if k != "path"} for r in rows], a)
     trained = report(rows, per_angle, time.time() - t0)
     print("\nClaim (Fig 3, §5.2; targets from the issue) vs measured:")
     for r in trained:

@@ -51,7 +51,7 @@ def main():
     fig = costs_vs_angle_figure(angles_pi, col("R2_f"), col("R2_g"), col("R3_f"), col("R3_g"), col("prop52_holds"),
                                 title=f"Ongie & Willett Fig 4 (data of {name}: slopes {spec.data.slopes}, "
                                       f"offsets {spec.data.offsets})")
-    save_figure(fig, FIG, rows, a.out)
+    save_figure(fig, FIG, rows, a)
     el = time.time() - t0
     holds = col("prop52_holds")
     r2_ok = bool(np.all(col("R2_f") < col("R2_g")))

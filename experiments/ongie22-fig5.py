@@ -86,7 +86,7 @@ def main():
                                   f"near span(w1), R3 = {r_w1['R3']:.3g}": (phi_w1, r_w1["R3"])},
                                  lines=[None] + [p[2] for p in panels[1:]],
                                  suptitle="Ongie & Willett Figs 5/7: interpolants on 1-D subspaces span(u) vs R²")
-    save_figure(fig, FIG, rows, a.out)
+    save_figure(fig, FIG, rows, a)
     n_inf = sum(1 for r in rows[:-1] if not math.isfinite(r["R3"]))
     print(f"\n{FIG}: {len(phis)} subspaces, {time.time() - t0:.1f} s; max interpolation error "
           f"{max(r['max_interp_error'] for r in finite):.1e}; {n_inf} subspaces admit no interpolant")

@@ -63,7 +63,7 @@ def main():
                              knots=[spline.knots] + knots)
     out_rows.insert(0, {"panel": "linear spline", "width": "", "C_theta": "", "rbar": spline.rbar(),
                         "spline_min_cost": smin, "rbar_over_min": spline.rbar() / smin})
-    save_figure(fig, FIG_ID, out_rows, args.out)
+    save_figure(fig, FIG_ID, out_rows, args)
 
     print("\nPaper (Fig 1 caption): both nets (width 20, 100), trained with λ = 1e-5, reach the optimal R̄(f) "
           "= min cost of interpolation (4.35 on their points) and the optimal C(θ) = R̄.")

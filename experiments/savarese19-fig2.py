@@ -56,7 +56,7 @@ def main():
     span = x.max() - x.min()
     grid = np.linspace(x.min() - 0.25 * span, x.max() + 0.25 * span, 2001)
     fig = interpolant_panels(x, y, grid, [eval_1d(m, grid) for m in curves], titles, reference=spline(grid), knots=knots)
-    save_figure(fig, FIG_ID, out_rows, args.out)
+    save_figure(fig, FIG_ID, out_rows, args)
 
     print("\nPaper (§5 and Fig 2, anecdotal): with 2, 3, 4 hidden layers (width 100, λ = 1e-5) 'depth does not "
           "appear to change the inductive bias, as with any depth network we recover a function minimizing "

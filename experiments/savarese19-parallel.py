@@ -56,7 +56,7 @@ def main():
         active.append(int(on.sum()))
         gaps.append(gap)
     fig = parallel_sparsity_figure(depths, bars, active, N, gaps, rel_tol=REL_TOL)
-    save_figure(fig, FIG_ID, out_rows, args.out)
+    save_figure(fig, FIG_ID, out_rows, args)
 
     k = out_rows[0]["n_subnets_k"]
     print("\nPaper (App. C): Thm C.3 — an optimum has ‖ᾱ‖₀ ≤ N (all optima when L ≥ 3); Thm C.1 — at a minimiser "

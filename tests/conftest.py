@@ -28,6 +28,10 @@ def run_cli():
     return cli
 
 
+if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs two workers on two cores: one thread each
+    torch.set_num_threads(1)
+
+
 @pytest.fixture(autouse=True)
 def _float64_default():
     torch.manual_seed(0)

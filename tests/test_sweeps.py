@@ -110,7 +110,7 @@ def _summary(d: Path) -> dict:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1])
 def test_signal_checkpoint_and_exact_resume(tmp_path, sig):
     args = ["model=fc", "data=teacher", "data.n_train=200", "data.n_test=50", "model.width=32", "train=adam_gd",
-            "train.phases.0.steps=800", "train.phases.1.steps=300", "train.log_every=10", "train.progress=false",
+            "train.phases.0.steps=300", "train.phases.1.steps=100", "train.log_every=10", "train.progress=false",
             "dtype=float64", "device=cpu"]
     ref = tmp_path / "ref"
     p = subprocess.run(TRAIN + args + [f"hydra.run.dir={ref}"], cwd=tmp_path, capture_output=True, text=True,

@@ -90,7 +90,7 @@ def load_run(run_dir: Path):
     from .config import validate
     from .data import load_data
     from .models import build_model
-    from .train.run import CHECKPOINT, SUMMARY, load_checkpoint
+    from .rundir import CHECKPOINT, SUMMARY, load_checkpoint
 
     run_dir = Path(run_dir)
     spec = validate(OmegaConf.load(run_dir / ".hydra" / "config.yaml"))
@@ -101,12 +101,38 @@ def load_run(run_dir: Path):
     return model.double().eval(), data, json.loads((run_dir / SUMMARY).read_text()), spec
 
 
-def save_figure(fig, fig_id: str, rows: list[dict], out_dir: Path = FIG_DIR) -> tuple[Path, Path]:
-    """Write figures/<id>.png and the plotted data figures/<id>.csv; returns both paths."""
+def _relative(value):
+    """An absolute path in a table cell, relative to the repo (committed CSVs must not hold one machine's paths)."""
+    import os
+
+    if isinstance(value, str) and os.path.isabs(value):
+        try:
+            return os.path.relpath(value, REPO_ROOT)
+        except ValueError:  # another drive
+            return value
+    return value
+
+
+def save_figure(fig, fig_id: str, rows: list[dict], args=None) -> tuple[Path, Path]:
+    """Write <out>/<id>.png and the plotted data <out>/<id>.csv; returns both paths.
+
+    `args` are the script's parsed `figure_args` (or an output folder): paper-settings figures go to
+    figures/, quick ones to figures/quick/ (never over the committed paper figures), and the figure
+    says at its foot which variant it is and with what extra overrides.
+    """
+    if args is None or isinstance(args, (str, Path)):
+        out_dir, note = Path(args) if args is not None else FIG_DIR, None
+    else:
+        out_dir = args.out if args.out is not None else (FIG_DIR if is_full(args, fig_id) else FIG_DIR / "quick")
+        variant = "paper settings" if is_full(args, fig_id) else "quick variant (smaller; make fig-<id> FULL=1 for the paper's)"
+        extra = (args.full_only and f" (full: {', '.join(args.full_only)})") or ""
+        note = f"{fig_id}: {variant}{extra}" + (f"; overrides {' '.join(args.set)}" if args.set else "")
     out_dir.mkdir(parents=True, exist_ok=True)
+    if note:
+        fig.text(0.5, -0.01, note, ha="center", va="top", fontsize=8, color="0.35")
     png, csv_path = out_dir / f"{fig_id}.png", out_dir / f"{fig_id}.csv"
     fig.savefig(png, dpi=120, bbox_inches="tight")
-    atomic_write_bytes(csv_path, csv_bytes(rows))
+    atomic_write_bytes(csv_path, csv_bytes([{k: _relative(v) for k, v in r.items()} for r in rows]))
     print(f"wrote {png} and {csv_path}")
     return png, csv_path
 
@@ -147,7 +173,8 @@ def figure_args(description: str):
     ap.add_argument("--full-only", nargs="+", default=[], metavar="PRESET",
                     help="paper settings for these presets only (e.g. one panel of a multi-sweep figure)")
     ap.add_argument("--launcher", default=None, help="hydra/launcher option for the sweep, e.g. parallel, slurm")
-    ap.add_argument("--out", type=Path, default=FIG_DIR, help="where the PNG and CSV go")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="where the PNG and CSV go (default: figures/ with --full, else figures/quick/)")
     ap.add_argument("--workdir", type=Path, default=REPO_ROOT, help="where outputs/sweeps/ goes (default: the repo)")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="extra overrides for every job")
     return ap

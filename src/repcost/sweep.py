@@ -109,8 +109,9 @@ def collect(sweep_dir: Path) -> tuple[list[dict], list[dict]]:
         table = j / "analysis" / "layers.csv"
         if table.exists():
             keys = {"job": r["job"], **job_overrides(j)}
-            with open(table, newline="") as f:
-                layers += [{**keys, **row} for row in csv.DictReader(f)]
+            with open(table, newline="") as f:  # a per-layer column never overwrites an override column
+                layers += [{**keys, **{(k if k not in keys else f"layer_{k}"): v for k, v in row.items()}}
+                           for row in csv.DictReader(f)]
     atomic_write_bytes(sweep_dir / RUNS_CSV, csv_bytes(rows))
     if layers:
         atomic_write_bytes(sweep_dir / LAYERS_CSV, csv_bytes(layers))

@@ -65,7 +65,9 @@ def _hidden(model, x, opts: HiddenOptions, ctx) -> Result:
     r = Result()
     specs = hidden_spectra(model, x, centred=opts.centred, which=opts.which, rel_tol=opts.rel_tol)
     for sp in specs:
-        r.scalars[f"hidden.{sp.which}{sp.layer}.rank"] = sp.numerical_rank
+        r.scalars[f"hidden.{sp.which}{sp.layer}.rank"] = sp.numerical_rank  # numerical: s_i > rel_tol·s_1
+        r.scalars[f"hidden.{sp.which}{sp.layer}.stable_rank"] = float(sp.stable_rank)
+        r.scalars[f"hidden.{sp.which}{sp.layer}.entropy_rank"] = float(sp.entropy_rank)
         r.arrays[f"s_{sp.which}{sp.layer}"] = sp.s
         r.rows.append({"analysis": "hidden", **sp.row()})
     r.scalars["hidden.min_rank"] = min(sp.numerical_rank for sp in specs)  # the bottleneck rank
@@ -90,10 +92,20 @@ def _jacobian(model, x, opts: CommonOptions, ctx) -> Result:
     s = jacobian_spectra(model, x[: ctx.n_points])
     ranks = jacobian_rank_measures(s, opts.rel_tol)
     sc = np.atleast_1d(schatten_cost(s, model.depth))
-    return Result({"jacobian.rank_max": int(np.max(ranks["numerical_rank"])),
-                   "jacobian.rank_mean": float(np.mean(ranks["numerical_rank"])),
-                   "jacobian.schatten_cost_max": float(sc.max()), "jacobian.prop3_bound": prop3_bound(model)},
-                  {"jacobian_s": s})
+    r = Result({"jacobian.rank_max": int(np.max(ranks["numerical_rank"])),
+                "jacobian.rank_mean": float(np.mean(ranks["numerical_rank"])),
+                "jacobian.schatten_cost_max": float(sc.max()), "jacobian.prop3_bound": prop3_bound(model)},
+               {"jacobian_s": s})
+    for measure in ("numerical_rank", "stable_rank", "entropy_rank"):  # over the points: mean, min, max
+        v = np.atleast_1d(np.asarray(ranks[measure], dtype=float))
+        r.scalars.update({f"jacobian.{measure}_mean": float(v.mean()), f"jacobian.{measure}_min": float(v.min()),
+                          f"jacobian.{measure}_max": float(v.max())})
+    for i, si in enumerate(np.atleast_2d(s)):  # one row per point: the Jacobian's own line in layers.csv
+        r.rows.append({"analysis": "jacobian", "layer": "J", "point": i, "s1": float(si[0]) if si.size else 0.0,
+                       "numerical_rank": int(np.atleast_1d(ranks["numerical_rank"])[i]),
+                       "stable_rank": float(np.atleast_1d(ranks["stable_rank"])[i]),
+                       "entropy_rank": float(np.atleast_1d(ranks["entropy_rank"])[i])})
+    return r
 
 
 def _balance(model, x, opts: CommonOptions, ctx) -> Result:

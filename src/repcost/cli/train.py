@@ -93,7 +93,7 @@ def run_config(cfg: DictConfig) -> dict:
     summary = run_training(spec, run_cfg, run_dir, force=bool(cfg.get("force", False)),
                            on_stale="move" if multirun else "refuse", before_start=_write_hydra_files(cfg, hc))
     if summary.pop("reused", False):
-        print(f"already finished (force=true moves it aside and reruns): {run_dir}")
+        log.info("already finished (force=true moves it aside and reruns): %s", run_dir)
         return summary
     _report(summary, run_dir)
     return summary
@@ -101,18 +101,18 @@ def run_config(cfg: DictConfig) -> dict:
 
 def _report(summary: dict, run_dir: Path) -> None:
     if summary.get("status") != "finished":
-        print(f"run {summary.get('status')} at step {summary.get('steps')}: {run_dir} (relaunch to resume)")
+        log.info("run %s at step %s: %s (relaunch to resume)", summary.get("status"), summary.get("steps"), run_dir)
         return
     keys = ("train_loss", "test_loss", "objective", "param_sq_norm", "cost", "steps", "stop_reason", "wall_time_s")
     parts = [f"{k}={summary[k]:.6g}" if isinstance(summary[k], float) else f"{k}={summary[k]}"
              for k in keys if k in summary]
-    print(f"run finished: {run_dir}\n  " + "  ".join(parts))
+    log.info("run finished: %s\n  %s", run_dir, "  ".join(parts))
     if "critical_point" in summary:
-        print(f"  critical point: {'yes' if summary['critical_point'] else 'no'} (stationarity "
+        log.info(f"  critical point: {'yes' if summary['critical_point'] else 'no'} (stationarity "
               f"{summary['cert.stationarity']:.3g}, unit gap {summary.get('cert.unit_gap', 0.0):.3g}; "
               "docs/ARCHITECTURE.md, Certificate)")
     for fig in sorted((run_dir / "figures").glob("*.png")):
-        print(f"  figure: {fig}")
+        log.info("  figure: %s", fig)
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")

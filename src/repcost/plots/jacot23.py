@@ -31,12 +31,14 @@ def spectra_figure(hidden: Sequence[np.ndarray], weights: Sequence[np.ndarray], 
         axB.semilogy(np.arange(1, len(s) + 1), s, "-", color=c, label=f"$W_{{{ell}}}$")
     axB.set(title="B: weight matrices, $s_i$", xlabel="i")
     axB.legend(fontsize=6, ncol=2)
-    for s in np.asarray(jac):
-        axC.semilogy(i[: min(n_show, len(s))], s[:n_show], "o-", ms=3, alpha=0.7)
-    axC.set(title="C: Jacobian $Jf(x)$ at random points, $s_i$", xlabel="i")
+    for p, s in enumerate(np.asarray(jac)):  # one colour per input point
+        axC.semilogy(i[: min(n_show, len(s))], s[:n_show], "o-", ms=3, alpha=0.7,
+                     label="one line per point $x_p$" if p == 0 else None)
+    axC.set(title="C: Jacobian $Jf(x_p)$ at the analysis points, $s_i$", xlabel="i")
     if k:
         for ax in (axA, axC):
-            ax.axvline(k + 0.5, color="grey", ls=":", lw=1)
+            ax.axvline(k + 0.5, color="grey", ls=":", lw=1, label=f"true rank k = {k} (dotted)")
+    axC.legend(fontsize=6)
     if title:
         fig.suptitle(title)
     fig.tight_layout()

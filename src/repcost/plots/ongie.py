@@ -58,11 +58,14 @@ def surfaces_figure(surfaces: Sequence, titles: Sequence[str], x=None, y=None,
     ncols = max(ncols or n, len(ray_panels))
     nrows = int(np.ceil(n / ncols)) + (1 if ray_panels else 0)
     fig = Figure(figsize=(4.2 * ncols, 3.8 * nrows))
+    gs = fig.add_gridspec(nrows, ncols)
     for i, ((X, Y, Z), title) in enumerate(zip(surfaces, titles)):
-        ax = fig.add_subplot(nrows, ncols, i + 1, projection="3d")
+        ax = fig.add_subplot(gs[i // ncols, i % ncols], projection="3d")
         _draw_surface(ax, X, Y, Z, title, x, y, arrows, legend=(i == 0))
+    # the ray checks share the last row, each as wide as the row allows (no empty panels)
+    bounds = np.linspace(0, ncols, len(ray_panels) + 1).round().astype(int) if ray_panels else []
     for i, p in enumerate(ray_panels):
-        _draw_ray_check(fig.add_subplot(nrows, ncols, (nrows - 1) * ncols + i + 1), p)
+        _draw_ray_check(fig.add_subplot(gs[nrows - 1, bounds[i]:bounds[i + 1]]), p)
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
     fig.tight_layout()
