@@ -44,7 +44,12 @@ def test_periodic_and_final_analyses(tmp_path):
     assert set(z.files) == {"s_post1", "s_post2", "s_post3"} and z["s_post1"].shape == (12,)
     assert np.load(d / "analysis" / "jacobian.npz")["jacobian_s"].shape == (10, 6)
     rows = list(csv.DictReader(open(d / "analysis" / "layers.csv")))
-    assert {r["analysis"] for r in rows} == {"hidden", "weights", "balance"}
+    assert {r["analysis"] for r in rows} == {"hidden", "weights", "balance", "jacobian"}
+    jac = [r for r in rows if r["analysis"] == "jacobian"]  # one row per point, its ranks those of jacobian.npz
+    s = np.load(d / "analysis" / "jacobian.npz")["jacobian_s"]
+    assert len(jac) == 10 and [float(r["s1"]) for r in jac] == pytest.approx(list(s[:, 0]), rel=1e-12)
+    summary = json.loads((d / "summary.json").read_text())
+    assert max(int(r["numerical_rank"]) for r in jac) == summary["jacobian.numerical_rank_max"] == summary["jacobian.rank_max"]
 
 
 def test_analyze_cli_reproduces_final_analysis(tmp_path, run_cli):
