@@ -1,5 +1,10 @@
 """Figure machinery for experiments/<id>.py: run a preset's sweep (reusing finished jobs), load runs, save.
 
+A figure module (`repcost.figures.<id with underscores>`) is three pure steps that tests call on
+tiny synthetic runs: `compute(runs) -> rows`, `plot(rows) -> Figure`, `verdict(rows, full) ->
+Verdict`; `figure_main(module)` runs them from the command line (experiments/<id>.py) and writes
+the verdict into the CSV. Row keys starting with "_" (arrays for the plot) stay out of the CSV.
+
 A figure is a Hydra multirun of the preset `experiment=<id>` (or `<id>-quick`) under
 outputs/sweeps/<id>[-quick]/: job directories are derived from the overrides, so a relaunch
 skips the finished jobs and a figure script can be rerun cheaply to redraw.
@@ -11,12 +16,13 @@ import csv
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Optional, Sequence
 
-from .errors import RepcostError
-from .paths import REPO_ROOT
-from .runio import atomic_write_bytes, csv_bytes
+from ..errors import RepcostError
+from ..paths import REPO_ROOT
+from ..runio import atomic_write_bytes, csv_bytes
 
 FIG_DIR = REPO_ROOT / "figures"
 
@@ -87,18 +93,60 @@ def load_run(run_dir: Path):
     """(model in float64, data bundle, summary dict, validated spec) of a finished run directory."""
     from omegaconf import OmegaConf
 
-    from .config import validate
-    from .data import load_data
-    from .models import build_model
-    from .rundir import CHECKPOINT, SUMMARY, load_checkpoint
+    from ..config import validate
+    from ..data import load_data
+    from ..models import build_model
+    from ..rundir import CHECKPOINT, SUMMARY, load_checkpoint
 
     run_dir = Path(run_dir)
-    spec = validate(OmegaConf.load(run_dir / ".hydra" / "config.yaml"))
+    ckpt = load_checkpoint(run_dir / CHECKPOINT)
+    saved = run_dir / ".hydra" / "config.yaml"  # a library run (run_training) has only its checkpoint's config
+    spec = validate(OmegaConf.load(saved) if saved.exists() else OmegaConf.create(ckpt["config"]))
     data = load_data(spec.data)
     model = build_model(spec.model, data.d_in, data.d_out, spec.seed)
-    state = load_checkpoint(run_dir / CHECKPOINT)["trainer"]["model"]
-    model.load_state_dict({k: v.double() for k, v in state.items()})
+    model.load_state_dict({k: v.double() for k, v in ckpt["trainer"]["model"].items()})
     return model.double().eval(), data, json.loads((run_dir / SUMMARY).read_text()), spec
+
+
+@dataclass
+class LoadedRun:
+    """One finished run of a figure's sweep, as compute() receives it."""
+
+    model: Any
+    data: Any
+    summary: dict
+    spec: Any
+    path: str
+
+    @classmethod
+    def load(cls, path) -> "LoadedRun":
+        return cls(*load_run(Path(path)), path=str(path))
+
+
+@dataclass
+class Verdict:
+    """A figure's claim checked on its rows: passed (None where the quick size cannot decide) and the text."""
+
+    passed: Optional[bool]
+    text: str
+
+    @property
+    def label(self) -> str:
+        return {True: "pass", False: "fail", None: "n/a at this size"}[self.passed]
+
+
+def figure_main(module, description: str) -> None:
+    """experiments/<id>.py: sweep (finished jobs reused), compute, plot, verdict; PNG and CSV (verdict column)."""
+    args = figure_args(description).parse_args()
+    runs = [LoadedRun.load(r["path"]) for r in sweep_for(module.FIG_ID, args, sort_by=module.SORT_BY)]
+    if not runs:
+        raise RepcostError(f"{module.FIG_ID}: no finished runs in its sweep")
+    rows = module.compute(runs)
+    v = module.verdict(rows, full=is_full(args, module.FIG_ID))
+    for r in rows:
+        r["verdict"] = v.label
+    save_figure(module.plot(rows), module.FIG_ID, rows, args)
+    print(f"\n{module.CLAIM}\n{v.text}\nverdict: {v.label}")
 
 
 def _relative(value):
@@ -132,7 +180,8 @@ def save_figure(fig, fig_id: str, rows: list[dict], args=None) -> tuple[Path, Pa
         fig.text(0.5, -0.01, note, ha="center", va="top", fontsize=8, color="0.35")
     png, csv_path = out_dir / f"{fig_id}.png", out_dir / f"{fig_id}.csv"
     fig.savefig(png, dpi=120, bbox_inches="tight")
-    atomic_write_bytes(csv_path, csv_bytes([{k: _relative(v) for k, v in r.items()} for r in rows]))
+    atomic_write_bytes(csv_path, csv_bytes([{k: _relative(v) for k, v in r.items() if not k.startswith("_")}
+                                            for r in rows]))
     print(f"wrote {png} and {csv_path}")
     return png, csv_path
 
