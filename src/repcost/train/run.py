@@ -32,16 +32,7 @@ from ..data import load_data
 from ..errors import RepcostError
 from ..identity import member_config, run_hash
 from ..models import build_model
-from ..rundir import (  # noqa: F401
-    CHECKPOINT,
-    ERROR,
-    FINISHED,
-    MEMBERS,
-    METRICS,
-    SUMMARY,
-    RunDir,
-    load_checkpoint,
-)
+from ..rundir import CHECKPOINT, ERROR, MEMBERS, SUMMARY, RunDir
 from ..runio import git_commit
 from .preempt import StopFlag, stop_on_signals
 
@@ -305,7 +296,3 @@ def _train(spec: RunSpec, cfg_dict: dict, rd: RunDir, chash: str, resume: dict |
     rd.mark_finished(chash)
     return top
 
-
-def record_failure(run_dir: Path, message: str) -> None:
-    """Write the one-line error of a failed run to error.txt (read by repcost-collect)."""
-    RunDir(run_dir).record_failure(message)
