@@ -64,3 +64,19 @@ def test_savarese19_parallel_compute_and_verdict(tmp_path):
     assert len(savarese19_parallel.plot(rows).axes) >= 2
     v = savarese19_parallel.verdict(rows, full=True)
     assert v.passed == all(r["active_subnets"] <= r["n_points_N"] for r in rows if r["depth_L"] >= 3)
+
+
+def test_jacot23_fig2_counts_tripoints_of_real_nets_and_judges_them(tmp_path):
+    from repcost.figures import jacot23_fig2
+
+    runs = _runs(tmp_path, "jacot23-fig2-quick", "model.depth", (2, 3), "train.lam=1e-3", "data.n_per_class=8",
+                 "data.n_test_per_class=4", "train.phases.0.steps=30")
+    rows = jacot23_fig2.compute(runs)
+    assert [r["depth"] for r in rows] == [2, 3]
+    for r in rows:
+        assert r["tripoints"] <= r["tripoints_unfiltered"]  # the sliver filter only removes junctions
+        assert 0.0 <= r["train_acc"] <= 1.0 and r["_panel"]["labels"].shape[1] == jacot23_fig2.GRID
+    assert len(jacot23_fig2.plot(rows).axes) >= 2
+    made = [dict(rows[0], tripoints=2), dict(rows[1], tripoints=0)]
+    assert jacot23_fig2.verdict(made, full=True).passed is True
+    assert jacot23_fig2.verdict([made[0], dict(made[1], tripoints=1)], full=True).passed is False

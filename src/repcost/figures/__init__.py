@@ -138,7 +138,7 @@ class Verdict:
 def figure_main(module, description: str) -> None:
     """experiments/<id>.py: sweep (finished jobs reused), compute, plot, verdict; PNG and CSV (verdict column)."""
     args = figure_args(description).parse_args()
-    runs = [LoadedRun.load(r["path"]) for r in sweep_for(module.FIG_ID, args, sort_by=module.SORT_BY)]
+    runs = [LoadedRun.load(r["path"]) for r in sweep_for(module.FIG_ID, args, sort_by=getattr(module, "SORT_BY", None))]
     if not runs:
         raise RepcostError(f"{module.FIG_ID}: no finished runs in its sweep")
     rows = module.compute(runs)
