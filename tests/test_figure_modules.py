@@ -80,3 +80,17 @@ def test_jacot23_fig2_counts_tripoints_of_real_nets_and_judges_them(tmp_path):
     made = [dict(rows[0], tripoints=2), dict(rows[1], tripoints=0)]
     assert jacot23_fig2.verdict(made, full=True).passed is True
     assert jacot23_fig2.verdict([made[0], dict(made[1], tripoints=1)], full=True).passed is False
+
+
+def test_savarese19_fig1_rows_start_with_the_spline_and_judge_both_widths(tmp_path):
+    from repcost.figures import savarese19_fig1
+
+    runs = _runs(tmp_path, "savarese19-fig1-quick", "model.width", (5, 8), "train.phases.0.steps=100",
+                 "train.phases.1.steps=20")
+    rows = savarese19_fig1.compute(runs)
+    assert rows[0]["panel"] == "linear spline" and rows[0]["rbar_over_min"] == pytest.approx(1.0)  # Thm 3.3's minimiser
+    assert [r["width"] for r in rows[1:]] == [5, 8]
+    assert len(savarese19_fig1.plot(rows).axes) >= 3
+    near = [rows[0]] + [dict(r, C_over_min=1.01, rbar_over_min=1.02) for r in rows[1:]]
+    assert savarese19_fig1.verdict(near, full=True).passed is True
+    assert savarese19_fig1.verdict([near[0], near[1], dict(near[2], C_over_min=1.2)], full=True).passed is False
