@@ -94,3 +94,20 @@ def test_savarese19_fig1_rows_start_with_the_spline_and_judge_both_widths(tmp_pa
     near = [rows[0]] + [dict(r, C_over_min=1.01, rbar_over_min=1.02) for r in rows[1:]]
     assert savarese19_fig1.verdict(near, full=True).passed is True
     assert savarese19_fig1.verdict([near[0], near[1], dict(near[2], C_over_min=1.2)], full=True).passed is False
+
+
+def test_ongie22_fig1_measures_alignment_and_judges_the_trend(tmp_path):
+    from repcost.figures import ongie22_fig1
+
+    runs = _runs(tmp_path, "ongie22-fig1-quick", "model.depth", (2, 3), "model.width=6", "data.n_points=12",
+                 "train.phases.0.steps=40")
+    rows = ongie22_fig1.compute(runs)
+    assert [r["L"] for r in rows] == [2, 3]
+    for r in rows:
+        assert 0.0 <= r["s2_over_s1"] <= 1.0 and 0.0 <= r["perp_variation"] <= 1.0 + 1e-9
+        assert r["R2"] > 0 and r["_s"][0] == pytest.approx(max(r["_s"]))
+    assert len(ongie22_fig1.plot(rows).axes) >= 3
+    down = [dict(rows[0], perp_variation=0.5), dict(rows[1], perp_variation=0.1)]
+    assert ongie22_fig1.verdict(down, full=True).passed is True
+    up = [dict(rows[0], perp_variation=0.1), dict(rows[1], perp_variation=0.5)]
+    assert ongie22_fig1.verdict(up, full=True).passed is False

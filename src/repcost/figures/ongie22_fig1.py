@@ -1,0 +1,81 @@
+"""Ongie & Willett Fig 1: weight decay promotes unit alignment with more linear layers (L = 2, 3, 4).
+
+Paper (Fig 1 caption): nets with L − 1 linear layers plus one ReLU layer, trained with weight
+decay to close to zero training loss; "as the number of linear layers increases, the learned
+interpolating function will become closer to constant in directions perpendicular to a
+low-dimensional subspace on which a parsimonious interpolant can be defined".
+Data: 2-D inputs with labels y = sin(π uᵀx) (data=projection). Per L we report the singular
+values of the effective inner matrix W = W_{L−1}⋯W_1 (s2/s1), the angle of its top right
+singular vector to u, and how much the function varies perpendicular to u: RMS of u⊥ᵀ∇h over a
+grid of [−1, 1]² divided by RMS of ‖∇h‖ (0 = a function of uᵀx only).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis import path_norm, phi_L
+from ..analysis.two_rays import alignment_summary, directional_variation, net_from_model
+from ..plots.ongie import add_bar_panel, grid_values, surfaces_figure
+from . import Verdict
+
+FIG_ID = "ongie22-fig1"
+SORT_BY = None
+CLAIM = "Claim (Fig 1): more linear layers -> W closer to rank one and h closer to constant along u⊥."
+
+
+def compute(runs) -> list[dict]:
+    """One row per run (L, seed); `_surface`, `_s` (W's singular values), `_x`, `_y`, `_u` for the plot."""
+    g = np.linspace(-1.0, 1.0, 41)
+    grid = np.stack([m.ravel() for m in np.meshgrid(g, g)], axis=1)
+    rows = []
+    for run in sorted(runs, key=lambda r: (r.model.depth, r.spec.seed)):
+        model, data, summ, spec = run.model, run.data, run.summary, run.spec
+        net = net_from_model(model)
+        u = np.asarray(data.meta["direction"])
+        al = alignment_summary(net, u)
+        rows.append({"L": model.depth, "seed": spec.seed, "width": spec.model.width, "lam": spec.train.lam,
+                     "train_loss": summ["train_loss"], "steps": summ["steps"], "wall_time_s": summ["wall_time_s"],
+                     "C_L": summ["cost"], "R2": path_norm(net.W, net.a), "R3": phi_L(net.W, net.a, 3),
+                     "n_units": al["n_units"], "s2_over_s1": al["s2_over_s1"],
+                     "v1_angle_to_u_deg": al["v1_angle_to_w0_deg"],
+                     "perp_variation": directional_variation(net, grid, u),
+                     "critical_point": summ.get("critical_point"),
+                     "_surface": grid_values(net, lim=1.0), "_s": al["s"], "_x": data.x_train.numpy(),
+                     "_y": data.y_train.numpy()[:, 0], "_u": u})
+    return rows
+
+
+def plot(rows: list[dict]):
+    """The lowest seed's surface per L, with u and u⊥ marked, and W's normalised singular values."""
+    shown = {}
+    for r in rows:  # rows are sorted by (L, seed): the first row of each L is its lowest seed
+        shown.setdefault(r["L"], r)
+    Ls = sorted(shown)
+    u, ncols = shown[Ls[0]]["_u"], len(Ls) + 1
+    titles = [f"L = {L}: s2/s1 = {shown[L]['s2_over_s1']:.2g}, perp. variation = {shown[L]['perp_variation']:.2g}"
+              for L in Ls]
+    fig = surfaces_figure([shown[L]["_surface"] for L in Ls], titles, shown[Ls[0]]["_x"], shown[Ls[0]]["_y"],
+                          arrows=[(u, "r", "label direction u"), (np.array([-u[1], u[0]]), "b", "u⊥")], ncols=ncols,
+                          suptitle="Ongie & Willett Fig 1: learned interpolants, y = sin(π uᵀx)")
+    add_bar_panel(fig, (1, ncols, ncols), {f"L = {L}": shown[L]["_s"] / shown[L]["_s"][0] for L in Ls},
+                  "singular values of W = W_{L−1}⋯W_1 (s_i / s_1)", "s_i / s_1")
+    return fig
+
+
+def verdict(rows: list[dict], full: bool) -> Verdict:
+    """The mean perpendicular variation over seeds decreases with L."""
+    Ls = sorted({r["L"] for r in rows})
+    lines = []
+    for L in Ls:
+        rr = [r for r in rows if r["L"] == L]
+        lines.append(f"  L = {L}: mean s2/s1 = {np.mean([r['s2_over_s1'] for r in rr]):.3g}, mean perp. variation = "
+                     f"{np.mean([r['perp_variation'] for r in rr]):.3g}, max train loss "
+                     f"{max(r['train_loss'] for r in rr):.1e}, critical points {sum(bool(r['critical_point']) for r in rr)}"
+                     f"/{len(rr)}")
+    pv = [np.mean([r["perp_variation"] for r in rows if r["L"] == L]) for L in Ls]
+    ok = len(Ls) > 1 and all(b <= a for a, b in zip(pv, pv[1:]))
+    lines.append(f"  perpendicular variation decreases with L: {'yes' if ok else 'NO'}")
+    if not ok and not full:
+        return Verdict(None, "\n".join(lines + ["  (quick size; make fig-ongie22-fig1 FULL=1 for the paper's)"]))
+    return Verdict(ok, "\n".join(lines))
