@@ -111,3 +111,20 @@ def test_ongie22_fig1_measures_alignment_and_judges_the_trend(tmp_path):
     assert ongie22_fig1.verdict(down, full=True).passed is True
     up = [dict(rows[0], perp_variation=0.1), dict(rows[1], perp_variation=0.5)]
     assert ongie22_fig1.verdict(up, full=True).passed is False
+
+
+def test_ongie22_fig4_constructed_interpolants_and_prop52(tmp_path):
+    """f and g interpolate, R2 is their path norm, and the verdict reads Prop 5.2 off the rows."""
+    import argparse
+
+    from repcost.figures import ongie22_fig4
+
+    name, data_cfg, _ = ongie22_fig4.inputs(argparse.Namespace(full=False, full_only=[]))
+    rows = ongie22_fig4.compute((name, data_cfg, np.array([0.55, 0.7, 0.9])))
+    for r in rows:
+        assert r["max_interp_error"] < 1e-9  # both constructions interpolate the samples
+        assert r["R3_f"] > 0 and r["R3_g"] > 0
+    assert len(ongie22_fig4.plot(rows).axes) >= 2
+    v = ongie22_fig4.verdict(rows, full=False)
+    assert v.passed == (all(r["R2_f"] < r["R2_g"] for r in rows)
+                        and all(r["R3_g"] < r["R3_f"] for r in rows if r["prop52_holds"]))

@@ -136,12 +136,16 @@ class Verdict:
 
 
 def figure_main(module, description: str) -> None:
-    """experiments/<id>.py: sweep (finished jobs reused), compute, plot, verdict; PNG and CSV (verdict column)."""
+    """experiments/<id>.py: sweep (finished jobs reused) or the module's own `inputs(args)`, compute, plot, verdict;
+    PNG and CSV (with a verdict column)."""
     args = figure_args(description).parse_args()
-    runs = [LoadedRun.load(r["path"]) for r in sweep_for(module.FIG_ID, args, sort_by=getattr(module, "SORT_BY", None))]
-    if not runs:
-        raise RepcostError(f"{module.FIG_ID}: no finished runs in its sweep")
-    rows = module.compute(runs)
+    if hasattr(module, "inputs"):  # an analysis-only figure (no training) builds its own inputs
+        inputs = module.inputs(args)
+    else:
+        inputs = [LoadedRun.load(r["path"]) for r in sweep_for(module.FIG_ID, args, sort_by=getattr(module, "SORT_BY", None))]
+        if not inputs:
+            raise RepcostError(f"{module.FIG_ID}: no finished runs in its sweep")
+    rows = module.compute(inputs)
     v = module.verdict(rows, full=is_full(args, module.FIG_ID))
     for r in rows:
         r["verdict"] = v.label
