@@ -6,7 +6,7 @@ FULL ?=
 LAUNCHER ?= parallel
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all bench figures clean
+.PHONY: setup demo test test-slow test-all bench figures clean check-recipes
 
 setup: $(STAMP)
 
@@ -34,6 +34,11 @@ bench: setup
 	$(PY) benchmarks/jacobian.py
 	$(PY) benchmarks/analysis_overhead.py
 	$(PY) benchmarks/ensemble.py
+
+# Held-out check of the min-norm recipes (issue 18): 10 unseen datasets per study, pass rates,
+# figures/recipes.csv and figures/recipes.png (studies/check_recipes.py).
+check-recipes: setup
+	MPLBACKEND=Agg $(PY) studies/check_recipes.py
 
 clean:
 	rm -rf outputs multirun .pytest_cache

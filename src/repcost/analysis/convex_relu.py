@@ -41,6 +41,7 @@ b = −wᵀx_j; for d = 2 the sup over w is over finitely many arcs where the ac
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -202,7 +203,9 @@ def min_r2_interpolant(x, y, solver: str = "CLARABEL", prune_rtol: float = 1e-8)
     cons = [eq, cp.multiply(S.T, Xt @ U.T) >= 0, cp.multiply(S.T, Xt @ V.T) >= 0]
     obj = cp.sum(cp.norm(U[:, :d], 2, axis=1)) + cp.sum(cp.norm(V[:, :d], 2, axis=1))
     prob = cp.Problem(cp.Minimize(obj), cons)
-    prob.solve(solver=solver)
+    with warnings.catch_warnings():  # "may be inaccurate": the dual certificate below says how accurate
+        warnings.simplefilter("ignore", UserWarning)
+        prob.solve(solver=solver)
     if prob.status not in ("optimal", "optimal_inaccurate"):
         raise RuntimeError(f"convex R2 program: solver {solver} ended with status {prob.status}")
 
