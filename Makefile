@@ -6,7 +6,7 @@ FULL ?=
 LAUNCHER ?= parallel
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all lint test-wheel bench figures clean
+.PHONY: setup demo test test-slow test-all lint test-wheel bench figures clean check-recipes
 
 setup: $(STAMP)
 
@@ -25,7 +25,7 @@ test: setup
 	$(PY) -m pytest -q -n 2
 
 lint: setup
-	$(VENV)/bin/ruff check src tests experiments benchmarks
+	$(VENV)/bin/ruff check src tests experiments benchmarks studies
 
 # builds the wheel, installs it in a fresh venv and runs it outside the checkout (about a minute)
 test-wheel: setup
@@ -42,6 +42,11 @@ bench: setup
 	$(PY) benchmarks/jacobian.py
 	$(PY) benchmarks/analysis_overhead.py
 	$(PY) benchmarks/ensemble.py
+
+# Held-out check of the min-norm recipes (issue 18): 10 unseen datasets per study, pass rates,
+# figures/recipes.csv and figures/recipes.png (studies/check_recipes.py).
+check-recipes: setup
+	MPLBACKEND=Agg $(PY) studies/check_recipes.py
 
 clean:
 	rm -rf outputs multirun .pytest_cache

@@ -129,3 +129,17 @@ def test_init_scale_and_seed():
     assert torch.allclose(b.weights[1], 0.1 * a.weights[1])
     c = build_model(MODELS.get("fc").schema(depth=3, width=50), D_IN, D_OUT, seed=2)
     assert not torch.allclose(a.weights[0], c.weights[0])
+
+
+def test_linear_relu_kink_range():
+    """kink_range = 0 keeps zero biases and every weight draw; R > 0 puts unit k's hyperplane through a point of
+    [−R, R]^d (for d = 1: the kink −b_k/w_k lies in [−R, R]) without changing the weights."""
+    for depth in (2, 3):
+        base = build_model(MODELS.get("linear_relu").schema(depth=depth, width=40), 1, 1, seed=3)
+        spread = build_model(MODELS.get("linear_relu").schema(depth=depth, width=40, kink_range=2.0), 1, 1, seed=3)
+        assert torch.all(base.b == 0)
+        for p, q in zip(base.weight_matrices(), spread.weight_matrices()):
+            assert torch.equal(p, q)
+        w = spread.effective_matrix()[:, 0]
+        kinks = -spread.b / w
+        assert kinks.abs().max() <= 2.0 and kinks.abs().max() > 1.0  # spread over the box, not at the origin

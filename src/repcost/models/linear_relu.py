@@ -22,6 +22,10 @@ class LinearReLUConfig:
     linear_width: Optional[int] = None  # width of the linear layers W_1 … W_{L-2} (default K)
     output_bias: bool = True  # the free output offset c
     init_scale: float = 1.0  # weights ~ N(0, init_scale²·gain/fan_in)
+    # > 0: biases b_k = −w_kᵀξ_k with ξ_k ~ U[−R, R]^d, so unit k's kink (hyperplane) passes through a
+    # random point of that box instead of the origin — spreads the kinks over data in the box
+    # (min-norm interpolants have their kinks at the data; Savarese et al. 2019 Thm 3.3). 0: b = 0.
+    kink_range: float = 0.0
 
     def __post_init__(self):
         check(self.depth >= 2, "depth", self.depth, "an integer >= 2")
@@ -29,6 +33,7 @@ class LinearReLUConfig:
         check(self.linear_width is None or self.linear_width > 0, "linear_width", self.linear_width,
               "a positive integer or null")
         check(self.init_scale > 0, "init_scale", self.init_scale, "a positive number")
+        check(self.kink_range >= 0, "kink_range", self.kink_range, "a half-width R >= 0 (0 = zero biases)")
 
 
 class LinearReLU(RepModel):
@@ -47,6 +52,10 @@ class LinearReLU(RepModel):
         self.b = zeros_param((cfg.width,))
         self.a = gaussian_param((d_out, cfg.width), cfg.width, 2.0, cfg.init_scale, gen)
         self.c = zeros_param((d_out,)) if cfg.output_bias else None
+        if cfg.kink_range > 0:  # drawn last, so kink_range = 0 leaves every other draw unchanged
+            xi = (2 * torch.rand(cfg.width, d_in, generator=gen, dtype=torch.float64) - 1) * cfg.kink_range
+            with torch.no_grad():
+                self.b.copy_(-(xi * self.effective_matrix()).sum(dim=1))
 
     def _inner(self, x: torch.Tensor) -> list[torch.Tensor]:
         hs, h = [], x

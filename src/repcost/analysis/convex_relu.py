@@ -1,0 +1,230 @@
+"""Exact minimum of the two-layer ReLU representation cost R2 on low-dimensional data (convex program).
+
+Problem.  Over nets h(x) = Σ_k a_k [w_kᵀx + b_k]₊ + c of any width, with *free* biases b_k and
+output offset c, interpolating h(x_i) = y_i, minimise
+
+    C(θ) = ½(‖a‖² + Σ_k ‖w_k‖²)   ⇔ (rescale each unit to |a_k| = ‖w_k‖)   Σ_k |a_k| ‖w_k‖,
+
+the path norm of Ongie & Willett eq. (13) (Φ_2 = `path_norm`, = C_2 at balance, = Savarese et al.
+2019's C(θ)).  Its minimum is R2 of the min-norm interpolant (Savarese Thm 3.3 in 1-D).
+
+Convex reformulation (Pilanci & Ergen 2020, "Neural networks are convex regularizers", Thm 1,
+adapted to free biases).  Write x̃ = (x, 1) and u = (w, b), so a unit is [x̃ᵀu]₊.  A unit's
+activation pattern D = diag(1[X̃u ≥ 0]) is one of the finitely many patterns of *affine*
+hyperplanes {x : wᵀx + b = 0} through the data; on the closed cone
+K_D = {u : (2D − I)X̃u ≥ 0} the unit is linear, [X̃u]₊ = D X̃u.  Hence
+
+    min  Σ_D ‖w(u_D)‖₂ + ‖w(v_D)‖₂
+    s.t. Σ_D D X̃(u_D − v_D) + c·1 = y,   u_D, v_D ∈ K_D,   c free,
+
+where w(u) drops the bias coordinate: the penalty is on w only (the bias is free), so the group
+norm is over the non-bias part, and the all-active pattern D = I with w = 0 gives the constant
+units that the free offset c already covers.  Exactness, in both directions: (≤) a net's units
+grouped by pattern and by sign of a_k sum, inside the convex cone K_D, to a feasible (u_D, v_D)
+whose objective is, by the triangle inequality, at most Σ|a_k|‖w_k‖; (≥) each nonzero u_D is the
+unit [x̃ᵀu_D]₊ with a = 1, path norm ‖w(u_D)‖.  So the program's value *is* min R2, provided the
+patterns enumerated cover every unit: the closures of the chambers of the central arrangement
+{u : x̃_iᵀu = 0} cover all u, so the chamber patterns suffice.
+
+Enumeration (exact): in 1-D the chambers are the threshold sets {x ≥ t}, {x ≤ t} (2N + 2
+patterns); in 2-D every chamber has an extreme ray x̃_i × x̃_j (the line through two data
+points), and near it the points off the line keep their side while the collinear ones are
+split by a threshold along the line — O(N²) patterns (O(N³) candidates before deduplication when
+many points are collinear, as on rays).
+
+Certificate (weak duality, checked independently of the solver).  For any λ with 1ᵀλ = 0,
+λᵀy = Σ_i λ_i h(x_i) = Σ_k a_k Σ_i λ_i [w_kᵀx_i + b_k]₊ ≤ M(λ)·Σ_k|a_k|‖w_k‖ with
+M(λ) = sup_{‖w‖=1, b} |Σ_i λ_i [wᵀx_i + b]₊|, so λᵀy / M(λ) ≤ R2 of *every* interpolating net.
+We take λ from the solver's equality multipliers and compute M(λ) exactly (the sup over b sits at
+b = −wᵀx_j; for d = 2 the sup over w is over finitely many arcs where the active set is fixed).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+
+from .arrays import as_f64
+from .two_rays import TwoLayerNet
+
+__all__ = ["ConvexR2Result", "arrangement_patterns", "dual_bound", "min_r2_interpolant"]
+
+
+@dataclass(frozen=True)
+class ConvexR2Result:
+    """Min R2 over interpolating nets, its dual certificate and the minimising net (balanced)."""
+
+    value: float  # primal optimum Σ‖w(u_D)‖ + ‖w(v_D)‖ = path norm of `net`
+    lower_bound: float  # λᵀy / M(λ): no interpolating net has a smaller path norm
+    net: TwoLayerNet  # reconstructed interpolant, |a_k| = ‖w_k‖, so C(θ) = path norm
+    n_patterns: int
+    max_residual: float  # max_i |net(x_i) − y_i|
+    dual: np.ndarray  # λ, scaled so that M(λ) = 1
+
+    @property
+    def gap(self) -> float:
+        """Relative duality gap (value − lower bound) / value (0 when the value is 0)."""
+        return (self.value - self.lower_bound) / self.value if self.value > 0 else 0.0
+
+
+def _inputs(x) -> np.ndarray:
+    x = as_f64(x)
+    x = x.reshape(-1, 1) if x.ndim == 1 else x
+    if x.ndim != 2 or x.shape[1] not in (1, 2):
+        raise NotImplementedError(f"exact arrangement enumeration is implemented for d = 1 and 2, got x of shape {x.shape}")
+    return x
+
+
+def _dedupe(x: np.ndarray, y: np.ndarray):
+    """Drop repeated inputs (same label required: otherwise nothing interpolates)."""
+    _, first, inv = np.unique(x, axis=0, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if not np.allclose(y, y[first][inv]):
+        raise ValueError("repeated x with different y: no interpolant exists")
+    keep = np.sort(first)
+    return x[keep], y[keep]
+
+
+def _threshold_patterns(t: np.ndarray) -> list:
+    """Patterns of affine functions of a scalar t: {t ≥ τ} and {t ≤ τ} for every τ (all and none included)."""
+    order = np.argsort(t, kind="stable")
+    out = []
+    for m in range(t.size + 1):
+        up = np.zeros(t.size, dtype=bool)
+        up[order[m:]] = True
+        out += [up, ~up]
+    return out
+
+
+def arrangement_patterns(x) -> np.ndarray:
+    """All chamber patterns 1[wᵀx_i + b > 0] of affine hyperplanes over the rows of x (d ≤ 2), as a P × N bool array.
+
+    Exact (module docstring): every unit [wᵀx + b]₊ is linear on the closed cone of one of them.
+    The empty pattern is left out (such a unit is 0 on the data).
+    """
+    x = _inputs(x)
+    N, d = x.shape
+    cands = []
+    if d == 1 or N <= 2:
+        cands = _threshold_patterns(x[:, 0] if d == 1 else x @ (x[-1] - x[0]))
+    else:
+        scale = float(np.max(np.abs(x - x.mean(axis=0)))) or 1.0
+        for i in range(N):
+            for j in range(i + 1, N):
+                e = x[j] - x[i]
+                n = np.array([-e[1], e[0]])
+                s = (x - x[i]) @ n
+                on = np.abs(s) <= 1e-12 * scale * np.linalg.norm(n)
+                t = x[on] @ e
+                for sign in (1.0, -1.0):
+                    base = sign * s > 0
+                    for sub in _threshold_patterns(t):
+                        p = base.copy()
+                        p[on] = sub
+                        cands.append(p)
+        cands.append(np.ones(N, dtype=bool))
+    P = np.unique(np.array(cands, dtype=bool), axis=0)
+    return P[P.any(axis=1)]
+
+
+def _sup_over_units(x: np.ndarray, lam: np.ndarray) -> float:
+    """M(λ) = sup_{‖w‖=1, b} |Σ_i λ_i [wᵀx_i + b]₊| for 1ᵀλ = 0, exactly (d = 1 or 2)."""
+    N, d = x.shape
+    best = 0.0
+    for j in range(N):
+        z = x - x[j]  # b = −wᵀx_j: F_j(w) = Σ_i λ_i [wᵀz_i]₊, positively homogeneous in w
+        if d == 1:
+            best = max(best, abs(float(lam @ np.maximum(z[:, 0], 0))), abs(float(lam @ np.maximum(-z[:, 0], 0))))
+            continue
+        nz = np.linalg.norm(z, axis=1) > 0
+        ang = np.arctan2(z[nz, 1], z[nz, 0])
+        brk = np.sort(np.mod(np.concatenate([ang + np.pi / 2, ang - np.pi / 2]), 2 * np.pi))
+        brk = np.concatenate([brk, [brk[0] + 2 * np.pi]]) if brk.size else np.array([0.0, 2 * np.pi])
+        for lo, hi in pairwise(brk):
+            if hi - lo <= 0:
+                continue
+            mid = 0.5 * (lo + hi)
+            act = z @ np.array([np.cos(mid), np.sin(mid)]) > 0  # active set, fixed on (lo, hi)
+            v = lam[act] @ z[act] if act.any() else np.zeros(2)
+            ends = [abs(np.cos(p) * v[0] + np.sin(p) * v[1]) for p in (lo, hi)]
+            best = max(best, *ends)
+            for phi in (np.arctan2(v[1], v[0]), np.arctan2(-v[1], -v[0])):  # ±v inside the arc: |wᵀv| = ‖v‖
+                if (np.mod(phi - lo, 2 * np.pi)) < hi - lo:
+                    best = max(best, float(np.linalg.norm(v)))
+    return best
+
+
+def dual_bound(x, y, lam) -> tuple:
+    """(λᵀy / M(λ), λ / M(λ)) after centring λ (1ᵀλ = 0): a lower bound on R2 of every interpolant of (x, y)."""
+    x = _inputs(x)
+    y = as_f64(y).reshape(-1)
+    lam = as_f64(lam).reshape(-1)
+    lam = lam - lam.mean()  # the free offset c forces 1ᵀλ = 0
+    if float(lam @ y) < 0:
+        lam = -lam  # the bound holds for either sign (M has |·|): take the one with λᵀy ≥ 0
+    M = _sup_over_units(x, lam)
+    if M <= 0:
+        return 0.0, lam
+    return float(lam @ y) / M, lam / M
+
+
+def min_r2_interpolant(x, y, solver: str = "CLARABEL", prune_rtol: float = 1e-8) -> ConvexR2Result:
+    """min Σ_k|a_k|‖w_k‖ (= min ½(‖a‖² + ‖W‖²)) over 2-layer ReLU nets with free biases interpolating (x, y), d ≤ 2.
+
+    Solved as the convex program of the module docstring (Pilanci & Ergen 2020, with free biases)
+    by cvxpy; the data are centred and scaled for the solver and the answer mapped back
+    (R2 scales as y / x).  Returns the value, an independent dual lower bound, the balanced
+    minimising net and its interpolation residual.
+    """
+    import cvxpy as cp  # optional heavy dependency: imported only here
+
+    x = _inputs(x)
+    y = as_f64(y).reshape(-1)
+    if y.size != x.shape[0] or y.size == 0:
+        raise ValueError(f"x has {x.shape[0]} rows but y has {y.size} entries")
+    x, y = _dedupe(x, y)
+    N, d = x.shape
+    if N == 1 or np.ptp(y) == 0:
+        return ConvexR2Result(0.0, 0.0, TwoLayerNet(np.zeros((0, d)), np.zeros(0), np.zeros(0), float(y[0])),
+                              0, 0.0, np.zeros(N))
+    # Standardise: x' = (x − m)/sx, y' = y/sy. A unit's w' = sx·w, so R2(x, y) = sy/sx · R2(x', y').
+    m, sx, sy = x.mean(axis=0), float(np.max(np.abs(x - x.mean(axis=0)))), float(np.max(np.abs(y)))
+    xs, ys = (x - m) / sx, y / sy
+    D = arrangement_patterns(xs).astype(np.float64)  # P × N
+    P = D.shape[0]
+    Xt = np.hstack([xs, np.ones((N, 1))])
+    U, V, c = cp.Variable((P, d + 1)), cp.Variable((P, d + 1)), cp.Variable()
+    S = 2 * D - 1
+    fit = cp.sum(cp.multiply(D.T, Xt @ (U - V).T), axis=1) + c
+    eq = fit == ys
+    cons = [eq, cp.multiply(S.T, Xt @ U.T) >= 0, cp.multiply(S.T, Xt @ V.T) >= 0]
+    obj = cp.sum(cp.norm(U[:, :d], 2, axis=1)) + cp.sum(cp.norm(V[:, :d], 2, axis=1))
+    prob = cp.Problem(cp.Minimize(obj), cons)
+    with warnings.catch_warnings():  # "may be inaccurate": the dual certificate below says how accurate
+        warnings.simplefilter("ignore", UserWarning)
+        prob.solve(solver=solver)
+    if prob.status not in ("optimal", "optimal_inaccurate"):
+        raise RuntimeError(f"convex R2 program: solver {solver} ended with status {prob.status}")
+
+    # Units back in the original coordinates: [w'ᵀx' + b']₊ = [(w'/sx)ᵀx + b' − w'ᵀm/sx]₊, output × sy.
+    units = np.vstack([U.value, V.value])
+    signs = np.concatenate([np.ones(P), -np.ones(P)])
+    norms = np.linalg.norm(units[:, :d], axis=1)
+    keep = norms > prune_rtol * max(float(norms.max()), 1e-300)
+    w = units[keep, :d] / sx
+    b = units[keep, d] - w @ m
+    # unit output sy·±[wᵀx + b]₊, balanced: |a_k| = ‖W_k‖ = √(sy‖w_k‖), W_k = sy·w_k/|a_k|, b_k likewise
+    scale = np.sqrt(sy * np.linalg.norm(w, axis=1))
+    a = signs[keep] * scale
+    W = w * (sy / scale)[:, None]
+    b = b * (sy / scale)
+    net = TwoLayerNet(W, a, b, float(c.value) * sy)
+    # Constant units (w ≈ 0, pattern all-active) were pruned; their value sits in c after this refit.
+    net = TwoLayerNet(W, a, b, net.c + float(np.mean(y - net(x))))
+    value = float(np.sum(np.abs(a) * np.linalg.norm(W, axis=1)))
+    lam = -np.asarray(eq.dual_value, dtype=np.float64).reshape(-1)
+    lower, lam = dual_bound(x, y, lam)
+    return ConvexR2Result(value, lower, net, P, float(np.max(np.abs(net(x) - y))), lam)

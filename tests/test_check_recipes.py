@@ -1,0 +1,35 @@
+"""The held-out generators of studies/check_recipes.py: deterministic and inside their stated ranges."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+_path = Path(__file__).resolve().parents[1] / "studies" / "check_recipes.py"
+_spec = importlib.util.spec_from_file_location("check_recipes", _path)
+check_recipes = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(check_recipes)
+
+
+def test_heldout_1d_ranges_and_determinism():
+    for i in range(20):
+        x, y = check_recipes.heldout_1d(i)
+        x2, y2 = check_recipes.heldout_1d(i)
+        assert np.array_equal(x, x2) and np.array_equal(y, y2)
+        assert 5 <= x.size <= 12 and x.shape == y.shape
+        assert np.all(np.diff(x) > 0)
+        assert -3.0 <= x.min() and x.max() <= 3.0
+        # no two points closer than 1/8 of the mean spacing of the interval (up to the 1e-6 rounding)
+        assert np.diff(x).min() >= (x.max() - x.min()) / x.size / 8 - 2e-6
+        assert np.max(np.abs(y)) > 0
+
+
+def test_heldout_rays_ranges_and_determinism():
+    for i in range(20):
+        d = check_recipes.heldout_rays(i)
+        assert d == check_recipes.heldout_rays(i)
+        assert 0.52 <= d["angle_pi"] <= 0.8
+        assert abs(np.hypot(*d["w1"]) - 1) < 1e-5
+        assert all(-1.5 <= s <= 1.5 for s in d["slopes"]) and all(-0.5 <= o <= 0.5 for o in d["offsets"])
