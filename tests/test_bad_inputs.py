@@ -227,3 +227,23 @@ def test_divergence_is_a_failure_and_a_relaunch_starts_over(tmp_path):
     code, _, err = train(args, tmp_path)  # relaunch: the failed attempt is moved aside, not resumed
     assert code == 2
     assert len(list(tmp_path.glob("run.stale-*"))) == 1
+
+
+# -- MNIST sources -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind,needle", [("missing", "MNIST"), ("garbage", "bad magic number"),
+                                         ("truncated", "truncated")])
+def test_bad_mnist_source_is_one_line(tmp_path, kind, needle):
+    root = tmp_path / "mnist"
+    if kind != "missing":
+        root.mkdir()
+        img = (b"\x00\x00\x08\x03" + (2).to_bytes(4, "big") + (28).to_bytes(4, "big") * 2 + bytes(2 * 784))
+        lab = b"\x00\x00\x08\x01" + (2).to_bytes(4, "big") + bytes([3, 5])
+        if kind == "garbage":
+            img = os.urandom(100)
+        else:
+            img = img[:10]
+        (root / "train-images-idx3-ubyte").write_bytes(img)
+        (root / "train-labels-idx1-ubyte").write_bytes(lab)
+    code, _, err = train([*QUICK, "model=fc", "data=mnist", f"data.root={root}", "data.n_train=2", "data.n_test=0",
+                          f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    assert_one_line(code, err, needle)
