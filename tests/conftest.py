@@ -36,3 +36,16 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs two workers on two
 def _float64_default():
     torch.manual_seed(0)
     yield
+
+
+class StopAfter:
+    """A stop flag (repcost.train.preempt.StopFlag's interface) that 'receives SIGTERM' after `n` polls, one per step."""
+
+    def __init__(self, n: int):
+        self.n, self.signal = n, None
+
+    def __bool__(self) -> bool:
+        self.n -= 1
+        if self.n < 0:
+            self.signal = 15
+        return self.signal is not None

@@ -16,8 +16,9 @@ from repcost.errors import RepcostError
 from repcost.models import build_model
 from repcost.train.ensemble import EnsembleTrainer, SharedMatmul, _ShareMatmuls
 from repcost.train.loop import Trainer
-from repcost.train.preempt import StopFlag
 from repcost.train.run import run_training
+
+from conftest import StopAfter
 
 REL = 1e-10  # float64: members and single runs agree to ~1e-15 after 50 steps; 1e-10 leaves ample room
 
@@ -220,20 +221,6 @@ def test_ensemble_size_one_is_the_single_run(tmp_path):
     strip = lambda s: {k: v for k, v in s.items() if k != "wall_time_s"}  # noqa: E731
     assert strip(a) == strip(b) and "ensemble_size" not in b
     assert not (db / "members").exists()
-
-
-class StopAfter(StopFlag):
-    """A stop flag that 'receives a signal' after `n` polls (one poll per training step)."""
-
-    def __init__(self, n):
-        super().__init__()
-        self.n = n
-
-    def __bool__(self):
-        self.n -= 1
-        if self.n < 0:
-            self.signal = 15
-        return self.signal is not None
 
 
 def test_preempted_ensemble_resumes_exactly(tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from repcost.rundir import RunDir
 
+from conftest import StopAfter
 from test_bad_inputs import QUICK, assert_one_line, train
 
 
@@ -92,19 +93,7 @@ def test_resume_removes_temp_files_and_checkpoints_carry_time(tmp_path):
     from omegaconf import OmegaConf
 
     from repcost.config import compose_config, validate
-    from repcost.train.preempt import StopFlag
     from repcost.train.run import run_training
-
-    class StopAfter(StopFlag):
-        def __init__(self, n):
-            super().__init__()
-            self.n = n
-
-        def __bool__(self):
-            self.n -= 1
-            if self.n < 0:
-                self.signal = 15
-            return self.signal is not None
 
     cfg = compose_config(["train.progress=false", "train.phases.0.steps=40", "train.phases.1.steps=0",
                           "train.checkpoint_every=10"])

@@ -7,13 +7,10 @@ kinks, Thm 3.1) and the minimum cost over interpolants `spline_min_cost` (Thm 3.
 
 from __future__ import annotations
 
-import numpy as np
-import torch
-
-from ..analysis.function_1d import model_1d_function
 from ..analysis.splines import linear_spline_interpolant, spline_min_cost
 from ..plots.savarese import interpolant_panels
-from . import Verdict, eval_1d
+from . import Verdict
+from .fit_1d import fit_1d
 
 FIG_ID = "savarese19-fig1"
 SORT_BY = "model.width"
@@ -26,25 +23,9 @@ def compute(runs) -> list[dict]:
     """The spline's row, then one row per width; `_x`, `_y`, `_grid`, `_f`, `_knots` for the plot."""
     rows = []
     for run in runs:
-        model, data, summary, spec = run.model, run.data, run.summary, run.spec
-        x, y = data.x_train.numpy()[:, 0], data.y_train.numpy()[:, 0]
-        smin = spline_min_cost(x, y)
-        f = model_1d_function(model)
-        rbar = f.rbar()
-        C = 0.5 * summary["param_sq_norm"]  # Savarese's C(θ) = ½(‖a‖² + ‖W_1‖²), biases free
-        with torch.no_grad():
-            pred = model(data.x_train)[:, 0].numpy()
-        u = np.abs(f.jumps)
-        big = u > 1e-3 * u.max() if u.size else np.zeros(0, bool)
-        span = x.max() - x.min()
-        grid = np.linspace(x.min() - 0.25 * span, x.max() + 0.25 * span, 2001)
-        rows.append({"panel": f"width {spec.model.width}", "width": spec.model.width, "C_theta": C, "rbar": rbar,
-                     "spline_min_cost": smin, "C_over_min": C / smin, "rbar_over_min": rbar / smin,
-                     "train_loss": summary["train_loss"], "objective": summary["objective"],
-                     "max_abs_residual": float(np.max(np.abs(pred - y))), "n_kinks": int(big.sum()),
-                     "steps": summary["steps"], "wall_time_s": summary["wall_time_s"], "lam": spec.train.lam,
-                     "init_scale": spec.model.init_scale, "path": run.path, "critical_point": summary.get("critical_point"),
-                     "_x": x, "_y": y, "_grid": grid, "_f": eval_1d(model, grid), "_knots": f.knots[big]})
+        fit, C = fit_1d(run), 0.5 * run.summary["param_sq_norm"]  # Savarese's C(θ) = ½(‖a‖² + ‖W_1‖²), biases free
+        rows.append({"panel": f"width {run.spec.model.width}", "width": run.spec.model.width, "C_theta": C,
+                     "C_over_min": C / fit["spline_min_cost"], "init_scale": run.spec.model.init_scale, **fit})
     x, y = rows[0]["_x"], rows[0]["_y"]
     spline, smin = linear_spline_interpolant(x, y), spline_min_cost(x, y)
     rows.insert(0, {"panel": "linear spline", "width": "", "C_theta": "", "rbar": spline.rbar(), "spline_min_cost": smin,

@@ -7,13 +7,10 @@ its kinks and end slopes (analysis/function_1d.py) — against `spline_min_cost`
 
 from __future__ import annotations
 
-import numpy as np
-import torch
-
-from ..analysis.function_1d import model_1d_function
-from ..analysis.splines import linear_spline_interpolant, spline_min_cost
+from ..analysis.splines import linear_spline_interpolant
 from ..plots.savarese import interpolant_panels
-from . import Verdict, eval_1d
+from . import Verdict
+from .fit_1d import fit_1d
 
 FIG_ID = "savarese19-fig2"
 SORT_BY = "model.depth"
@@ -27,26 +24,10 @@ def compute(runs) -> list[dict]:
     """One row per depth: ½‖θ‖², R̄(f), the spline minimum and the fit; `_x`, `_y`, `_grid`, `_f`, `_knots` for the plot."""
     rows = []
     for run in runs:
-        model, data, summary, spec = run.model, run.data, run.summary, run.spec
-        x, y = data.x_train.numpy()[:, 0], data.y_train.numpy()[:, 0]
-        smin = spline_min_cost(x, y)
-        f = model_1d_function(model)
-        rbar = f.rbar()
-        L = spec.model.depth
-        with torch.no_grad():
-            pred = model(data.x_train)[:, 0].numpy()
-        u = np.abs(f.jumps)
-        big = u > 1e-3 * u.max() if u.size else np.zeros(0, bool)
-        span = x.max() - x.min()
-        grid = np.linspace(x.min() - 0.25 * span, x.max() + 0.25 * span, 2001)
+        fit, L = fit_1d(run), run.spec.model.depth
         rows.append({"panel": f"{L - 1} hidden layers", "depth_L": L, "hidden_layers": L - 1,
-                     "width": spec.model.width, "half_param_sq_norm": 0.5 * summary["param_sq_norm"], "rbar": rbar,
-                     "spline_min_cost": smin, "rbar_over_min": rbar / smin, "rbar_pow_2_over_L": rbar ** (2.0 / L),
-                     "train_loss": summary["train_loss"], "objective": summary["objective"],
-                     "max_abs_residual": float(np.max(np.abs(pred - y))), "n_kinks": int(big.sum()),
-                     "critical_point": summary.get("critical_point"), "steps": summary["steps"],
-                     "wall_time_s": summary["wall_time_s"], "lam": spec.train.lam, "path": run.path,
-                     "_x": x, "_y": y, "_grid": grid, "_f": eval_1d(model, grid), "_knots": f.knots[big]})
+                     "width": run.spec.model.width, "half_param_sq_norm": 0.5 * run.summary["param_sq_norm"],
+                     "rbar_pow_2_over_L": fit["rbar"] ** (2.0 / L), **fit})
     return rows
 
 
