@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from repcost.train.preempt import StopFlag, stop_on_signals
+
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = [sys.executable, "-m", "repcost.cli.train"]
 SLURM = ["hydra/launcher=slurm", "hydra.launcher.mem_gb=1"]
@@ -40,13 +42,13 @@ def _cluster_up() -> bool:
     if shutil.which("scontrol") is None or shutil.which("sbatch") is None:
         return False
     try:
-        return subprocess.run(["scontrol", "ping"], capture_output=True, timeout=15).returncode == 0
+        return subprocess.run(["scontrol", "ping"], check=False, capture_output=True, timeout=15).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory) -> Path:
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The shared work directory; skips the module's SLURM tests where no cluster is up."""
     if not _cluster_up():
         pytest.skip("no SLURM cluster (make slurm-up)")
@@ -99,8 +101,8 @@ def _sacct_states(job_id: str) -> list[str]:
     """
     deadline = time.time() + 60
     while True:
-        p = subprocess.run(["sacct", "-n", "-P", "-X", "-D", "-j", job_id, "-o", "State"], capture_output=True,
-                           text=True, timeout=60)
+        p = subprocess.run(["sacct", "-n", "-P", "-X", "-D", "-j", job_id, "-o", "State"], check=False,
+                           capture_output=True, text=True, timeout=60)
         states = [s.split()[0] for s in p.stdout.split()]
         if states and states[-1] not in ("PENDING", "RUNNING", "COMPLETING", "REQUEUED") or time.time() > deadline:
             return states
@@ -128,8 +130,8 @@ def _assert_identical(ref: Path, run: Path) -> None:
         assert a[k] == b[k], f"summary.json {k}: {a[k]!r} uninterrupted, {b[k]!r} resumed"
     la, lb = ((d / "metrics.jsonl").read_text().splitlines() for d in (ref, run))
     assert len(la) == len(lb), f"metrics.jsonl: {len(la)} lines uninterrupted, {len(lb)} resumed"
-    for x, y in zip(la, lb):
-        x, y = json.loads(x), json.loads(y)
+    for line_a, line_b in zip(la, lb, strict=True):
+        x, y = json.loads(line_a), json.loads(line_b)
         for k in NOT_COMPARED["metrics"]:
             x.pop(k, None), y.pop(k, None)
         assert x == y, f"metrics.jsonl line of step {x.get('step')} differs"
@@ -149,7 +151,7 @@ def _steps_per_second(run_dir: Path) -> float:
 
 # ------------------------------------------------------------------------------------------------------------
 @pytest.mark.slurm
-def test_figure_sweep_runs_as_an_array_job(work):
+def test_figure_sweep_runs_as_an_array_job(work: Path) -> None:
     """`make sweep-savarese19-fig1 LAUNCHER=slurm`, into a work dir: one array job, runs.csv complete, figure drawn."""
     wd = work / "fig"
     cmd = [sys.executable, str(ROOT / "experiments" / "savarese19-fig1.py"), "--launcher", "slurm",
@@ -175,7 +177,7 @@ def test_figure_sweep_runs_as_an_array_job(work):
 
 
 @pytest.mark.slurm
-def test_preempted_job_is_requeued_and_resumes_identically(work):
+def test_preempted_job_is_requeued_and_resumes_identically(work: Path) -> None:
     """A float64 job in `low`, preempted by a whole-node job in `high`: signalled, requeued, resumed, identical."""
     args = [*RUN, "train.phases.0.steps=60000"]
     ref_proc, ref, ref_log = _reference(work, "preempt", args)
@@ -192,7 +194,7 @@ def test_preempted_job_is_requeued_and_resumes_identically(work):
         assert time.time() < deadline, "the low job never checkpointed"
         time.sleep(0.2)
     high = subprocess.run(["sbatch", "--parsable", "-p", "high", "--exclusive", "-o", "/dev/null", "-J", "high",
-                           "--wrap", "sleep 5"], capture_output=True, text=True, timeout=60)
+                           "--wrap", "sleep 5"], check=False, capture_output=True, text=True, timeout=60)
     assert high.returncode == 0, high.stderr
     _finish(sweep_proc, work / "preempt.log", "preempted sweep")
     _finish(ref_proc, ref_log, "uninterrupted run")
@@ -212,7 +214,7 @@ def test_preempted_job_is_requeued_and_resumes_identically(work):
 
 
 @pytest.mark.slurm
-def test_time_limit_requeues_and_a_hopeless_job_fails_alone(work):
+def test_time_limit_requeues_and_a_hopeless_job_fails_alone(work: Path) -> None:
     """timeout_min=1: a job longer than that is signalled, requeued, finishes identically; one that can never
     finish within max_num_timeout requeues fails with error.txt, and the short job of its sweep is intact."""
     # Long enough that one attempt cannot finish it: an attempt gets USR2 at most 60 - 30 s after it starts
@@ -275,7 +277,7 @@ def _snapshot(sweep: Path) -> dict:
 
 
 @pytest.mark.slurm
-def test_relaunched_sweeps_run_nothing_new(work):
+def test_relaunched_sweeps_run_nothing_new(work: Path) -> None:
     """The finished sweeps, relaunched with the same commands: every job is skipped, no run file changes.
 
     (The sweep with the hopeless job is not relaunched: a failed job reruns on relaunch, by design.)
@@ -297,10 +299,8 @@ def test_relaunched_sweeps_run_nothing_new(work):
 
 
 # ------------------------------------------------------------------------------------------------------------
-def test_stop_on_signals_leaves_a_launchers_handler_in_place():
-    """A signal handled from Python before the run (submitit's requeue on USR2) keeps its handler; others stop the run."""
-    from repcost.train.preempt import StopFlag, stop_on_signals
-
+def test_stop_on_signals_leaves_a_launchers_handler_in_place() -> None:
+    """A signal handled from Python before the run (submitit's requeue on USR2) keeps its handler; others stop it."""
     seen = []
     old = signal.signal(signal.SIGUSR2, lambda s, f: seen.append(s))
     try:
