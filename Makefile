@@ -60,4 +60,4 @@ slurm-down:
 	cluster/slurm.sh down
 
 test-slurm: setup
-	$(PY) -m pytest -q -m slurm tests/test_slurm.py
+	$(PY) -m pytest -q -m slurm --durations=0 tests/test_slurm.py
