@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,11 +49,18 @@ def _cluster_up() -> bool:
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shared work directory; skips the module's SLURM tests where no cluster is up."""
+def work() -> Path:
+    """The shared work directory; skips the module's SLURM tests where no cluster is up.
+
+    Not under pytest's tmp_path: a pytest session started meanwhile (by anyone on this machine) prunes
+    all but the newest three of those, and SLURM jobs would lose their run directories mid-test. It is
+    kept afterwards, for the logs of the jobs.
+    """
     if not _cluster_up():
         pytest.skip("no SLURM cluster (make slurm-up)")
-    return tmp_path_factory.mktemp("slurm")
+    d = Path(tempfile.mkdtemp(prefix="repcost-test-slurm-"))
+    print(f"SLURM test work directory: {d}")
+    return d
 
 
 # Filled by the tests for the relaunch test at the end: (command, cwd, sweep dir) of each finished sweep.
