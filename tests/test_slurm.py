@@ -225,12 +225,14 @@ def test_preempted_job_is_requeued_and_resumes_identically(work: Path) -> None:
 def test_time_limit_requeues_and_a_hopeless_job_fails_alone(work: Path) -> None:
     """timeout_min=1: a job longer than that is signalled, requeued, finishes identically; one that can never
     finish within max_num_timeout requeues fails with error.txt, and the short job of its sweep is intact."""
-    # Long enough that one attempt cannot finish it: an attempt gets USR2 at most 60 - 30 s after it starts
-    # (SLURM may signal earlier, never later), so ~45 s of work at this machine's speed needs 2+ attempts.
+    # slurmctld looks at time limits every 30 s and sends the signal at the first look that finds less than
+    # signal_delay_s + 30 s left: with a 1 min limit and 15 s, 15-45 s after the job started. Earlier would be
+    # unsafe: a job signalled in its first seconds, before submitit installed its handler, is killed outright.
+    # So ~60 s of work at this machine's speed (measured on the previous test's run) needs 2+ attempts.
     speed = _steps_per_second(work / "ref" / "preempt") if (work / "ref" / "preempt" / "summary.json").exists() \
         else 2000.0
-    steps = int(45 * speed) // 2000 * 2000 + 2000
-    limit = ["hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=30"]
+    steps = int(60 * speed) // 2000 * 2000 + 2000
+    limit = ["hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=15"]
     args = [*RUN, f"train.phases.0.steps={steps}"]
     ref_proc, ref, ref_log = _reference(work, "limit", args)
     wd = work / "limit"
