@@ -314,13 +314,18 @@ def test_stop_on_signals_leaves_a_launchers_handler_in_place() -> None:
     """A signal handled from Python before the run (submitit's requeue on USR2) keeps its handler; others stop it."""
     seen = []
     old = signal.signal(signal.SIGUSR2, lambda s, f: seen.append(s))
+    old_cont = signal.signal(signal.SIGCONT, lambda s, f: seen.append(s))
     try:
         flag = StopFlag()
         with stop_on_signals(flag):
             signal.raise_signal(signal.SIGUSR2)
             assert seen == [signal.SIGUSR2] and not flag
+            signal.raise_signal(signal.SIGCONT)  # default action during training (preempt's docstring)
+            assert seen == [signal.SIGUSR2] and signal.getsignal(signal.SIGCONT) == signal.SIG_DFL
             signal.raise_signal(signal.SIGUSR1)
             assert flag.signal == signal.SIGUSR1
+        assert callable(signal.getsignal(signal.SIGCONT))  # the launcher's handler is back
     finally:
         signal.signal(signal.SIGUSR2, old)
+        signal.signal(signal.SIGCONT, old_cont)
     assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL

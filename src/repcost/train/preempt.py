@@ -8,6 +8,12 @@ would checkpoint and *return*, submitit would record that return as the job's re
 would end with the job preempted while SLURM restarts it behind the sweep's back. Left to submitit, the
 requeued job resumes from the run's last checkpoint (`train.checkpoint_every`), and ends identical to an
 unbroken run.
+
+SIGCONT is the exception: submitit's handler for it only logs, and SLURM sends SIGCONT together with the
+job's signal. A USR2 handled while that logging call runs raises submitit's final "timed-out too many times"
+error inside `logging`, which swallows it (Handler.handleError); the job then trains on into its hard time
+limit and is killed without a result, and the whole sweep fails. So during training SIGCONT gets its default
+action (continue a stopped process), which is all a run needs.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ def stop_on_signals(flag: StopFlag, signals: Sequence[int] = STOP_SIGNALS) -> It
     def handler(signum: int, _frame: object) -> None:
         flag.signal = signum
 
+    old_cont = signal.signal(signal.SIGCONT, signal.SIG_DFL)  # see the module docstring
     for s in ours:
         signal.signal(s, handler)
     try:
@@ -60,3 +67,4 @@ def stop_on_signals(flag: StopFlag, signals: Sequence[int] = STOP_SIGNALS) -> It
     finally:
         for s in ours:
             signal.signal(s, old[s])
+        signal.signal(signal.SIGCONT, old_cont if old_cont is not None else signal.SIG_DFL)
