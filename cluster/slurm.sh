@@ -31,7 +31,7 @@ die() { log "error: $*"; exit 1; }
 alive() {
     local pidfile=$1 pid state
     [[ -s $pidfile ]] || return 1
-    pid=$(tr -dc 0-9 <"$pidfile" 2>/dev/null) || return 1  # a stopping daemon removes its PID file
+    pid=$( { tr -dc 0-9 <"$pidfile"; } 2>/dev/null) || return 1  # a stopping daemon removes its PID file
     [[ -n $pid && -r /proc/$pid/stat ]] || return 1
     # field 3 of /proc/PID/stat, after the parenthesised command name (which may contain spaces)
     state=$(sed -E 's/^.*\) ([A-Za-z]).*$/\1/' "/proc/$pid/stat" 2>/dev/null) || return 1
