@@ -62,3 +62,15 @@ fig-%: setup
 # Launch a figure's sweep on a cluster: `make sweep-<id> LAUNCHER=slurm`
 sweep-%: setup
 	MPLBACKEND=Agg $(PY) experiments/$*.py $(if $(FULL),--full,) $(if $(FULL_ONLY),--full-only $(FULL_ONLY),) --launcher $(LAUNCHER)
+
+# A single-node SLURM cluster on this machine (root, Debian packages; config in cluster/), and the
+# tests that run against it: `make slurm-up && make test-slurm`, then `make slurm-down`.
+.PHONY: slurm-up slurm-down test-slurm
+slurm-up:
+	cluster/slurm.sh up
+
+slurm-down:
+	cluster/slurm.sh down
+
+test-slurm: setup
+	$(PY) -m pytest -q -m slurm --durations=0 tests/test_slurm.py

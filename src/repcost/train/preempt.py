@@ -1,37 +1,70 @@
-"""SIGTERM/SIGUSR1 (what SLURM sends before it kills or requeues a job) -> a flag the loop polls."""
+"""SIGTERM/SIGUSR1/SIGUSR2 (what SLURM sends before it kills or requeues a job) -> a flag the loop polls.
+
+Under a launcher that handles these signals itself, its handler stays in charge. submitit (the `slurm`
+and `local_submitit` launchers) installs Python handlers before the job function runs: on its checkpoint
+signal (USR2 unless SUBMITIT_PREEMPT_SIGNAL says otherwise) it pickles the job, requeues it with
+`scontrol requeue` and exits, and it ignores SIGTERM. Were repcost to take such a signal over, the run
+would checkpoint and *return*, submitit would record that return as the job's result, and the sweep
+would end with the job preempted while SLURM restarts it behind the sweep's back. Left to submitit, the
+requeued job resumes from the run's last checkpoint (`train.checkpoint_every`), and ends identical to an
+unbroken run.
+
+SIGCONT is the exception: submitit's handler for it only logs, and SLURM sends SIGCONT together with the
+job's signal. A USR2 handled while that logging call runs raises submitit's final "timed-out too many times"
+error inside `logging`, which swallows it (Handler.handleError); the job then trains on into its hard time
+limit and is killed without a result, and the whole sweep fails. So during training SIGCONT gets its default
+action (continue a stopped process), which is all a run needs.
+"""
 
 from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 
 
 class StopFlag:
     """Set by a signal handler; the training loop checkpoints and exits when it sees it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.signal: int | None = None
 
     def __bool__(self) -> bool:
         return self.signal is not None
 
 
+def _owned_by_launcher(handler: object) -> bool:
+    """Whether `handler` (from signal.getsignal) is a Python function someone installed, e.g. submitit's.
+
+    SIG_DFL, SIG_IGN and None (a handler not installed from Python) are nobody's: repcost takes those.
+    """
+    return callable(handler)
+
+
 @contextmanager
-def stop_on_signals(flag: StopFlag, signals=(signal.SIGTERM, signal.SIGUSR1)):
-    """Within the block, the given signals set `flag` instead of killing the process."""
+def stop_on_signals(flag: StopFlag, signals: Sequence[int] = STOP_SIGNALS) -> Iterator[StopFlag]:
+    """Within the block, the given signals set `flag` instead of killing the process.
+
+    A signal whose handler was already set from Python (a launcher's, see the module docstring) keeps it.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield flag  # handlers can only be installed from the main thread (e.g. joblib threads)
         return
     old = {s: signal.getsignal(s) for s in signals}
+    ours = [s for s in signals if not _owned_by_launcher(old[s])]
 
-    def handler(signum, _frame):
+    def handler(signum: int, _frame: object) -> None:
         flag.signal = signum
 
-    for s in signals:
+    old_cont = signal.signal(signal.SIGCONT, signal.SIG_DFL)  # see the module docstring
+    for s in ours:
         signal.signal(s, handler)
     try:
         yield flag
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+        for s in ours:
+            signal.signal(s, old[s])
+        signal.signal(signal.SIGCONT, old_cont if old_cont is not None else signal.SIG_DFL)
