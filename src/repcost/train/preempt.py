@@ -3,11 +3,12 @@
 Under a launcher that handles these signals itself, its handler stays in charge. submitit (the `slurm`
 and `local_submitit` launchers) installs Python handlers before the job function runs: on its checkpoint
 signal (USR2 unless SUBMITIT_PREEMPT_SIGNAL says otherwise) it pickles the job, requeues it with
-`scontrol requeue` and exits, and it ignores SIGTERM. Were repcost to take such a signal over, the run
-would checkpoint and *return*, submitit would record that return as the job's result, and the sweep
-would end with the job preempted while SLURM restarts it behind the sweep's back. Left to submitit, the
-requeued job resumes from the run's last checkpoint (`train.checkpoint_every`), and ends identical to an
-unbroken run.
+`scontrol requeue` and exits, and it ignores SIGTERM. Were repcost only to take such a signal over, the
+run would checkpoint and *return*, submitit would record that return as the job's result, and the sweep
+would end with the job preempted while SLURM restarts it behind the sweep's back. So repcost catches the
+launcher's USR1/USR2 too, stops at the next step, writes its checkpoint, and then hands the signal back
+(`StopFlag.hand_back`: the launcher's handler requeues and exits): the requeued job resumes from the very
+step it was signalled at. SIGTERM, which submitit ignores on purpose, stays ignored.
 
 SIGCONT is the exception: submitit's handler for it only logs, and SLURM sends SIGCONT together with the
 job's signal. A USR2 handled while that logging call runs raises submitit's final "timed-out too many times"
@@ -31,9 +32,16 @@ class StopFlag:
 
     def __init__(self) -> None:
         self.signal: int | None = None
+        self.chained: dict[int, object] = {}  # signal -> the launcher's handler, called by hand_back()
 
     def __bool__(self) -> bool:
         return self.signal is not None
+
+    def hand_back(self) -> None:
+        """Once the run's checkpoint is written: give the signal to the launcher that owned it (it may exit)."""
+        handler = self.chained.get(self.signal) if self.signal is not None else None
+        if callable(handler):
+            handler(self.signal, None)
 
 
 def _owned_by_launcher(handler: object) -> bool:
@@ -48,13 +56,16 @@ def _owned_by_launcher(handler: object) -> bool:
 def stop_on_signals(flag: StopFlag, signals: Sequence[int] = STOP_SIGNALS) -> Iterator[StopFlag]:
     """Within the block, the given signals set `flag` instead of killing the process.
 
-    A signal whose handler was already set from Python (a launcher's, see the module docstring) keeps it.
+    A launcher's SIGTERM handler keeps it; a launcher's USR1/USR2 handler is chained (see the module docstring).
     """
     if threading.current_thread() is not threading.main_thread():
         yield flag  # handlers can only be installed from the main thread (e.g. joblib threads)
         return
     old = {s: signal.getsignal(s) for s in signals}
-    ours = [s for s in signals if not _owned_by_launcher(old[s])]
+    # SIGTERM a launcher installed a handler for (submitit: ignore it) stays the launcher's; its checkpoint
+    # signals are caught first and handed back after the checkpoint
+    ours = [s for s in signals if not _owned_by_launcher(old[s]) or s != signal.SIGTERM]
+    flag.chained = {s: old[s] for s in ours if _owned_by_launcher(old[s])}
 
     def handler(signum: int, _frame: object) -> None:
         flag.signal = signum

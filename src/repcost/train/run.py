@@ -243,6 +243,9 @@ def _train(spec: RunSpec, cfg_dict: dict, rd: RunDir, chash: str, resume: dict |
         rd.save_checkpoint(checkpoint("preempted"))
         log.warning("preempted (%s) at step %d; checkpoint saved, relaunch to resume",
                     next(r.message for r in results if r.status == "preempted"), trainer.pos.step)
+        hand_back = getattr(trainer.stop_flag, "hand_back", None)
+        if hand_back is not None:
+            hand_back()  # a launcher's own handler (submitit: requeue and exit) now that the checkpoint is safe
         out = {"status": "preempted", "steps": trainer.pos.step}
         return out if K == 1 else {**out, "ensemble_size": K}
 
