@@ -128,3 +128,22 @@ def test_ongie22_fig4_constructed_interpolants_and_prop52(tmp_path):
     v = ongie22_fig4.verdict(rows, full=False)
     assert v.passed == (all(r["R2_f"] < r["R2_g"] for r in rows)
                         and all(r["R3_g"] < r["R3_f"] for r in rows if r["prop52_holds"]))
+
+
+def test_jacot23_depth_reads_ranks_from_the_runs_analysis_files(tmp_path):
+    from repcost.figures import jacot23_depth
+
+    runs = _runs(tmp_path, "jacot23-depth-quick", "model.depth", (2, 3), "model.width=8", "data.n_train=40",
+                 "data.n_test=20", "train.phases.0.steps=30", "analysis.n_points=4")
+    rows = jacot23_depth.compute(runs)
+    assert [r["depth"] for r in rows] == [2, 3]
+    for r in rows:
+        # the bottleneck is the lowest of the hidden ranks the row lists; no rank exceeds min(d_in, d_out)
+        assert r["bottleneck_rank"] == min(map(int, r["hidden_ranks"].split()))
+        assert r["jacobian_rank"] <= min(r["d_in"], r["d_out"]) and r["krr_jacobian_rank"] <= min(r["d_in"], r["d_out"])
+    assert len(jacot23_depth.plot(rows).axes) >= 2
+    n = len(rows[1]["true_jacobian_ranks"].split())
+    good = [dict(rows[0], jacobian_rank=rows[0]["k"] + 3, krr_jacobian_rank=rows[0]["k"] + 5),
+            dict(rows[1], jacobian_rank_equals_true=n, krr_jacobian_rank=rows[0]["k"] + 5)]
+    assert jacot23_depth.verdict(good, full=True).passed is True
+    assert jacot23_depth.verdict([dict(good[0], jacobian_rank=good[0]["k"]), good[1]], full=True).passed is False

@@ -1,0 +1,92 @@
+"""Jacot 2023 §4 / App. D: rank recovery against depth on the rank-k task, beside a KRR baseline.
+
+Paper: large depth biases the net towards low rank; "there is a range of depths ... where we expect
+rank recovery", "too small depths can lead to an overestimation of the rank" (§4, after Prop 5),
+‖W‖²/L approximates the rank (Thm 1, Prop 3), and KRR "typically overestimate[s] the true rank"
+(footnote 1; App. D: its Jacobian rank is min{Rank(X − x), Rank Y} = min{N, d_in, d_out}).
+For each depth: ‖θ‖²/L, the rank of the lowest-rank hidden layer (the bottleneck) and the max
+Jacobian rank over the analysis points; ranks count s_i > TAU · s_1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..analysis.hooks import analysis_points
+from ..analysis.krr import fit_krr
+from ..analysis.spectra import numerical_rank
+from ..data.rank_k import true_jacobian_ranks
+from ..plots.jacot23 import depth_figure
+from . import Verdict
+
+FIG_ID = "jacot23-depth"
+SORT_BY = None  # compute() orders the runs by (N, depth)
+TAU = 1e-2  # rank threshold on s_i/s_1 (the summary's numerical ranks use 1e-3, also reported)
+CLAIM = ("Paper: deeper nets recover the rank (shallow ones overestimate it); ‖θ‖²/L ~ rank; KRR's Jacobian rank "
+         "is min{N, d_in, d_out} (App. D).")
+
+
+def _krr(data, n_points: int, k: int) -> tuple:
+    m = fit_krr(data.x_train.numpy(), data.y_train.numpy(), ridge=1e-8)
+    s = m.jacobian_spectra(data.x_train.numpy()[:n_points])  # the points the net's Jacobians were taken at
+    test = float(np.mean(np.sum((m.predict(data.x_test.numpy()) - data.y_test.numpy()) ** 2, 1)))
+    return (int(np.max(numerical_rank(s, TAU))), int(np.max(numerical_rank(s, 1e-3))),
+            float(np.median(s[:, k] / s[:, k - 1])), test)
+
+
+def compute(runs) -> list[dict]:
+    """One row per (N, depth): norms, hidden and Jacobian ranks against f*'s, and the KRR baseline of that N."""
+    table, krr = [], {}
+    for run in sorted(runs, key=lambda r: (r.data.x_train.shape[0], r.model.depth)):
+        model, data, summ, spec = run.model, run.data, run.summary, run.spec
+        L, N, k = model.depth, data.x_train.shape[0], data.meta["k"]
+        z = {n: np.load(Path(run.path) / "analysis" / f"{n}.npz") for n in ("hidden", "jacobian")}
+        hidden = [z["hidden"][f"s_post{ell}"] for ell in range(1, L)]
+        ranks = [numerical_rank(s, TAU) for s in hidden]
+        b = int(np.argmin(ranks))
+        jac = z["jacobian"]["jacobian_s"]
+        jac_r = numerical_rank(jac, TAU)
+        true_r = true_jacobian_ranks(spec.data, analysis_points(spec.analysis, data)[: len(jac)])
+        if N not in krr:
+            krr[N] = _krr(data, spec.analysis.n_points, k)
+        kr, kr3, kgap, ktest = krr[N]
+        table.append({"depth": L, "N": N, "k": k, "d_in": data.d_in, "d_out": data.d_out,
+                      "norm_per_depth": summ["param_sq_norm_per_depth"], "bottleneck_layer": b + 1,
+                      "bottleneck_rank": ranks[b], "bottleneck_gap": float(hidden[b][k] / hidden[b][k - 1]),
+                      "hidden_ranks": " ".join(map(str, ranks)), "jacobian_rank": int(np.max(jac_r)),
+                      "jacobian_rank_1e-3": summ.get("jacobian.rank_max"),
+                      "jacobian_gap_median": float(np.median(jac[:, k] / jac[:, k - 1])),
+                      "jacobian_rank_equals_true": int(np.sum(jac_r == true_r)),
+                      "true_jacobian_ranks": " ".join(map(str, true_r)),
+                      "krr_jacobian_rank": kr, "krr_jacobian_rank_1e-3": kr3, "krr_jacobian_gap_median": kgap,
+                      "train_loss": summ["train_loss"], "test_loss": summ.get("test_loss"), "krr_test_loss": ktest,
+                      "critical_point": summ.get("critical_point"), "steps": summ["steps"],
+                      "wall_time_s": summ["wall_time_s"]})
+    return table
+
+
+def plot(rows: list[dict]):
+    """Norms and ranks against depth, with the KRR baseline."""
+    return depth_figure(rows, rows[0]["k"])
+
+
+def verdict(rows: list[dict], full: bool) -> Verdict:
+    """Reproduced when a deeper net recovers f*'s Jacobian ranks at every point, the shallowest overestimates
+    the rank, and KRR's Jacobian rank is above k."""
+    lines = [f"  N={t['N']} L={t['depth']:2d}: ‖θ‖²/L={t['norm_per_depth']:7.2f}  bottleneck layer "
+             f"{t['bottleneck_layer']} rank {t['bottleneck_rank']} (gap {t['bottleneck_gap']:.2g})  Jacobian rank "
+             f"{t['jacobian_rank']} (= f*'s at {t['jacobian_rank_equals_true']}/{len(t['true_jacobian_ranks'].split())} "
+             f"points)  KRR Jacobian rank {t['krr_jacobian_rank']}; critical point: {t['critical_point']}" for t in rows]
+    k, shallow = rows[0]["k"], min(t["depth"] for t in rows)
+    recovered = any(t["depth"] > shallow and t["jacobian_rank_equals_true"] == len(t["true_jacobian_ranks"].split())
+                    for t in rows)
+    over = all(t["jacobian_rank"] > k for t in rows if t["depth"] == shallow)
+    krr_over = all(t["krr_jacobian_rank"] > k for t in rows)
+    ok = recovered and over and krr_over
+    lines.append(f"  a deeper net recovers f*'s ranks: {recovered}; L = {shallow} overestimates: {over}; "
+                 f"KRR overestimates: {krr_over}")
+    if not ok and not full:
+        return Verdict(None, "\n".join(lines + ["  (quick size; make fig-jacot23-depth FULL=1 for the paper's)"]))
+    return Verdict(ok, "\n".join(lines))
