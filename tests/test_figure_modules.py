@@ -147,3 +147,21 @@ def test_jacot23_depth_reads_ranks_from_the_runs_analysis_files(tmp_path):
             dict(rows[1], jacobian_rank_equals_true=n, krr_jacobian_rank=rows[0]["k"] + 5)]
     assert jacot23_depth.verdict(good, full=True).passed is True
     assert jacot23_depth.verdict([dict(good[0], jacobian_rank=good[0]["k"]), good[1]], full=True).passed is False
+
+
+def test_jacot23_fig1_spectra_rows_and_rank_verdict(tmp_path):
+    from repcost.figures import jacot23_fig1
+
+    runs = _runs(tmp_path, "jacot23-fig1-quick", "seed", (0,), "model.width=12", "model.depth=4",
+                 "data.n_train=60", "data.n_test=20", "train.phases.0.steps=30", "train.phases.1.steps=10",
+                 "analysis.n_points=3")
+    rows = jacot23_fig1.compute(runs)
+    kinds = [r["kind"] for r in rows]
+    assert kinds.count("hidden") == 3 and kinds.count("weight") == 4 and kinds.count("jacobian") == 3
+    assert kinds.count("balance") == 3 and kinds[-1] == "summary"
+    weights = [r for r in rows if r["kind"] == "weight"]
+    assert weights[0]["sq_norm"] == pytest.approx(float((runs[0].model.weights[0].detach() ** 2).sum()))
+    assert len(jacot23_fig1.plot(rows).axes) == 3
+    s = rows[-1]
+    assert jacot23_fig1.verdict(rows[:-1] + [dict(s, middle_max_ratio=0.05)], full=True).passed is True
+    assert jacot23_fig1.verdict(rows[:-1] + [dict(s, middle_max_ratio=0.5)], full=True).passed is False
