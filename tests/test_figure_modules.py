@@ -165,3 +165,24 @@ def test_jacot23_fig1_spectra_rows_and_rank_verdict(tmp_path):
     s = rows[-1]
     assert jacot23_fig1.verdict(rows[:-1] + [dict(s, middle_max_ratio=0.05)], full=True).passed is True
     assert jacot23_fig1.verdict(rows[:-1] + [dict(s, middle_max_ratio=0.5)], full=True).passed is False
+
+
+def test_jacot22_bipartite_bound_exact_costs_and_verdict(tmp_path):
+    """On hand-made sweep rows: the objective sits above the convex lower bound; the verdict reads the plateau."""
+    from repcost.figures import jacot22_bipartite
+
+    lam, n = 1e-3, 4  # CP-rank N²/4 = 4
+    bip = [{"data.n": str(n), "model.width": str(w), "objective": str(o), "train.lam": str(lam), "wall_time_s": "1",
+            "path": str(tmp_path / f"b{w}")} for w, o in ((2, 0.030), (3, 0.0255), (4, 0.0250), (5, 0.0250))]
+    p15 = [{"data.n_points": "3", "model.width": str(w), "objective": str(o), "wall_time_s": "1",
+            "path": str(tmp_path / f"p{w}")} for w, o in ((1, 0.2), (2, 0.05), (4, 0.0401), (8, 0.0400))]
+    rows = jacot22_bipartite.compute((bip, p15))
+    b = [r for r in rows if r["panel"] == "bipartite"]
+    assert all(r["lower_bound"] > 0 for r in b) and b[0]["lower_bound"] == b[-1]["lower_bound"]
+    # from the CP-rank N²/4 = N = 4 on, the exact minimal cost is N² (as in tests/test_alignment.py)
+    costs = [r["min_cost_R_n"] for r in b if r["min_cost_R_n"] is not None]
+    assert len(costs) == 2 and all(c == pytest.approx(n * n, rel=1e-3) for c in costs)
+    assert len(jacot22_bipartite.plot(rows).axes) == 2
+    assert jacot22_bipartite.verdict(rows, full=True).passed is True  # 3 worse than 4, flat from 4; Prop 15 by 4N
+    flat = [dict(r, objective=0.025) if r["panel"] == "bipartite" else r for r in rows]
+    assert jacot22_bipartite.verdict(flat, full=True).passed is False
