@@ -186,3 +186,27 @@ def test_jacot22_bipartite_bound_exact_costs_and_verdict(tmp_path):
     assert jacot22_bipartite.verdict(rows, full=True).passed is True  # 3 worse than 4, flat from 4; Prop 15 by 4N
     flat = [dict(r, objective=0.025) if r["panel"] == "bipartite" else r for r in rows]
     assert jacot22_bipartite.verdict(flat, full=True).passed is False
+
+
+def test_jacot22_fig2_plateau_rows_and_verdict(tmp_path):
+    """Hand-made sweep rows: the plateau start follows the objective curve; the verdict reads it."""
+    from repcost.figures import jacot22_fig2
+
+    for d in ("m", "t"):
+        (tmp_path / d / ".hydra").mkdir(parents=True)
+        (tmp_path / d / ".hydra" / "config.yaml").write_text("data: {n_train: 100}\n")
+
+    def rows(lam, objs, d):
+        return [{"model.width": str(w), "objective": str(o), "train.lam": str(lam), "train_loss": str(o),
+                 "test_loss": str(2 * o), "wall_time_s": "1", "path": str(tmp_path / d)}
+                for w, o in zip((2, 5, 10, 20, 50), objs)]
+
+    mnist = rows(1e-3, (1.0, 0.5, 0.3, 0.3, 0.3), "m") + rows(1e-4, (0.9, 0.4, 0.2, 0.2, 0.2), "m")
+    teacher = rows(1e-6, (0.2, 0.1, 0.05, 0.0501, 0.05), "t")
+    out = jacot22_fig2.compute((mnist, teacher, {"jacot22-fig2": "quick", "jacot22-fig2-teacher": "quick"}))
+    assert {r["plateau_start_0.05"] for r in out} == {10}
+    assert len(jacot22_fig2.plot(out).axes) == 2
+    assert jacot22_fig2.verdict(out, full=True).passed is True
+    late = rows(1e-6, (0.2, 0.1, 0.08, 0.07, 0.05), "t")
+    out2 = jacot22_fig2.compute((mnist, late, {"jacot22-fig2": "quick", "jacot22-fig2-teacher": "quick"}))
+    assert jacot22_fig2.verdict(out2, full=True).passed is False

@@ -1,0 +1,94 @@
+"""Jacot, Golikov, Hongler, Gabriel 2022, Fig 2: the loss plateau against width (L = 3).
+
+Left: MNIST (N = 1000 in the paper), cross-entropy, two values of λ. Right: teacher data
+(N = 1000 Gaussian inputs, teacher depth 3 width 10), MSE with λ = 1e-6, best of 3 trials per width
+(train.ensemble_size = 3; every trial is drawn as a dot). Full lines: train objective (data loss +
+λ‖θ‖²); dashed: test loss (no regulariser). The start of the plateau is the smallest width from
+which every wider net's train objective is within REL_TOL of the best over all widths (and, second rule,
+within LOG_FRAC of the curve's log-scale range of the best). Widths whose objective is above a narrower
+width's by more than FAIL_TOL are reported as not at their minimum (a zero-padded narrower net matches
+it), with the plateau start recomputed without them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from ..analysis.alignment import optimisation_failures, plateau_start
+from ..plots.jacot22 import plateau_figure
+from . import Verdict, is_full, sweep_for, width_curve
+
+FIG_ID = "jacot22-fig2"
+REL_TOLS = (0.05, 0.01)
+FAIL_TOL = 0.05  # a width whose objective is 5 % above a narrower width's has not reached its minimum
+LOG_FRAC = 0.05  # log-scale rule: within 5 % of the curve's log range of the best (how the paper's log plot reads)
+PLATEAU_BY = 20  # the paper's reading: the plateau starts around width 10, far below N² (we accept ≤ 20)
+CLAIM = "Paper (Fig 2): in both settings the plateau starts around width 10, far below N² = 10⁶."
+
+
+def _starts(w, obj) -> dict:
+    """Plateau starts by each rule: {'0.05': …, '0.01': …, 'log0.05': …}."""
+    return {**{f"{t:g}": plateau_start(w, obj, t) for t in REL_TOLS},
+            f"log{LOG_FRAC:g}": plateau_start(w, obj, log_frac=LOG_FRAC)}
+
+
+def inputs(args) -> tuple[list[dict], list[dict], dict]:
+    """The MNIST and teacher sweeps' rows, and which of them ran at paper size."""
+    mode = {p: "full" if is_full(args, p) else "quick" for p in (FIG_ID, f"{FIG_ID}-teacher")}
+    return sweep_for(FIG_ID, args), sweep_for(f"{FIG_ID}-teacher", args), mode
+
+
+def _n_train(rows: list[dict]) -> int:
+    return OmegaConf.load(Path(rows[0]["path"]) / ".hydra" / "config.yaml").data.n_train
+
+
+def compute(inp) -> list[dict]:
+    """A row per (panel, λ, width): objective, losses, plateau starts; the first row carries the plot (`_panels`)."""
+    mnist, teacher, mode = inp
+    out, left, right = [], [], []
+    for lam in sorted({float(r["train.lam"]) for r in mnist}, reverse=True):
+        rs, w, obj, _, _ = width_curve([r for r in mnist if float(r["train.lam"]) == lam])
+        left += [dict(widths=w, values=obj, label=f"train objective, λ={lam:g}"),
+                 dict(widths=w, values=[float(r["test_loss"]) for r in rs], style="--", label=f"test loss, λ={lam:g}")]
+        starts, bad = _starts(w, obj), optimisation_failures(w, obj, FAIL_TOL)
+        out += [{"panel": "mnist", "lam": lam, "width": wi, "objective": o, "train_loss": float(r["train_loss"]),
+                 "test_loss": float(r["test_loss"]), "wall_time_s": float(r["wall_time_s"]),
+                 "not_at_minimum": wi in bad, **{f"plateau_start_{k}": v for k, v in starts.items()}}
+                for wi, o, r in zip(w, obj, rs)]
+    rs, w, obj, tw, tv = width_curve(teacher)
+    lam = float(teacher[0]["train.lam"]) if teacher[0].get("train.lam") not in (None, "") else 1e-6
+    right += [dict(widths=w, values=obj, label="train objective (best of trials)", trials=(tw, tv)),
+              dict(widths=w, values=[float(r["test_loss"]) for r in rs], style="--", label="test loss (best trial)")]
+    starts, bad = _starts(w, obj), optimisation_failures(w, obj, FAIL_TOL)
+    out += [{"panel": "teacher", "lam": lam, "width": wi, "objective": o, "train_loss": float(r["train_loss"]),
+             "test_loss": float(r["test_loss"]), "wall_time_s": float(r["wall_time_s"]), "not_at_minimum": wi in bad,
+             "trial_objectives": " ".join(f"{v:.6g}" for ww, v in zip(tw, tv) if ww == wi),
+             **{f"plateau_start_{k}": v for k, v in starts.items()}} for wi, o, r in zip(w, obj, rs)]
+    out[0]["_panels"] = [
+        dict(series=left, title=f"MNIST ({mode[FIG_ID]}: N = {_n_train(mnist)}), cross-entropy, L = 3", ylabel="loss"),
+        dict(series=right, title=f"teacher ({mode[FIG_ID + '-teacher']}: N = {_n_train(teacher)}; depth 3, width 10), "
+                                 f"MSE, λ = {lam:g}", ylabel="loss")]
+    return out
+
+
+def plot(rows: list[dict]):
+    return plateau_figure(rows[0]["_panels"])
+
+
+def verdict(rows: list[dict], full: bool) -> Verdict:
+    """Every curve's plateau (objective within 5 % of the best) starts by width PLATEAU_BY."""
+    lines, ok = [], True
+    for key in sorted({(r["panel"], r["lam"]) for r in rows}):
+        rr = [r for r in rows if (r["panel"], r["lam"]) == key]
+        start = rr[0]["plateau_start_0.05"]
+        ok &= start is not None and start <= PLATEAU_BY
+        bad = [r["width"] for r in rr if r["not_at_minimum"]]
+        lines.append(f"  {key[0]} λ={key[1]:g}: plateau start (5 %) = {start}, (1 %) = {rr[0]['plateau_start_0.01']}, "
+                     f"(log) = {rr[0][f'plateau_start_log{LOG_FRAC:g}']}; objective by width "
+                     + ", ".join(f"{r['width']}: {r['objective']:.4g}" for r in rr)
+                     + (f"; not at their minimum: {bad}" if bad else ""))
+    if not ok and not full:
+        return Verdict(None, "\n".join(lines + ["  (quick size; make fig-jacot22-fig2 FULL=1 for the paper's)"]))
+    return Verdict(bool(ok), "\n".join(lines))
