@@ -210,3 +210,23 @@ def test_jacot22_fig2_plateau_rows_and_verdict(tmp_path):
     late = rows(1e-6, (0.2, 0.1, 0.08, 0.07, 0.05), "t")
     out2 = jacot22_fig2.compute((mnist, late, {"jacot22-fig2": "quick", "jacot22-fig2-teacher": "quick"}))
     assert jacot22_fig2.verdict(out2, full=True).passed is False
+
+
+def test_jacot22_fig1_groups_forces_and_merge(tmp_path):
+    from repcost.figures import jacot22_fig1
+
+    runs = _runs(tmp_path, "jacot22-fig1-quick", "seed", (0,), "model.width=12", "train.phases.0.steps=100",
+                 "train.phases.1.steps=100")
+    rows = jacot22_fig1.compute(runs)
+    assert [r["layer"] for r in rows] == [1, 2]
+    for r in rows:
+        assert 1 <= r["groups"] <= 12 - r["dead"] and sum(map(int, r["group_sizes"].split())) == 12 - r["dead"]
+        assert 0.0 <= r["force_balance"] <= 1.0
+    # Jacot 2022 Prop 1: the reformulated loss minimises over the weights that give these representations,
+    # so it is at most the objective (equal at a critical point)
+    assert rows[0]["reformulated"] <= rows[0]["original"] * (1 + 1e-9)
+    assert rows[0]["merged_sq_norm"] <= rows[0]["sq_norm"] * (1 + 1e-9)  # merging aligned neurons never costs more
+    assert len(jacot22_fig1.plot(rows).axes) == 4
+    three = [dict(r, groups=3) for r in rows]
+    assert jacot22_fig1.verdict(three, full=True).passed is True
+    assert jacot22_fig1.verdict([three[0], dict(three[1], groups=5)], full=True).passed is False

@@ -1,0 +1,96 @@
+"""Jacot, Golikov, Hongler, Gabriel 2022, Fig 1: attraction/repulsion forces and neuron alignment.
+
+L = 3 ReLU net, widths 50, MNIST digits 7/8/9 (N = 42), full-batch GD on cross-entropy + λ‖θ‖².
+Panels (a, c): the N data points (columns of Z_ℓ) of hidden layers ℓ = 1, 2 projected on their top-2
+(uncentred) principal components; (b, d): the 50 neurons (rows of Z_ℓ). Green = attraction force
+−∂_{Z_ℓ}‖Z_ℓ(Z^σ_{ℓ−1})⁺‖², red = repulsion force −∂_{Z_ℓ}‖Z_{ℓ+1}(Z^σ_ℓ)⁺‖² (Tikhonov pseudo-inverse).
+Grey dashed rays: one per group of ≥ 2 aligned neurons (cosine of pre-activations > COS).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..analysis.alignment import merge_neurons, neuron_groups
+from ..analysis.forces import layer_forces, project_points_and_forces
+from ..analysis.reformulation import reformulated_loss
+from ..errors import RepcostError
+from ..plots.jacot22 import forces_figure
+from . import Verdict
+
+FIG_ID = "jacot22-fig1"
+SORT_BY = None
+COS = 0.99        # neurons k, k' are aligned if cos(Z_{ℓ,k}, Z_{ℓ,k'}) > COS (pre-activations over the data)
+DEAD = 1e-3       # a neuron is dead if ‖σ(Z_{ℓ,k})‖ ≤ DEAD · max_k' ‖σ(Z_{ℓ,k'})‖
+RIDGE_REL = 1e-6  # Tikhonov ridge ρ = RIDGE_REL · ‖Z^σ‖²_op of the matrix being pseudo-inverted
+RAYS = 3          # the paper's reading: each hidden layer's neurons align along 3 rays (one per class)
+CLAIM = "Paper (Fig 1): neurons of each hidden layer align along 3 rays."
+
+
+def compute(runs) -> list[dict]:
+    """A row per hidden layer: aligned groups, dead neurons, force balance, the merged net; `_panels` for the plot."""
+    run = runs[0]
+    model, data, summary, spec = run.model, run.data, run.summary, run.spec
+    x, y = data.x_train.double(), data.y_train
+    with torch.no_grad():
+        hs = model.hidden(x)
+    scale = max(float(torch.linalg.matrix_norm(h.post.detach(), ord=2)) for h in hs) ** 2
+    if scale == 0:  # weight decay won: no neuron is active, there are no rays and no forces to draw
+        raise RepcostError(f"every hidden neuron of {run.path} is inactive on the data (‖θ‖² = "
+                           f"{float(summary['param_sq_norm']):.3g}, train loss {float(summary['train_loss']):.4g}): "
+                           "the net collapsed to a constant; use a smaller λ")
+    ridge = RIDGE_REL * scale
+    digits = spec.data.digit_list()
+    panels, rows = [], []
+    for ell, f in enumerate(layer_forces(model, x, ridge=ridge), start=1):
+        h = hs[ell - 1]
+        groups, dead = neuron_groups(h.pre, h.post, threshold=COS, dead_tol=DEAD)
+        by_cos = {c: len(neuron_groups(h.pre, h.post, threshold=c, dead_tol=DEAD)[0]) for c in (0.9, 0.95, 0.99, 0.999)}
+        big = [g for g in groups if len(g) > 1]
+        mass = sorted((float((h.pre[:, g].detach() ** 2).sum()) for g in groups), reverse=True)
+        pd, pn = project_points_and_forces(f["Z"], f, "data"), project_points_and_forces(f["Z"], f, "neurons")
+        panels.append(dict(points=pd["points"], attraction=pd["attraction"], repulsion=pd["repulsion"],
+                           labels=y.numpy(), label_names=[str(d) for d in digits],
+                           title=f"({'ac'[ell - 1]}) layer {ell}: {len(y)} data points"))
+        panels.append(dict(points=pn["points"], attraction=pn["attraction"], repulsion=pn["repulsion"],
+                           rays=[pn["points"][g].sum(0) for g in big],  # one ray per group of ≥ 2 aligned neurons
+                           title=f"({'bd'[ell - 1]}) layer {ell}: {f['Z'].shape[0]} neurons, {len(groups)} groups, "
+                                 f"{len(dead)} dead"))
+        att, rep = f["attraction"], f["repulsion"]
+        rows.append({"layer": ell, "groups": len(groups), "dead": len(dead), "big_groups": len(big),
+                     "top3_mass": sum(mass[:3]) / sum(mass) if mass else float("nan"),
+                     **{f"groups_cos{c:g}": v for c, v in by_cos.items()},
+                     "group_sizes": " ".join(str(len(g)) for g in sorted(groups, key=len, reverse=True)),
+                     "force_balance": float((att + rep).norm() / (att.norm() + rep.norm())), "ridge": ridge})
+    merged, widths, _ = merge_neurons(model, x, threshold=COS, dead_tol=DEAD)
+    with torch.no_grad():
+        out, mout = model(x), merged(x)
+        rel = float((mout - out).norm() / out.norm())
+    r = reformulated_loss(model, x, y, spec.train.lam, spec.train.loss, spec.train.reg_scale)
+    for o in rows:
+        o.update(merged_widths=" ".join(map(str, widths)), merged_rel_output_change=rel,
+                 merged_sq_norm=float(merged.param_sq_norm().detach()), sq_norm=float(model.param_sq_norm().detach()),
+                 reformulated=r["reformulated"], original=r["original"], train_loss=summary["train_loss"],
+                 steps=summary["steps"], wall_time_s=summary["wall_time_s"],
+                 stationarity=summary.get("cert.stationarity"), critical_point=summary.get("critical_point"))
+    rows[0]["_panels"] = panels
+    return rows
+
+
+def plot(rows: list[dict]):
+    return forces_figure(rows[0]["_panels"])
+
+
+def verdict(rows: list[dict], full: bool) -> Verdict:
+    """Reproduced when every hidden layer's active neurons form RAYS groups (cos > COS)."""
+    lines = [f"  layer {r['layer']}: {r['groups']} groups of aligned neurons (cos > {COS}), sizes {r['group_sizes']}, "
+             f"{r['dead']} dead; top-3 groups hold {r['top3_mass']:.1%} of Σ_k‖Z_ℓ,k‖²; ‖att + rep‖/(‖att‖ + ‖rep‖) = "
+             f"{r['force_balance']:.3f}" for r in rows]
+    r0 = rows[0]
+    lines.append(f"  merged network widths {r0['merged_widths']}: relative output change {r0['merged_rel_output_change']:.2e}, "
+                 f"‖θ‖² {r0['sq_norm']:.4g} -> {r0['merged_sq_norm']:.4g}; Prop 1: L^r(Z) = {r0['reformulated']:.6g} vs "
+                 f"L_λ(W) = {r0['original']:.6g}; stationarity {r0['stationarity']}, critical point: {r0['critical_point']}")
+    ok = all(r["groups"] == RAYS for r in rows)
+    if not ok and not full:
+        return Verdict(None, "\n".join(lines + ["  (quick size; make fig-jacot22-fig1 FULL=1 for the paper's)"]))
+    return Verdict(ok, "\n".join(lines))
