@@ -230,3 +230,28 @@ def test_jacot22_fig1_groups_forces_and_merge(tmp_path):
     three = [dict(r, groups=3) for r in rows]
     assert jacot22_fig1.verdict(three, full=True).passed is True
     assert jacot22_fig1.verdict([three[0], dict(three[1], groups=5)], full=True).passed is False
+
+
+def test_ongie22_fig3_and_fig2_on_tiny_runs(tmp_path):
+    from repcost.figures import ongie22_fig2, ongie22_fig3
+
+    runs = _runs(tmp_path, "ongie22-fig3-quick", "model.depth", (2, 3), "model.width=6", "train.phases.0.steps=40")
+    rows = ongie22_fig3.compute(runs)
+    trained = [r for r in rows if r["kind"] == "trained"]
+    built = [r for r in rows if r["kind"] != "trained"]
+    assert [r["L"] for r in trained] == [2, 3] and len(built) == 2
+    assert all(r["max_interp_error"] < 1e-9 for r in built)  # §5.2's f and g interpolate the samples
+    assert len(ongie22_fig3.plot(rows).axes) >= 4
+    aligned = [dict(r, s2_over_s1=0.01, v1_angle_to_w0_deg=2.0, unit_angle_to_rays_deg=3.0) if r["kind"] == "trained"
+               else r for r in rows]
+    assert ongie22_fig3.verdict(aligned, full=True).passed is True
+    assert ongie22_fig3.verdict([dict(r, s2_over_s1=0.5) if r.get("L") == 3 else r for r in aligned],
+                                full=True).passed is False
+    from repcost.config import compose_config, validate
+    from repcost.figures import preset_name
+
+    f4 = validate(compose_config([f"experiment={preset_name('ongie22-fig4', False)}"])).data
+    rows2 = ongie22_fig2.compute((runs, f4))
+    clean = [r for r in rows2 if r["kind"] == "clean f vs g"]
+    assert len(clean) == 1 and clean[0]["R2_f"] < clean[0]["R2_g"]  # Prop 5.2: R2(f) < R2(g) always
+    assert len(ongie22_fig2.plot(rows2).axes) >= 4

@@ -1,0 +1,60 @@
+"""Ongie & Willett Fig 2: two rays separated by 0.55π and 0.52π; interpolants learned with L = 2 and L = 3.
+
+Paper (Fig 2 caption): (a) at 0.55π "the minimum R2 interpolant f is quite different from the
+minimum R3 interpolant g, where the latter has ReLU units aligned with a subspace that is the
+difference between the two rays"; (b) at 0.52π "the minimum R2 interpolant f also has a smaller
+R3 representation cost than the interpolant with aligned ReLU units". The constructed f and g of
+the trained data (labels with an offset) are not the cheapest interpolants, so the f-vs-g
+comparison of the caption is checked on the clean §5.2 data of the Fig 4 preset (one unit per ray).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..analysis import path_norm, phi_L
+from ..analysis.two_rays import f_and_g_for_data
+from ..data import load_data
+from . import LoadedRun, Verdict, is_full, preset_name, sweep_for
+from .ongie22_fig3 import table
+from .two_rays_panels import analyse_runs, draw
+
+FIG_ID = "ongie22-fig2"
+CLAIM = ("Paper (Fig 2): at 0.55π R3(g) < R3(f) (the aligned interpolant is the cheaper in R3); at 0.52π "
+         "R3(f) < R3(g); R2(f) < R2(g) at both.")
+
+
+def inputs(args):
+    """The sweep's trained runs, and the Fig 4 preset's clean data config for the f-vs-g check."""
+    from ..config import compose_config, validate
+
+    runs = [LoadedRun.load(r["path"]) for r in sweep_for(FIG_ID, args)]
+    full = is_full(args, FIG_ID)
+    return runs, validate(compose_config(["experiment=" + preset_name("ongie22-fig4", full)])).data
+
+
+def compute(inp) -> list[dict]:
+    """The trained nets' and constructed f, g rows (as Fig 3), then per angle f and g on the clean Fig 4 data."""
+    runs, f4 = inp
+    rows, per_angle = analyse_runs(runs)
+    for key in sorted(per_angle, reverse=True):
+        f, g, _ = f_and_g_for_data(load_data(dataclasses.replace(f4, angle_pi=key)))
+        rows.append({"kind": "clean f vs g", "angle_pi": key, "R3_f": phi_L(f.W, f.a, 3), "R3_g": phi_L(g.W, g.a, 3),
+                     "R2_f": path_norm(f.W, f.a), "R2_g": path_norm(g.W, g.a)})
+    rows[0]["_per_angle"] = per_angle
+    return rows
+
+
+def plot(rows: list[dict]):
+    return draw(rows[0]["_per_angle"], "Ongie & Willett Fig 2: rays at 0.55π (top) and 0.52π (middle) — learned "
+                                       "(L = 2, 3) and constructed (f, g) interpolants; red line = span(w0)")
+
+
+def verdict(rows: list[dict], full: bool) -> Verdict:
+    """On the clean data: R3(g) < R3(f) above 0.535π, R3(f) < R3(g) below, and R2(f) < R2(g) everywhere."""
+    clean = [r for r in rows if r["kind"] == "clean f vs g"]
+    ok = all(((r["R3_g"] < r["R3_f"]) == (r["angle_pi"] > 0.535)) and r["R2_f"] < r["R2_g"] for r in clean)
+    lines = table([r for r in rows if r["kind"] != "clean f vs g"])
+    lines += [f"  clean data, rays {r['angle_pi']:g}π: R3(f) = {r['R3_f']:.4f}, R3(g) = {r['R3_g']:.4f}; "
+              f"R2(f) = {r['R2_f']:.4f}, R2(g) = {r['R2_g']:.4f}" for r in clean]
+    return Verdict(ok, "\n".join(lines))
