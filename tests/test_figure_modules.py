@@ -255,3 +255,23 @@ def test_ongie22_fig3_and_fig2_on_tiny_runs(tmp_path):
     clean = [r for r in rows2 if r["kind"] == "clean f vs g"]
     assert len(clean) == 1 and clean[0]["R2_f"] < clean[0]["R2_g"]  # Prop 5.2: R2(f) < R2(g) always
     assert len(ongie22_fig2.plot(rows2).axes) >= 4
+
+
+def test_jacot23_fig3_denoising_rows_on_tiny_autoencoders(tmp_path):
+    from repcost.figures import jacot23_fig3
+
+    mnist = _runs(tmp_path / "m", "jacot23-fig3-mnist-quick", "model.depth", (2, 3), "model.width=8",
+                  "data.n_train=40", "data.n_test=24", "train.phases.0.steps=20")
+    curve = _runs(tmp_path / "c", "jacot23-fig3-curve-quick", "model.depth", (2, 3), "model.width=8",
+                  "train.phases.0.steps=20")
+    rows = jacot23_fig3.compute((mnist, curve, {"mnist": "quick", "curve": "quick"}))
+    panels = [r["panel"] for r in rows]
+    assert panels.count("A mnist") == 2 * len(jacot23_fig3.MNIST_SIGMAS) and panels.count("B/C curve") == 2
+    # the PCA baselines need k ≤ min(N, d): with N = 40 training images only k = 25 applies
+    assert sorted({r["pca_k"] for r in rows if r["panel"] == "A mnist PCA"}) == [25]
+    assert len(jacot23_fig3.plot(rows).axes) >= 4
+    good = [dict(r, ratio=0.3 if r.get("depth") == 3 else 0.8, uniform_ratio=0.3 if r.get("depth") == 3 else 0.8)
+            if r["panel"] != "A mnist PCA" else r for r in rows]
+    assert jacot23_fig3.verdict(good, full=True).passed is True
+    assert jacot23_fig3.verdict([dict(r, ratio=0.9) if r["panel"] == "B/C curve" else r for r in good],
+                                full=True).passed is False

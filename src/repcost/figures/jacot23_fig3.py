@@ -1,0 +1,159 @@
+"""Jacot 2023 Fig 3: autoencoders with λ = 1e-4 are naturally denoising when deep, not when shallow.
+
+Paper (Fig 3 caption): "Autoencoders trained on MNIST (A) and a 1D dataset on the plane (B, C)
+with a ridge λ = 10−4 ... We see that for large depths (A, B) the learned autoencoder is naturally
+denoising, projecting points to the data distribution, which is not the case for shallow networks (C)."
+Measured: for noisy inputs, ratio = mean distance of the outputs to the clean data / mean distance
+of the inputs (repcost.analysis.denoising). Target: deep ratio <= 0.5 and below the shallow one.
+Two sweeps: presets jacot23-fig3-mnist (full: depths 2, 4, 6, 10) and jacot23-fig3-curve (full: 2, 6, 10, 14);
+the verdicts compare the best deep net with the shallowest one. MNIST also gets a linear baseline (PCA-k
+projections) and the Jacobian spectra that §5 says should be a projection.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..analysis.denoising import add_noise, denoising, nearest_distance, pca_projection
+from ..analysis.jacobians import jacobian_spectra
+from ..analysis.spectra import numerical_rank
+from ..data.curve_2d import curve_points, distance_to_curve
+from ..plots.jacot23 import autoencoder_jacobian_axes, curve_denoising_axes, mnist_rows_axes, ratio_vs_depth_axes
+from . import LoadedRun, Verdict, is_full, sweep_for
+
+FIG_ID = "jacot23-fig3"
+MNIST_SIGMAS = (0.1, 0.2, 0.4)  # per-pixel noise std (pixels in [0, 1]); 0.2 is the headline
+MNIST_SIGMA = 0.2
+CURVE_SIGMA = 0.1  # noise std of the 2-D inputs around the curve (the curve lies in [-1, 1]²)
+N_SHOW = 8
+PCA_KS = (25, 50, 100, 200)  # rank-k linear projections: the best linear denoisers of each rank
+RANK_TOL = 1e-2  # Jacobian rank: count s_i > RANK_TOL · s_1 (as jacot23-depth)
+N_JAC = 20  # clean test images at which the MNIST autoencoders' Jacobians are taken (784 x 784 each)
+CLAIM = ("Paper: deep autoencoders are naturally denoising, shallow ones are not (target: deep ratio <= 0.5 and "
+         "below the shallow ratio).")
+
+
+def inputs(args):
+    """The MNIST and curve sweeps' runs (by depth) and which of them ran at paper size."""
+    def runs(name):
+        return [LoadedRun.load(r["path"]) for r in sweep_for(name, args, sort_by="model.depth")]
+    mode = {t: "full" if is_full(args, f"{FIG_ID}-{t}") else "quick" for t in ("mnist", "curve")}
+    return runs(f"{FIG_ID}-mnist"), runs(f"{FIG_ID}-curve"), mode
+
+
+def _mnist(runs, rows: list[dict], plot: dict) -> None:
+    clean = data = None
+    for run in runs:
+        model, data, summ = run.model, run.data, run.summary
+        L, clean = model.depth, data.y_test.numpy()
+        recon = denoising(model, clean, clean)  # noise-free reconstruction error (d_in = 0)
+        s = jacobian_spectra(model, clean[:N_JAC])  # §5: Jf(x) should be the projection onto the tangent space
+        plot["jac"][f"L={L}"] = s.mean(axis=0)
+        js = {"jac_rank": float(numerical_rank(s, RANK_TOL).mean()), "jac_n_above_half": float((s > 0.5).sum(1).mean()),
+              "jac_s1": float(s[:, 0].mean()), "jac_fro2": float((s ** 2).sum(1).mean())}
+        for sigma in MNIST_SIGMAS:
+            noisy = add_noise(clean, sigma, seed=1)
+            d = denoising(model, noisy, clean)
+            near = denoising(model, noisy, distance=lambda p: nearest_distance(p, data.y_train.numpy()))
+            rows.append({"panel": "A mnist", "depth": L, "sigma": sigma, **d.summary(),
+                         "nearest_train_ratio": near.ratio, "clean_recon_err": float(recon.d_out.mean()), **js,
+                         "train_loss": summ["train_loss"], "param_sq_norm_per_depth": summ["param_sq_norm_per_depth"],
+                         "critical_point": summ.get("critical_point"), "steps": summ["steps"],
+                         "wall_time_s": summ["wall_time_s"]})
+            if sigma == MNIST_SIGMA:
+                if not plot["img_rows"]:
+                    plot["img_rows"], plot["img_labels"] = [noisy[:N_SHOW]], [f"noisy σ={sigma}"]
+                plot["img_rows"].append(d.outputs[:N_SHOW])
+                plot["img_labels"].append(f"L={L} output")
+    if data is None:
+        return
+    # linear baseline: the projection onto the training images' top-k principal directions (one data config)
+    noisy_by_sigma = {sigma: add_noise(clean, sigma, seed=1) for sigma in MNIST_SIGMAS}
+    for k in (k for k in PCA_KS if k <= min(data.y_train.shape)):  # a rank-k projection needs k ≤ min(N, d)
+        proj = pca_projection(data.y_train.numpy(), k)
+        recon = float(denoising(proj, clean, clean).d_out.mean())
+        for sigma, noisy in noisy_by_sigma.items():
+            rows.append({"panel": "A mnist PCA", "pca_k": k, "sigma": sigma, **denoising(proj, noisy, clean).summary(),
+                         "clean_recon_err": recon})
+
+
+def _curve(runs, rows: list[dict], plot: dict) -> None:
+    for run in runs:
+        model, data, summ, cfg = run.model, run.data, run.summary, run.spec.data
+        L = model.depth
+        dist = lambda p, cfg=cfg: distance_to_curve(cfg, p)  # noqa: E731
+        d = denoising(model, add_noise(data.y_test.numpy(), CURVE_SIGMA, seed=1), distance=dist)
+        uni = np.random.default_rng(2).uniform(-1.2, 1.2, size=(400, 2))
+        du = denoising(model, uni, distance=dist)
+        rows.append({"panel": "B/C curve", "depth": L, "sigma": CURVE_SIGMA, **d.summary(), **du.summary("uniform_"),
+                     "train_loss": summ["train_loss"], "param_sq_norm_per_depth": summ["param_sq_norm_per_depth"],
+                     "critical_point": summ.get("critical_point"), "steps": summ["steps"],
+                     "wall_time_s": summ["wall_time_s"]})
+        # as the paper's panels B, C: random inputs in the plane and where the autoencoder maps them
+        plot["curves"].append((data.y_train.numpy(), curve_points(cfg, 400).numpy(), uni[:60], du.outputs[:60],
+                               f"curve, L={L}: ratio {du.ratio:.2f} (random), {d.ratio:.2f} (σ={CURVE_SIGMA})"))
+
+
+def compute(inp) -> list[dict]:
+    """Rows per (net, σ), the PCA baselines and the curve nets; the first row carries the plot's arrays (`_plot`)."""
+    mnist, curve, mode = inp
+    rows, plot = [], {"jac": {}, "img_rows": [], "img_labels": [], "curves": [], "mode": mode}
+    _mnist(mnist, rows, plot)
+    _curve(curve, rows, plot)
+    rows[0]["_plot"] = plot
+    return rows
+
+
+def plot(rows: list[dict]):
+    """A: MNIST images, Jacobian spectra, ratio against depth; B/C: the curve autoencoders on random inputs."""
+    p = rows[0]["_plot"]
+    fig = Figure(figsize=(max(14, 4.2 * len(p["curves"])), 9), layout="constrained")
+    gs = fig.add_gridspec(2, max(len(p["curves"]), 2), height_ratios=[1.0, 1.4])
+    if p["img_rows"]:
+        top = gs[0, :].subgridspec(1, 3, width_ratios=[2.6, 1, 1], wspace=0.25)
+        mnist_rows_axes(fig, top[0, 0], p["img_rows"], p["img_labels"])
+        autoencoder_jacobian_axes(fig.add_subplot(top[0, 1]), p["jac"],
+                                  f"MNIST: singular values of Jf(x),\nmean over {N_JAC} clean test images")
+        ratio_vs_depth_axes(fig.add_subplot(top[0, 2]),
+                            {f"σ={sg}": [(q["depth"], q["ratio"]) for q in rows
+                                         if q["panel"] == "A mnist" and q["sigma"] == sg] for sg in MNIST_SIGMAS},
+                            {f"σ={sg}": min(q["ratio"] for q in rows if q["panel"] == "A mnist PCA" and q["sigma"] == sg)
+                             for sg in MNIST_SIGMAS}, "MNIST: denoising ratio (dashed: best PCA-k)")
+    for j, (train_y, pts, uni, out, title) in enumerate(p["curves"]):
+        ax = fig.add_subplot(gs[1, j])
+        curve_denoising_axes(ax, train_y, pts, uni, out, title)
+        if j == 0:
+            ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"MNIST ({p['mode']['mnist']}) σ={MNIST_SIGMA} (top); curve ({p['mode']['curve']}), random inputs "
+                 "in [-1.2, 1.2]² and their images (bottom)")
+    return fig
+
+
+def _compare(what: str, ratios: dict) -> tuple[bool, str]:
+    """The best deep net's ratio against the shallowest net's: (target met, one line)."""
+    Ls = sorted(ratios)
+    if len(Ls) < 2:
+        return False, f"  {what}: one depth only ({Ls}), nothing to compare"
+    deep = min(Ls[1:], key=ratios.get)
+    ok = ratios[deep] <= 0.5 and ratios[deep] < ratios[Ls[0]]
+    return ok, (f"  {what}: best deep L={deep} {ratios[deep]:.3f} vs shallow L={Ls[0]} {ratios[Ls[0]]:.3f} -> "
+                f"{'reproduced' if ok else 'NOT reproduced'}")
+
+
+def verdict(rows: list[dict], full: bool) -> Verdict:
+    """Reproduced when every comparison (MNIST at each σ, the curve with noise and with random inputs) meets the target."""
+    checks = []
+    for sigma in MNIST_SIGMAS:
+        pca = [q for q in rows if q["panel"] == "A mnist PCA" and q["sigma"] == sigma]
+        best = f"; best PCA-{min(pca, key=lambda q: q['ratio'])['pca_k']}: {min(q['ratio'] for q in pca):.3f}" if pca else ""
+        checks.append(_compare(f"mnist (σ={sigma} noise{best})",
+                               {q["depth"]: q["ratio"] for q in rows if q["panel"] == "A mnist" and q["sigma"] == sigma}))
+    curve = [q for q in rows if q["panel"] == "B/C curve"]
+    checks.append(_compare(f"curve (σ={CURVE_SIGMA} noise)", {q["depth"]: q["ratio"] for q in curve}))
+    checks.append(_compare("curve (random inputs, the paper's panels B, C)", {q["depth"]: q["uniform_ratio"] for q in curve}))
+    ok = all(c[0] for c in checks)
+    lines = [c[1] for c in checks]
+    if not ok and not full:
+        return Verdict(None, "\n".join(lines + ["  (quick size; make fig-jacot23-fig3 FULL=1 for the paper's)"]))
+    return Verdict(ok, "\n".join(lines))
