@@ -275,3 +275,22 @@ def test_jacot23_fig3_denoising_rows_on_tiny_autoencoders(tmp_path):
     assert jacot23_fig3.verdict(good, full=True).passed is True
     assert jacot23_fig3.verdict([dict(r, ratio=0.9) if r["panel"] == "B/C curve" else r for r in good],
                                 full=True).passed is False
+
+
+def test_ongie22_fig5_projection_interpolants():
+    """Lifted 1-D interpolants interpolate, and their numerical Φ3 matches Cor 3.6's closed form R2^(2/3)."""
+    import argparse
+    import math
+
+    from repcost.figures import ongie22_fig5
+
+    data, _ = ongie22_fig5.inputs(argparse.Namespace(full=False, full_only=[]))
+    rows = ongie22_fig5.compute((data, np.linspace(0.0, 180.0, 12, endpoint=False)))
+    finite = [r for r in rows[:-1] if math.isfinite(r["R3"])]
+    assert finite and all(r["max_interp_error"] < 1e-8 for r in finite)
+    assert all(r["R3"] == pytest.approx(r["R3_cor36"], rel=1e-3) for r in finite)
+    assert sum(r["is_span_w0"] for r in rows) == 1 and rows[-1]["phi_deg"] == "R^2 (f)"
+    assert len(ongie22_fig5.plot(rows).axes) >= 5
+    v = ongie22_fig5.verdict(rows, full=False)
+    at_w0 = next(r for r in rows if r["is_span_w0"])
+    assert v.passed == (max(r["R3"] for r in finite) > 2 * at_w0["R3"])
