@@ -310,8 +310,9 @@ def test_relaunched_sweeps_run_nothing_new(work: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------------
-def test_stop_on_signals_leaves_a_launchers_handler_in_place() -> None:
-    """A signal handled from Python before the run (submitit's requeue on USR2) keeps its handler; others stop it."""
+def test_stop_on_signals_catches_a_launchers_signal_first_and_keeps_sigcont_default() -> None:
+    """submitit's USR2 handler is chained (the run checkpoints first, hand_back() then calls it); SIGCONT takes its
+    default action during training; handlers are restored afterwards."""
     seen = []
     old = signal.signal(signal.SIGUSR2, lambda s, f: seen.append(s))
     old_cont = signal.signal(signal.SIGCONT, lambda s, f: seen.append(s))
@@ -319,12 +320,12 @@ def test_stop_on_signals_leaves_a_launchers_handler_in_place() -> None:
         flag = StopFlag()
         with stop_on_signals(flag):
             signal.raise_signal(signal.SIGUSR2)
-            assert seen == [signal.SIGUSR2] and not flag
+            assert seen == [] and flag.signal == signal.SIGUSR2  # the run stops and checkpoints first
             signal.raise_signal(signal.SIGCONT)  # default action during training (preempt's docstring)
-            assert seen == [signal.SIGUSR2] and signal.getsignal(signal.SIGCONT) == signal.SIG_DFL
-            signal.raise_signal(signal.SIGUSR1)
-            assert flag.signal == signal.SIGUSR1
-        assert callable(signal.getsignal(signal.SIGCONT))  # the launcher's handler is back
+            assert seen == [] and signal.getsignal(signal.SIGCONT) == signal.SIG_DFL
+        assert callable(signal.getsignal(signal.SIGCONT))  # the launcher's handlers are back
+        flag.hand_back()  # after the checkpoint: submitit's handler requeues (and, for real, exits)
+        assert seen == [signal.SIGUSR2]
     finally:
         signal.signal(signal.SIGUSR2, old)
         signal.signal(signal.SIGCONT, old_cont)

@@ -48,6 +48,8 @@ def compute(runs) -> list[dict]:
         b = int(np.argmin(ranks))
         jac = z["jacobian"]["jacobian_s"]
         jac_r = numerical_rank(jac, TAU)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a net of rank < k has s_k = 0: the gap is nan
+            jac_gap = float(np.median(jac[:, k] / jac[:, k - 1]))
         true_r = true_jacobian_ranks(spec.data, analysis_points(spec.analysis, data)[: len(jac)])
         if N not in krr:
             krr[N] = _krr(data, spec.analysis.n_points, k)
@@ -57,7 +59,7 @@ def compute(runs) -> list[dict]:
                       "bottleneck_rank": ranks[b], "bottleneck_gap": float(hidden[b][k] / hidden[b][k - 1]),
                       "hidden_ranks": " ".join(map(str, ranks)), "jacobian_rank": int(np.max(jac_r)),
                       "jacobian_rank_1e-3": summ.get("jacobian.rank_max"),
-                      "jacobian_gap_median": float(np.median(jac[:, k] / jac[:, k - 1])),
+                      "jacobian_gap_median": jac_gap,
                       "jacobian_rank_equals_true": int(np.sum(jac_r == true_r)),
                       "true_jacobian_ranks": " ".join(map(str, true_r)),
                       "krr_jacobian_rank": kr, "krr_jacobian_rank_1e-3": kr3, "krr_jacobian_gap_median": kgap,
