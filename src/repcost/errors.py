@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+import sys
+
 
 class RepcostError(Exception):
     """A user-facing error: bad config, bad input, a run that cannot go on."""
@@ -26,3 +29,11 @@ def check(ok: bool, key: str, value, allowed: str) -> None:
     """Raise ConfigError(key, value, allowed) unless `ok`."""
     if not ok:
         raise ConfigError(key, value, allowed)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line and exit 2, as every repcost error."""
+
+    def error(self, message: str):
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)

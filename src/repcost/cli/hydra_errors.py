@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -11,7 +10,7 @@ from contextlib import contextmanager
 from hydra.errors import HydraException, MissingConfigException
 from omegaconf.errors import OmegaConfBaseException
 
-from ..errors import RepcostError
+from ..errors import OneLineParser, RepcostError  # noqa: F401 (OneLineParser: for the CLIs)
 
 
 def one_line(exc: BaseException) -> str:
@@ -30,14 +29,6 @@ def one_line(exc: BaseException) -> str:
     if cause is not None and str(cause).split():
         text += " (" + " ".join(str(cause).split("\n")[0].split()) + ")"
     return text
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line and exit 2, as every repcost error."""
-
-    def error(self, message: str):
-        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
-        sys.exit(2)
 
 
 @contextmanager

@@ -219,9 +219,9 @@ def run_figure(main) -> None:
 
 def figure_args(description: str):
     """The common argparse parser of figure scripts: --full, --full-only, --launcher, --out, --workdir, --set."""
-    import argparse
+    from ..errors import OneLineParser
 
-    ap = argparse.ArgumentParser(description=description)
+    ap = OneLineParser(description=description)
     ap.add_argument("--full", action="store_true", help="paper settings (default: the quick variant)")
     ap.add_argument("--full-only", nargs="+", default=[], metavar="PRESET",
                     help="paper settings for these presets only (e.g. one panel of a multi-sweep figure)")
