@@ -99,6 +99,8 @@ def test_failed_job_leaves_others_intact(tmp_path):
     rows = {r["model.width"]: r for r in _rows(tmp_path / "outputs" / "sweeps" / "f")}
     assert rows["4"]["status"] == "finished"
     assert rows["0"]["status"] == "failed" and "model.width=0" in rows["0"]["error"]
+    failed_line = next(ln for ln in p.stderr.splitlines() if ln.startswith("job failed: "))
+    assert str(tmp_path / "outputs" / "sweeps" / "f") in failed_line  # names the job's directory
     assert "Traceback" not in p.stderr
 
 

@@ -139,7 +139,7 @@ def _app(cfg: DictConfig):
                     run_dir.write_bytes("traceback.txt", traceback.format_exc().encode())
             except RepcostError:
                 pass  # the directory itself cannot be written: the message below still says why
-        print(f"job failed: {run_dir}: {' '.join(msg.split())}", file=sys.stderr)
+        print(f"job failed: {run_dir.path}: {' '.join(msg.split())}", file=sys.stderr)
         return {"status": "failed", "error": msg}
 
 

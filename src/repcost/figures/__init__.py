@@ -154,14 +154,14 @@ def figure_main(module, description: str) -> None:
 
 
 def _relative(value):
-    """An absolute path in a table cell, relative to the repo (committed CSVs must not hold one machine's paths)."""
+    """A path in the repo, in a table cell, relative to the repo (committed CSVs must not hold one machine's
+    paths); paths elsewhere (a --workdir outside the repo) stay as they are."""
     import os
 
     if isinstance(value, str) and os.path.isabs(value):
-        try:
-            return os.path.relpath(value, REPO_ROOT)
-        except ValueError:  # another drive
-            return value
+        p = Path(value)
+        if p.is_relative_to(REPO_ROOT):
+            return str(p.relative_to(REPO_ROOT))
     return value
 
 
