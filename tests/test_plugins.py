@@ -69,13 +69,17 @@ def _check_ring_run(run: Path) -> None:
     assert first.shape[-1] == 2  # the net was built for the plugin's 2-D inputs
 
 
-def test_user_config_dir_preset_and_plugin_dataset_from_config_key(tmp_path, run_cli):
-    conf, pkgs = _user_setup(tmp_path, preset_plugins=True)
+def _train_ring_study(tmp_path, run_cli, conf, pkgs) -> None:
     run = tmp_path / "run"
     p = run_cli("repcost-train", "--config-dir", str(conf), "experiment=ring-study", *TINY, f"hydra.run.dir={run}",
                 cwd=tmp_path, env={"PYTHONPATH": str(pkgs)})
     assert p.returncode == 0, p.stderr
     _check_ring_run(run)
+
+
+def test_user_config_dir_preset_and_plugin_dataset_from_config_key(tmp_path, run_cli):
+    conf, pkgs = _user_setup(tmp_path, preset_plugins=True)
+    _train_ring_study(tmp_path, run_cli, conf, pkgs)
 
 
 def test_plugin_from_entry_point(tmp_path, run_cli):
@@ -84,11 +88,7 @@ def test_plugin_from_entry_point(tmp_path, run_cli):
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ringdata\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[repcost.plugins]\nring = ringdata\n")
-    run = tmp_path / "run"
-    p = run_cli("repcost-train", "--config-dir", str(conf), "experiment=ring-study", *TINY, f"hydra.run.dir={run}",
-                cwd=tmp_path, env={"PYTHONPATH": str(pkgs)})
-    assert p.returncode == 0, p.stderr
-    _check_ring_run(run)
+    _train_ring_study(tmp_path, run_cli, conf, pkgs)
 
 
 def test_user_preset_of_builtin_parts_on_the_hydra_searchpath(tmp_path, run_cli):

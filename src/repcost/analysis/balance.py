@@ -160,6 +160,7 @@ def balance_summary(model) -> dict[str, float]:
     neuron_balance); linear_relu adds linear_gap_{max,mean} (linear_layer_balance); parallel adds
     subnet_gap_{max,mean} (sparsity.parallel_balance, with α_i² read as ‖α[:, i]‖² when d_out > 1).
     """
+    model = float64_model(model)  # one float64 copy (if any) for every gap below
     out = {}
     out.update(_max_mean("layer", [b.gap for b in layer_balance(model)]))
     out.update(_max_mean("neuron", [b.gap for b in neuron_balance(model)]))

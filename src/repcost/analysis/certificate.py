@@ -61,11 +61,11 @@ def objective_gradient_norms(model, x: torch.Tensor, y: torch.Tensor, loss: str,
 def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
                                stationarity_tol: float = STATIONARITY_TOL, gap_tol: float = GAP_TOL) -> dict:
     """The certificate's scalars (prefixed `cert.` in summaries): gradient norms, stationarity, gaps, verdict."""
-    norms = objective_gradient_norms(model, x, y, loss, lam, reg_scale)
+    m = float64_model(model)  # one float64 copy (if any) for the gradient and the gaps
+    norms = objective_gradient_norms(m, x, y, loss, lam, reg_scale)
     g, theta, reg = norms["grad_norm"], norms["param_norm"], norms["reg_grad_norm"]
     out = {"grad_norm": g, "grad_norm_rel": g / theta if theta > 0 else g,
            "stationarity": g / reg if reg > 0 else (g / theta if theta > 0 else g)}
-    m = float64_model(model)
     gaps = {}
     if m.positively_homogeneous:
         units = m.unit_norms()

@@ -40,15 +40,24 @@ log = logging.getLogger("repcost")
 
 
 # -- deciding what to do with a run directory ----------------------------------------------------
-def _same_identity(rd: RunDir, chash: str) -> bool:
-    """Whether the run saved in `rd` has identity `chash` (for runs whose markers hold an older hash)."""
-    try:
-        ck = rd.load_checkpoint()
-    except RepcostError:
-        return False
+def _has_identity(ck: dict, chash: str) -> bool:
+    """Whether a checkpoint is of the run with identity `chash`: by its stored hash, or, for runs whose stored
+    hash comes from an earlier version of the identity rules, by the config saved with it."""
+    if ck.get("config_hash") == chash:
+        return True
     cfg = ck.get("config")
     try:
         return isinstance(cfg, dict) and run_hash(cfg) == chash
+    except RepcostError:  # a config of a family or dataset that no longer exists
+        return False
+
+
+def _finished_identity(rd: RunDir, chash: str) -> bool:
+    """Whether the finished run in `rd` has identity `chash` (its FINISHED marker may hold an older hash)."""
+    if rd.finished_hash() == chash:
+        return True
+    try:
+        return _has_identity(rd.load_checkpoint(), chash)
     except RepcostError:
         return False
 
@@ -67,7 +76,7 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
         return "fresh", None
     fh = rd.finished_hash()
     if fh is not None:
-        if fh == chash or _same_identity(rd, chash):
+        if _finished_identity(rd, chash):
             return "finished", None
         if on_stale != "move":
             raise RepcostError(f"{rd.path} holds a finished run of another config (hash {fh}; this config {chash}); "
@@ -82,7 +91,7 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
         return "fresh", None
     if rd.file(CHECKPOINT).exists():
         ck = rd.load_checkpoint()  # an unreadable checkpoint is a one-line error naming it
-        same = ck.get("config_hash") == chash or (isinstance(ck.get("config"), dict) and run_hash(ck["config"]) == chash)
+        same = _has_identity(ck, chash)
         if same and ck.get("status") in ("running", "preempted"):
             return "resume", ck
         aside = rd.move_aside(f"unfinished run of another config (hash {ck.get('config_hash')})" if not same
