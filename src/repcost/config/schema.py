@@ -25,6 +25,7 @@ OPTIMIZERS = ("gd", "sgd", "adam")
 SCHEDULES = ("constant", "cosine", "linear", "exponential")
 REG_SCALES = ("one", "per_depth", "half")  # s = 1, 1/L, 1/2 (docs/ARCHITECTURE.md, Conventions)
 LOSSES = ("mse", "cross_entropy")
+SWITCHES = ("auto", "on", "off")
 
 
 @dataclass
@@ -75,6 +76,11 @@ class TrainConfig:
     grad_tol: Optional[float] = None
     # a run whose objective exceeds diverge_factor × its first value has diverged: it fails (0 = off)
     diverge_factor: float = 1e6
+    # how steps execute (docs/ARCHITECTURE.md, "Fast steps"); results agree with eager to float
+    # round-off, so neither is part of the run's identity. auto: compile where the budget makes the
+    # compile time pay (train.step.use_compile), CUDA graphs on every CUDA run
+    compile: str = field(default="auto", metadata={"identity": False})  # auto | on | off
+    cuda_graphs: str = field(default="auto", metadata={"identity": False})  # auto | on | off
 
     def __post_init__(self):
         check(math.isfinite(self.lam) and self.lam >= 0, "lam", self.lam, "a finite regularisation strength λ >= 0")
@@ -94,6 +100,8 @@ class TrainConfig:
         check(self.grad_tol is None or self.grad_tol > 0, "grad_tol", self.grad_tol, "null or a number > 0")
         check(self.diverge_factor == 0 or self.diverge_factor > 1, "diverge_factor", self.diverge_factor,
               "0 (off) or a factor > 1")
+        for key in ("compile", "cuda_graphs"):
+            check(getattr(self, key) in SWITCHES, key, getattr(self, key), "one of " + ", ".join(SWITCHES))
 
     @property
     def total_steps(self) -> int:
@@ -201,6 +209,8 @@ def validate(cfg: DictConfig) -> RunSpec:
     for i, phase in enumerate(train_node.get("phases", []) or []):
         _section(f"train.phases.{i}", PhaseConfig, phase)  # so an error names the phase
     train = _section("train", TrainConfig, train_node)
+    check(train.cuda_graphs != "on" or device.startswith("cuda"), "train.cuda_graphs", "on",
+          "auto or off on a CPU run (CUDA graphs need device=cuda)")
     analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
     from ..analysis.hooks import validate_options  # the analyses register their option schemas there
 

@@ -22,9 +22,11 @@ from tqdm.auto import tqdm
 from ..config.schema import PhaseConfig, TrainConfig
 from ..data.bundle import DataBundle
 from ..models.base import RepModel
-from .objective import data_loss, objective, reg_scale_factor, stated_and_trained
+from .objective import data_loss, objective, reg_scale_factor
+from .optim import Optimizer
 from .preempt import StopFlag
-from .schedule import apply_lr
+from .schedule import lr_factor
+from .step import Stepper
 
 
 @dataclass
@@ -67,7 +69,8 @@ def minibatch_indices(n: int, batch_size: int, gen: torch.Generator) -> torch.Te
 
 
 def make_optimizer(name: str, params, lr: float, momentum: float) -> torch.optim.Optimizer:
-    """Plain SGD for gd/sgd (no weight_decay: the λ-term is in the objective), or Adam."""
+    """torch.optim's SGD (gd/sgd, no weight_decay: the λ-term is in the objective) or Adam: the reference
+    that `train.optim.Optimizer` is tested against (the engine itself uses the latter)."""
     if name == "adam":
         return torch.optim.Adam(params, lr=lr)
     return torch.optim.SGD(params, lr=lr, momentum=momentum)
@@ -99,7 +102,10 @@ class Member:
         self.gen = torch.Generator().manual_seed(seed)  # minibatch order
         self.result: TrainResult | None = None
         self.optimizer_state: dict | None = None  # this member's optimiser state, once it stopped
-        self._good: tuple[list[torch.Tensor], int] | None = None
+        self.good_step = -1  # the last step whose check found the objective finite (-1: none yet)
+        # (tensors, index): where the engine keeps the last parameters seen finite (index: this
+        # member's slice of stacked tensors, None for a single model's own)
+        self.restore_from: tuple[list[torch.Tensor], int | None] | None = None
 
     # -- state ---------------------------------------------------------------------------------
     def state_dict(self, optimizer_state: dict | None) -> dict:
@@ -139,7 +145,7 @@ class Member:
             return TrainResult("diverged", step, f"objective {o:.4g} at step {step} exceeds {cfg.diverge_factor:g} times "
                                f"its first value {self.pos.first_objective:.4g} (train.diverge_factor); "
                                "try a smaller learning rate")
-        self._good = [p.detach().clone() for p in self.model.parameters()], step
+        self.good_step = step  # the engine snapshots the parameters after the checks
         if cfg.target_loss is not None and d <= cfg.target_loss:
             return TrainResult("target_loss", step, f"train loss {d:.3g} <= {cfg.target_loss}")
         if cfg.grad_tol is not None and last_phase and grad_rel is not None and grad_rel <= cfg.grad_tol:
@@ -154,13 +160,14 @@ class Member:
 
     def restore_good(self) -> int:
         """Put back the last parameters seen finite; returns their step (-1 if none)."""
-        if self._good is None:
+        if self.good_step < 0 or self.restore_from is None:
             return -1
-        tensors, step = self._good
+        tensors, i = self.restore_from
+        params = [p for p in self.model.parameters() if p.requires_grad]
         with torch.no_grad():
-            for p, t in zip(self.model.parameters(), tensors):
-                p.copy_(t)
-        return step
+            for p, t in zip(params, tensors):
+                p.copy_(t if i is None else t[i])
+        return self.good_step
 
     def final_check(self) -> TrainResult:
         """The result of a member whose step budget ran out."""
@@ -193,30 +200,37 @@ class Terms(Protocol):
     """How the engine evaluates its K members: their data loss and Σ‖p‖², and their parameters."""
 
     params: list[torch.Tensor]  # what the optimiser steps
+    stacked: bool  # whether params carry a leading member axis
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None
                  ) -> tuple[torch.Tensor, torch.Tensor]: ...  # (K,) data losses, (K,) Σ‖p‖²
 
-    def grad_and_param_sq(self) -> tuple[torch.Tensor, torch.Tensor]: ...  # (K,) ‖∇‖², (K,) ‖θ‖²
-
-    def member_optimizer_state(self, optimizer: torch.optim.Optimizer, i: int) -> dict: ...
-
-    def hold(self, i: int, saved: list[torch.Tensor]) -> None: ...  # put member i's parameters back
-
 
 class Engine:
-    """Minimises data loss + λ·s·Σ‖p‖² for K members at once, phase after phase; one loop for every run."""
+    """Minimises data loss + λ·s·Σ‖p‖² for K members at once, phase after phase; one loop for every run.
+
+    Members may differ in seed, λ (`cfg.lam`), learning rates (`cfg.phases[*].lr`) and
+    initialisation; everything else (the phases' optimisers, steps, schedules, minibatch sizes,
+    stop rules) is `cfg`'s. How a step is executed (eager, compiled, CUDA graph) is `stepper`'s.
+    """
 
     def __init__(self, members: Sequence[Member], terms: Terms, cfg: TrainConfig,
-                 stop_flag: StopFlag | None = None, on_checkpoint: Callable[[], None] | None = None):
+                 stop_flag: StopFlag | None = None, on_checkpoint: Callable[[], None] | None = None,
+                 compiled: bool = False, graphed: bool = False):
         self.members, self.terms, self.cfg = list(members), terms, cfg
         self.K = len(self.members)
         self.stop_flag = stop_flag if stop_flag is not None else StopFlag()
         self.on_checkpoint = on_checkpoint
         self.pos = Position()
-        self.optimizer: torch.optim.Optimizer | None = None
-        self.resume_optimizer: dict | None = None
-        self._frozen: dict[int, list[torch.Tensor]] = {}
+        self.optimizer: Optimizer | None = None
+        self.resume_optimizer: dict | None = None  # the stacked (or single-run) optimiser state to resume
+        self.resume_member_optimizers: dict[int, dict] = {}  # member i's single-run optimiser state to resume
+        m0 = self.members[0]
+        self.stepper = Stepper(terms, m0.data.x_train, m0.y_train, self.K, compiled=compiled, graphed=graphed,
+                               want_grad=cfg.grad_tol is not None)
+        self._snapshot = [p.detach().clone() for p in terms.params]  # the last parameters seen finite
+        for i, m in enumerate(self.members):
+            m.restore_from = (self._snapshot, i if terms.stacked else None)
 
     @property
     def active(self) -> list[int]:
@@ -227,24 +241,49 @@ class Engine:
         """Freeze member i at its current parameters (already restored if it went non-finite)."""
         m = self.members[i]
         if opt_state is None and self.optimizer is not None:
-            opt_state = self.terms.member_optimizer_state(self.optimizer, i)
+            opt_state = self.optimizer.member_state_dict(i)
         m.optimizer_state, m.result = opt_state, result
-        if self.K > 1:
-            self._frozen[i] = [p.detach().clone() for p in m.model.parameters()]
+        if self.optimizer is not None:
+            self.optimizer.active[i] = False
 
     def optimizer_state(self, i: int) -> dict | None:
         """Member i's optimiser state in a single run's format (its state at its stop, if it stopped)."""
         m = self.members[i]
         if m.optimizer_state is not None or self.optimizer is None:
             return m.optimizer_state
-        return self.terms.member_optimizer_state(self.optimizer, i)
+        return self.optimizer.member_state_dict(i)
+
+    def _start_phase(self, ph: PhaseConfig) -> int | None:
+        """A fresh optimiser for phase `ph` (resumed state applied), the stepper told; returns the batch size."""
+        members, dev = self.members, self.terms.params[0].device
+        opt = Optimizer(ph.optimizer, self.terms.params, ph.momentum, self.K, self.terms.stacked)
+        if self.resume_optimizer is not None:
+            opt.load_state_dict(self.resume_optimizer)
+            self.resume_optimizer = None
+        for i, sd in self.resume_member_optimizers.items():
+            if sd is not None:
+                opt.load_member_state_dict(i, sd)
+        self.resume_member_optimizers = {}
+        for i in range(self.K):
+            if members[i].result is not None:
+                opt.active[i] = False
+        self.optimizer = opt
+        self._base_lr = torch.tensor([m.cfg.phases[self.pos.phase].lr for m in members], dtype=torch.float64,
+                                     device=dev)
+        dtype = self.terms.params[0].dtype
+        coef = [m.reg_coef for m in members]
+        stated = torch.tensor(coef, dtype=torch.float64).to(device=dev, dtype=dtype)
+        trained = torch.tensor([c * ph.lam_factor for c in coef], dtype=torch.float64).to(device=dev, dtype=dtype)
+        bs = batch_size_of(ph, members[0].data.x_train.shape[0])
+        self.stepper.start_phase(opt, stated, trained, ph.lam_factor == 1.0, bs)
+        return bs
 
     def run(self) -> list[TrainResult]:
         """Train from the current position until every member has stopped; returns each member's result."""
         cfg, members = self.cfg, self.members
-        x, n = members[0].data.x_train, members[0].data.x_train.shape[0]
-        y, reg_coef = members[0].y_train, members[0].reg_coef
+        n = members[0].data.x_train.shape[0]
         want_grad = cfg.grad_tol is not None
+        stepper = self.stepper
         bar = tqdm(total=cfg.total_steps, initial=self.pos.step, disable=None if cfg.progress else True,
                    dynamic_ncols=True, leave=False)
         t0 = time.perf_counter()
@@ -252,62 +291,63 @@ class Engine:
             while self.pos.phase < len(cfg.phases) and self.active:
                 ph = cfg.phases[self.pos.phase]
                 last_phase = self.pos.phase == len(cfg.phases) - 1
-                self.optimizer = make_optimizer(ph.optimizer, self.terms.params, ph.lr, ph.momentum)
-                if self.resume_optimizer is not None:
-                    self.optimizer.load_state_dict(self.resume_optimizer)
-                    self.resume_optimizer = None
-                bs = batch_size_of(ph, n)
+                bs = self._start_phase(ph)
+                lr_now = self.optimizer.lr
                 phase_done = False
+                active = self.active
                 while self.pos.step_in_phase < ph.steps and not phase_done:
-                    active = self.active
                     if not active:
                         break
                     if self.stop_flag:
                         for i in active:
                             members[i].result = TrainResult("preempted", self.pos.step, f"signal {self.stop_flag.signal}")
                         break
-                    lr = apply_lr(self.optimizer, ph, self.pos.step_in_phase)
+                    factor = lr_factor(ph.schedule, ph.final_lr_ratio, self.pos.step_in_phase, ph.steps)
+                    torch.mul(self._base_lr, factor, out=lr_now)
                     idx = None
                     if bs is not None:  # each active member draws its own rows from its own generator
                         idx = torch.stack([minibatch_indices(n, bs, members[i].gen) if members[i].result is None
-                                           else torch.arange(bs) for i in range(self.K)]).to(x.device)
-                    self.optimizer.zero_grad(set_to_none=True)
-                    dl, sq = self.terms(x, y, idx)
-                    obj, trained = stated_and_trained(dl, sq, reg_coef, ph.lam_factor)  # obj: checked and logged
-                    trained.sum().backward()
+                                           else torch.arange(bs) for i in range(self.K)])
+                        if not stepper.graphed:
+                            idx = idx.to(stepper.x.device)
+                    obj, dl, sq = stepper.grads(idx)
                     step = self.pos.step
                     check = step % cfg.check_every == 0
                     logs = step % cfg.log_every == 0 and members[0].on_log is not None
-                    vals = torch.stack([obj, dl, sq]).detach().cpu().tolist() if check or logs else None
+                    vals = torch.stack([obj, dl, sq]).cpu().tolist() if check or logs else None
                     if check:
                         grad_rel = None
                         if want_grad:
-                            g2, p2 = self.terms.grad_and_param_sq()
+                            g2, p2 = stepper.grad_norms()
                             grad_rel = (g2.sqrt() / p2.sqrt().clamp_min(1e-300)).cpu().tolist()
+                        stopped = False
                         for i in active:
                             r = members[i].check(step, vals[0][i], vals[1][i], grad_rel[i] if grad_rel else None,
                                                  last_phase)
                             if r is not None:
                                 self.stop(i, r)
+                                stopped = True
+                        self._take_snapshot()
                         if grad_rel is not None and not last_phase and all(
                                 grad_rel[i] <= cfg.grad_tol for i in self.active):
                             phase_done = True  # every member sits at a critical point of this phase's objective
-                        active = self.active
+                        if stopped:
+                            active = self.active
                     if logs:
+                        lr_host = lr_now.tolist()
                         for i in active:
-                            members[i].log(step, lr, vals[0][i], vals[1][i], vals[2][i], t0)
+                            members[i].log(step, lr_host[i], vals[0][i], vals[1][i], vals[2][i], t0)
                     for i in active:
                         members[i].run_hook(step)
                     if not active:
                         break
-                    self.optimizer.step()
-                    for i, saved in self._frozen.items():
-                        self.terms.hold(i, saved)
+                    stepper.update()
                     self.pos.step_in_phase += 1
                     self.pos.step += 1
                     for i in active:
-                        members[i].pos.step_in_phase += 1
-                        members[i].pos.step += 1
+                        mp = members[i].pos
+                        mp.step_in_phase += 1
+                        mp.step += 1
                     bar.update(1)
                     if check:
                         best = min(vals[0][i] for i in active)
@@ -327,6 +367,11 @@ class Engine:
         for i in self.active:  # the budget ran out
             self.stop(i, members[i].final_check())
         return [m.result for m in members]
+
+    @torch.no_grad()
+    def _take_snapshot(self) -> None:
+        """The parameters just checked finite (members restored on a non-finite check hold their old ones)."""
+        torch._foreach_copy_(self._snapshot, [p.detach() for p in self.terms.params])
 
     def _next_phase(self) -> None:
         self.pos.phase += 1

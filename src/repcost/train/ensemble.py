@@ -40,17 +40,20 @@ class EnsembleTrainer:
                  on_log: Callable[[dict], None] | None = None,
                  on_checkpoint: Callable[[dict], None] | None = None,
                  hooks: Sequence[Callable | None] | None = None, hook_every: int = 0,
-                 stop_flag: StopFlag | None = None, share_matmuls: bool = True):
+                 stop_flag: StopFlag | None = None, share_matmuls: bool = True,
+                 member_cfgs: Sequence[TrainConfig] | None = None, compiled: bool = False, graphed: bool = False):
         if len(models) != len(seeds) or not models:
             raise ValueError(f"need one seed per model, got {len(models)} models and {len(seeds)} seeds")
         if len({type(m) for m in models}) != 1:
             raise RepcostError("ensemble members must be models of one family")
         self.K, self.cfg, self.data, self.seeds = len(models), cfg, data, list(seeds)
+        member_cfgs = list(member_cfgs) if member_cfgs is not None else [cfg] * self.K
+        check_stackable(cfg, member_cfgs)
         hooks = list(hooks) if hooks is not None else [None] * self.K
-        members = [Member(m, data, cfg, s, on_log=_tagged(on_log, i, s), hook=hooks[i], hook_every=hook_every)
-                   for i, (m, s) in enumerate(zip(models, seeds))]
+        members = [Member(m, data, c, s, on_log=_tagged(on_log, i, s), hook=hooks[i], hook_every=hook_every)
+                   for i, (m, s, c) in enumerate(zip(models, seeds, member_cfgs))]
         self.terms = StackedTerms(models, cfg.loss, share_matmuls)
-        self.engine = Engine(members, self.terms, cfg, stop_flag)
+        self.engine = Engine(members, self.terms, cfg, stop_flag, compiled=compiled, graphed=graphed)
         if on_checkpoint is not None:
             self.engine.on_checkpoint = lambda: on_checkpoint(self.state_dict())
 
@@ -101,6 +104,28 @@ class EnsembleTrainer:
         return self.engine.run()
 
     run_all = run
+
+
+STACKABLE = "seed, train.lam, train.phases[*].lr and the model's init_scale"
+
+
+def check_stackable(cfg: TrainConfig, member_cfgs: Sequence[TrainConfig]) -> None:
+    """Members may differ only in λ and the phases' learning rates (besides seed and initialisation)."""
+    def shape(c: TrainConfig) -> dict:
+        d = asdict(c)
+        d.pop("lam")
+        d.pop("progress", None)
+        d.pop("checkpoint_every", None)
+        for ph in d["phases"]:
+            ph.pop("lr")
+        return d
+
+    ref = shape(cfg)
+    for i, c in enumerate(member_cfgs):
+        if shape(c) != ref:
+            diff = sorted(k for k in ref if shape(c)[k] != ref[k])
+            raise RepcostError(f"member {i} cannot be stacked: its train.{', train.'.join(diff)} differ; "
+                               f"stacked members may differ only in {STACKABLE}")
 
 
 def _tagged(on_log, i: int, seed: int):

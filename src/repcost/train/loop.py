@@ -27,9 +27,10 @@ class Trainer:
                  on_log: Callable[[dict], None] | None = None,
                  on_checkpoint: Callable[[dict], None] | None = None,
                  hook: Callable[[RepModel, int], dict] | None = None, hook_every: int = 0,
-                 stop_flag: StopFlag | None = None):
+                 stop_flag: StopFlag | None = None, compiled: bool = False, graphed: bool = False):
         self.member = Member(model, data, cfg, seed, on_log=on_log, hook=hook, hook_every=hook_every)
-        self.engine = Engine([self.member], ModelTerms(model, cfg.loss), cfg, stop_flag)
+        self.engine = Engine([self.member], ModelTerms(model, cfg.loss), cfg, stop_flag, compiled=compiled,
+                             graphed=graphed)
         if on_checkpoint is not None:
             self.engine.on_checkpoint = lambda: on_checkpoint(self.state_dict())
         self.model, self.data, self.cfg, self.seed = model, data, cfg, seed

@@ -155,6 +155,15 @@ def _plot_fit_1d(model, data, path: Path, summary: dict) -> None:
 
 
 # -- training --------------------------------------------------------------------------------------
+def fast_step_options(cfg, device: torch.device, K: int, n: int, model) -> dict:
+    """compiled/graphed for the trainers, from train.compile and train.cuda_graphs (train.step's rules)."""
+    from .step import use_compile, use_graphs
+
+    n_params = sum(p.numel() for p in model.parameters())
+    return {"compiled": use_compile(cfg.compile, device, cfg.total_steps, K, n, n_params),
+            "graphed": use_graphs(cfg.cuda_graphs, device)}
+
+
 class _Tee:
     """One metrics record to the run's metrics.jsonl and to an experiment tracker."""
 
@@ -219,12 +228,13 @@ def _train(spec: RunSpec, cfg_dict: dict, rd: RunDir, chash: str, resume: dict |
         tracker = TensorBoardLogger(rd.path)
         metrics = _Tee(metrics, tracker.log)
     hooks = [r.periodic if r.enabled_periodic else None for r in runners]
+    fast = fast_step_options(spec.train, device, K, data.x_train.shape[0], models[0])
     if K == 1:
         trainer = Trainer(models[0], data, spec.train, seeds[0], on_log=metrics, hook=hooks[0],
-                          hook_every=spec.analysis.every, stop_flag=stop_flag)
+                          hook_every=spec.analysis.every, stop_flag=stop_flag, **fast)
     else:
         trainer = EnsembleTrainer(models, data, spec.train, seeds, on_log=metrics, hooks=hooks,
-                                  hook_every=spec.analysis.every, stop_flag=stop_flag)
+                                  hook_every=spec.analysis.every, stop_flag=stop_flag, **fast)
     wall_before = float(resume.get("wall_time_s", 0.0)) if resume is not None else 0.0
 
     def wall() -> float:

@@ -5,21 +5,22 @@ from __future__ import annotations
 import math
 
 
-def lr_at(lr: float, schedule: str, final_ratio: float, step: int, steps: int) -> float:
-    """lr at `step` of a phase of `steps` steps: constant, or decaying to lr·final_ratio."""
+def lr_factor(schedule: str, final_ratio: float, step: int, steps: int) -> float:
+    """lr at `step` of a phase of `steps` steps over the phase's lr: 1 (constant), or decaying to final_ratio.
+
+    Every schedule is lr × a factor that does not depend on lr, so members of a stacked grid that
+    differ in lr share it (`Engine` multiplies each member's lr by it in float64).
+    """
     if schedule == "constant" or steps <= 1:
-        return lr
+        return 1.0
     t = min(step / (steps - 1), 1.0)
     if schedule == "cosine":
-        return lr * (final_ratio + (1 - final_ratio) * 0.5 * (1 + math.cos(math.pi * t)))
+        return final_ratio + (1 - final_ratio) * 0.5 * (1 + math.cos(math.pi * t))
     if schedule == "linear":
-        return lr * (1 - (1 - final_ratio) * t)
-    return lr * final_ratio**t  # exponential
+        return 1 - (1 - final_ratio) * t
+    return final_ratio**t  # exponential
 
 
-def apply_lr(optimizer, phase, step: int) -> float:
-    """Set every param group's lr to the phase's schedule at `step`; returns that lr."""
-    lr = lr_at(phase.lr, phase.schedule, phase.final_lr_ratio, step, phase.steps)
-    for g in optimizer.param_groups:
-        g["lr"] = lr
-    return lr
+def lr_at(lr: float, schedule: str, final_ratio: float, step: int, steps: int) -> float:
+    """lr at `step` of a phase of `steps` steps: constant, or decaying to lr·final_ratio."""
+    return lr * lr_factor(schedule, final_ratio, step, steps)

@@ -34,6 +34,8 @@ from .objective import data_loss
 class ModelTerms:
     """K = 1: the model itself, its parameters stepped in place."""
 
+    stacked = False
+
     def __init__(self, model: RepModel, loss: str):
         self.model, self.loss = model, loss
         self.params = [p for p in model.parameters() if p.requires_grad]
@@ -42,18 +44,6 @@ class ModelTerms:
         if idx is not None:
             x, y = x[idx[0]], y[idx[0]]
         return data_loss(self.model(x), y, self.loss)[None], self.model.param_sq_norm()[None]
-
-    @torch.no_grad()
-    def grad_and_param_sq(self) -> tuple[torch.Tensor, torch.Tensor]:
-        g2 = sum((p.grad * p.grad).sum() for p in self.params if p.grad is not None)
-        p2 = sum((p * p).sum() for p in self.params)
-        return torch.as_tensor(g2).reshape(1), torch.as_tensor(p2).reshape(1)
-
-    def member_optimizer_state(self, optimizer: torch.optim.Optimizer, i: int) -> dict:
-        return copy.deepcopy(optimizer.state_dict())
-
-    def hold(self, i: int, saved: list[torch.Tensor]) -> None:  # pragma: no cover - K = 1 never holds
-        raise AssertionError("a single run has no frozen members")
 
 
 class _Terms(nn.Module):
@@ -69,6 +59,8 @@ class _Terms(nn.Module):
 
 class StackedTerms:
     """K models of one family and shape as one stacked model; the models' tensors become views of it."""
+
+    stacked = True
 
     def __init__(self, models: Sequence[RepModel], loss: str, share_matmuls: bool = True):
         if len({type(m) for m in models}) != 1:
@@ -99,24 +91,6 @@ class StackedTerms:
             with _ShareMatmuls():
                 return f(self.state, x, y)
         return f(self.state, x, y)
-
-    @torch.no_grad()
-    def grad_and_param_sq(self) -> tuple[torch.Tensor, torch.Tensor]:
-        K = len(self.models)
-        g2 = sum((p.grad * p.grad).reshape(K, -1).sum(1) for p in self.params if p.grad is not None)
-        p2 = sum((p * p).reshape(K, -1).sum(1) for p in self.params)
-        return torch.as_tensor(g2), p2
-
-    def member_optimizer_state(self, optimizer: torch.optim.Optimizer, i: int) -> dict:
-        sd = optimizer.state_dict()
-        return {"state": {j: {k: (v[i].clone() if torch.is_tensor(v) and v.dim() > 0 else copy.deepcopy(v))
-                              for k, v in s.items()} for j, s in sd["state"].items()},
-                "param_groups": copy.deepcopy(sd["param_groups"])}
-
-    @torch.no_grad()
-    def hold(self, i: int, saved: list[torch.Tensor]) -> None:
-        for p, t in zip(self.models[i].parameters(), saved):
-            p.copy_(t)
 
     def unstack(self) -> None:
         """Give every member model its own parameter storage (after training; the stack is left as is)."""

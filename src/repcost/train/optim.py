@@ -1,0 +1,145 @@
+"""The optimisers of the engine: gd/sgd (with momentum) and Adam, one learning rate per member.
+
+One implementation serves every run: a single model's parameters (K = 1), K stacked members
+(leading member axis, `terms.StackedTerms`), eager, compiled (`torch.compile`) or replayed from a
+CUDA graph (`train.step`). `torch.optim` cannot do the stacked case: its learning rate is one
+number per parameter group, and a stacked grid's members differ in lr. The update is written as
+separate elementwise ops (no fused addcdiv/alpha), so member i of a stack gets bitwise the
+arithmetic of its single run. The formulas are torch.optim's (SGD: buf ← μ·buf + g, p ← p − lr·buf;
+Adam: Kingma & Ba 2015, Algorithm 1, with torch's ε placement), and `state_dict()` has
+torch.optim's layout, so checkpoints written by either resume with either.
+
+The learning rate and the Adam step count live in tensors on the parameters' device, and a
+frozen member (one that already stopped) is masked, not restored: nothing in `step` needs the
+host, so it can be captured in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+ADAM_BETAS = (0.9, 0.999)  # torch.optim.Adam's defaults, which every phase has used
+ADAM_EPS = 1e-8
+
+
+def _per_member(v: torch.Tensor, p: torch.Tensor, stacked: bool) -> torch.Tensor:
+    """v (K,) shaped to broadcast over p: along p's leading member axis, or as a scalar for K = 1."""
+    if stacked:
+        return v.reshape(v.shape[0], *([1] * (p.dim() - 1)))
+    return v.reshape(()) if p.dim() == 0 else v.reshape([1] * p.dim())
+
+
+class Optimizer:
+    """gd/sgd/adam over `params` (stacked tensors with a leading axis of K members, or one model's).
+
+    `lr` (K,) and `active` (K,) are tensors the caller fills before `step()`; `step()` reads the
+    gradients in `p.grad` and changes nothing of an inactive member.
+    """
+
+    def __init__(self, name: str, params: Sequence[torch.Tensor], momentum: float = 0.0, K: int = 1,
+                 stacked: bool = False):
+        self.name, self.params, self.momentum, self.K, self.stacked = name, list(params), momentum, K, stacked
+        p0 = self.params[0]
+        self.lr = torch.zeros(K, dtype=torch.float64, device=p0.device)
+        self.active = torch.ones(K, dtype=torch.bool, device=p0.device)
+        self.steps_taken = torch.zeros(1, dtype=torch.float64, device=p0.device)  # Adam's t (shape (1,): torch.compile loses in-place updates of a 0-dim CPU tensor)
+        self.bufs: list[list[torch.Tensor]] = []
+        if name == "adam":
+            self.bufs = [[torch.zeros_like(p) for p in self.params] for _ in range(2)]
+        elif momentum:
+            self.bufs = [[torch.zeros_like(p) for p in self.params]]
+
+    # -- the update ---------------------------------------------------------------------------------
+    @torch.no_grad()
+    def step(self) -> None:
+        """One update of every parameter from its `.grad` (every member's lr from `self.lr`)."""
+        update_(self.name, self.params, [p.grad for p in self.params], self.bufs, self.steps_taken,
+                self.lr, self.active, self.momentum, self.stacked)
+
+    # -- torch.optim-format state --------------------------------------------------------------------
+    def _member_state(self, j: int, i: int | None) -> dict:
+        pick = (lambda t: t[i].clone()) if i is not None else (lambda t: t.clone())
+        if self.name == "adam":
+            return {"step": torch.tensor(float(self.steps_taken)), "exp_avg": pick(self.bufs[0][j]),
+                    "exp_avg_sq": pick(self.bufs[1][j])}
+        return {"momentum_buffer": pick(self.bufs[0][j]) if self.bufs else None}
+
+    def _groups(self, lr: float) -> list[dict]:
+        group = {"lr": lr, "params": list(range(len(self.params)))}
+        if self.name == "adam":
+            group.update(betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=0, amsgrad=False)
+        else:
+            group.update(momentum=self.momentum, dampening=0, weight_decay=0, nesterov=False)
+        return [group]
+
+    def state_dict(self) -> dict:
+        """All members' state, stacked tensors as they are (torch.optim's layout)."""
+        state = {j: self._member_state(j, None) for j in range(len(self.params))} if self._has_state() else {}
+        return {"state": state, "param_groups": self._groups(float(self.lr[0]))}
+
+    def member_state_dict(self, i: int) -> dict:
+        """Member i's state as its single run's optimiser state dict (copies out of the stack)."""
+        state = ({j: self._member_state(j, i if self.stacked else None) for j in range(len(self.params))}
+                 if self._has_state() else {})
+        return {"state": state, "param_groups": self._groups(float(self.lr[i]))}
+
+    def _has_state(self) -> bool:
+        return bool(self.bufs) and float(self.steps_taken) > 0  # torch.optim keeps no state for plain gd
+
+    @torch.no_grad()
+    def load_state_dict(self, sd: dict) -> None:
+        """Restore all members from `state_dict()` (or a torch.optim state dict over the same tensors)."""
+        self._load(sd, None)
+
+    @torch.no_grad()
+    def load_member_state_dict(self, i: int, sd: dict) -> None:
+        """Restore member i from its single run's optimiser state dict."""
+        self._load(sd, i if self.stacked else None)
+
+    def _load(self, sd: dict, i: int | None) -> None:
+        state = sd.get("state", {})
+        if not state:
+            return
+        for j in range(len(self.params)):
+            s = state.get(j, state.get(str(j)))
+            if s is None:
+                continue
+            keys = ("exp_avg", "exp_avg_sq") if self.name == "adam" else ("momentum_buffer",)
+            for b, key in enumerate(keys):
+                if b < len(self.bufs) and s.get(key) is not None:
+                    dst = self.bufs[b][j] if i is None else self.bufs[b][j][i]
+                    dst.copy_(s[key])
+            if "step" in s:
+                self.steps_taken.fill_(float(s["step"]))
+        if self.name != "adam":
+            self.steps_taken.fill_(max(float(self.steps_taken), 1.0))  # a momentum buffer exists: it is used
+
+
+def update_(name: str, params: list[torch.Tensor], grads: list[torch.Tensor], bufs: list[list[torch.Tensor]],
+            steps_taken: torch.Tensor, lr: torch.Tensor, active: torch.Tensor, momentum: float,
+            stacked: bool) -> None:
+    """The in-place update of `Optimizer.step` as a free function (what `train.step` compiles)."""
+    steps_taken.add_(1.0)
+    if name == "adam":
+        b1, b2 = ADAM_BETAS
+        bc1 = 1.0 - torch.pow(b1, steps_taken)
+        bc2_sqrt = torch.sqrt(1.0 - torch.pow(b2, steps_taken))
+        step_size = lr / bc1
+    for j, (p, g) in enumerate(zip(params, grads)):
+        if name == "adam":
+            m, v = bufs[0][j], bufs[1][j]
+            m.mul_(b1).add_(g * (1 - b1))
+            v.mul_(b2).add_(g * g * (1 - b2))
+            denom = torch.sqrt(v) / bc2_sqrt.to(p.dtype) + ADAM_EPS
+            d = _per_member(step_size, p, stacked).to(p.dtype) * (m / denom)
+        else:
+            if momentum:
+                bufs[0][j].mul_(momentum).add_(g)
+                g = bufs[0][j]
+            d = _per_member(lr, p, stacked).to(p.dtype) * g
+        new = p - d
+        if stacked:
+            new = torch.where(_per_member(active, p, True), new, p)
+        p.copy_(new)

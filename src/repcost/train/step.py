@@ -1,0 +1,184 @@
+"""One training step: eager, compiled (`torch.compile`), or replayed from a CUDA graph.
+
+docs/ARCHITECTURE.md, "Fast steps". The engine (`engine.Engine`) asks a `Stepper` for two things
+per step: `grads(idx)` (the members' objective terms at the current parameters and their
+gradients in `p.grad`) and `update()` (the optimiser step, `optim.Optimizer`). Everything the
+step reads that changes between steps (the learning rates, the minibatch rows, which members are
+still active) lives in tensors that the engine fills in place, so the same work can be
+
+* run eagerly (the default on CPU: no compile time, exactly the arithmetic of earlier versions);
+* compiled: the objective (forward and backward) and the update each become one
+  `torch.compile`d function (`train.compile`);
+* captured on CUDA: after two warm-up steps on a side stream, `grads` and `update` are each
+  captured once per phase in a `torch.cuda.CUDAGraph` and replayed (`train.cuda_graphs`). The
+  outputs (objective terms, ‖∇‖², ‖θ‖²) are static tensors that the engine reads only every
+  `check_every`/`log_every` steps, so the loop does not wait for the GPU in between.
+
+Compiled functions are built once per `Stepper` and shared by all its phases (an optimiser
+change recompiles only the update).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .optim import Optimizer, update_
+
+WARMUP_STEPS = 2  # eager/compiled steps on a side stream before a phase is captured
+# train.compile=auto (docs/ARCHITECTURE.md, "Fast steps"): on CUDA a compile (~10 s) pays back once
+# a run has a few thousand steps, whatever the net (steps there cost launches, not arithmetic); on
+# the CPU it saves about a quarter of the arithmetic-bound step time, so it pays once the run's
+# work steps × members × samples × parameters exceeds ~1e12 (minutes of eager training on 2 cores;
+# the compile takes ~30 s). Short runs and tests stay eager.
+COMPILE_MIN_STEPS_CUDA = 2000
+COMPILE_MIN_WORK_CPU = 1e12
+try:  # compiled steps of several runs in one process (tests, a stacked launcher) must not hit the cap
+    import torch._dynamo as _dynamo
+
+    for _key in ("recompile_limit", "cache_size_limit"):
+        if hasattr(_dynamo.config, _key):
+            setattr(_dynamo.config, _key, max(getattr(_dynamo.config, _key), 64))
+except Exception:  # pragma: no cover - a torch without dynamo: compile is refused at validation
+    pass
+
+
+def use_compile(setting: str, device: torch.device, steps: int, K: int, n: int, n_params: int) -> bool:
+    """Whether a run compiles its step: `train.compile` on/off, or the auto rule above."""
+    if setting != "auto":
+        return setting == "on"
+    if device.type == "cuda":
+        return steps >= COMPILE_MIN_STEPS_CUDA
+    return steps * K * n * n_params >= COMPILE_MIN_WORK_CPU
+
+
+def use_graphs(setting: str, device: torch.device) -> bool:
+    """Whether a run captures its steps in CUDA graphs: on every CUDA run unless `train.cuda_graphs=off`."""
+    return device.type == "cuda" and setting != "off"
+
+
+def objective_terms(terms, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None, stated_coef: torch.Tensor,
+                    trained_coef: torch.Tensor, same: bool):
+    """(K,) stated objective, data loss and Σ‖p‖², and the scalar the phase descends (summed over members)."""
+    dl, sq = terms(x, y, idx)
+    obj = dl + stated_coef * sq
+    trained = obj if same else dl + trained_coef * sq
+    return obj, dl, sq, trained.sum()
+
+
+def _grad_norms(params: list[torch.Tensor], K: int, stacked: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(K,) ‖∇‖² and ‖θ‖² from p.grad and p."""
+    if stacked:
+        g2 = sum((p.grad * p.grad).reshape(K, -1).sum(1) for p in params)
+        p2 = sum((p * p).reshape(K, -1).sum(1) for p in params)
+    else:
+        g2 = sum((p.grad * p.grad).sum() for p in params).reshape(1)
+        p2 = sum((p * p).sum() for p in params).reshape(1)
+    return g2, p2
+
+
+class Stepper:
+    """Runs the engine's steps for one set of terms: eagerly, compiled and/or as CUDA graphs."""
+
+    def __init__(self, terms, x: torch.Tensor, y: torch.Tensor, K: int, compiled: bool = False,
+                 graphed: bool = False, want_grad: bool = False):
+        self.terms, self.x, self.y, self.K = terms, x, y, K
+        self.compiled, self.graphed, self.want_grad = compiled, graphed, want_grad
+        self.params = terms.params
+        if compiled:
+            if hasattr(terms, "share_matmuls"):
+                terms.share_matmuls = False  # the compiler fuses the stacked matmuls itself
+            self._objective = torch.compile(objective_terms, dynamic=False)
+            self._update = torch.compile(update_, dynamic=False)
+        else:
+            self._objective, self._update = objective_terms, update_
+        self.optimizer: Optimizer | None = None
+        self.compile_s = 0.0
+
+    def start_phase(self, optimizer: Optimizer, stated_coef: torch.Tensor, trained_coef: torch.Tensor,
+                    same: bool, batch_size: int | None) -> None:
+        """A new phase: its optimiser, λ coefficients (K,) and minibatch size (None: full batch)."""
+        self.optimizer, self.stated_coef, self.trained_coef, self.same = optimizer, stated_coef, trained_coef, same
+        self._graphs: dict[str, torch.cuda.CUDAGraph] = {}
+        self._warm = 0
+        self._out: tuple | None = None
+        self._norms: tuple | None = None
+        self._idx = (torch.zeros((self.K, batch_size), dtype=torch.long, device=self.x.device)
+                     if batch_size is not None else None)
+        if self.graphed:
+            self._stream = torch.cuda.Stream(self.x.device)
+
+    # -- the two halves of a step ------------------------------------------------------------------
+    def _grads_now(self, idx: torch.Tensor | None):
+        for p in self.params:
+            p.grad = None
+        obj, dl, sq, trained = self._objective(self.terms, self.x, self.y, idx, self.stated_coef,
+                                               self.trained_coef, self.same)
+        trained.backward()
+        norms = _grad_norms(self.params, self.K, self.terms.stacked) if self.graphed and self.want_grad else None
+        return (obj.detach(), dl.detach(), sq.detach()), norms
+
+    def _update_now(self) -> None:
+        opt = self.optimizer
+        with torch.no_grad():
+            self._update(opt.name, opt.params, [p.grad for p in opt.params], opt.bufs, opt.steps_taken, opt.lr,
+                         opt.active, opt.momentum, opt.stacked)
+
+    def grads(self, idx: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(K,) objective, data loss, Σ‖p‖² at the current parameters; their gradients land in p.grad."""
+        if not self.graphed:
+            self._out, _ = self._grads_now(idx)
+            return self._out
+        if idx is not None:  # pinned (cached by torch), so the copy does not wait for the GPU
+            self._idx.copy_(idx.pin_memory(), non_blocking=True)
+        g = self._graphs.get("grads")
+        if g is None and self._warm >= WARMUP_STEPS:
+            self._capture()
+            g = self._graphs["grads"]
+        if g is not None:
+            g.replay()
+            return self._out
+        self._out, self._norms = self._on_side_stream(lambda: self._grads_now(self._idx if idx is not None else None))
+        return self._out
+
+    def update(self) -> None:
+        """The optimiser step from p.grad."""
+        if not self.graphed:
+            self._update_now()
+            return
+        g = self._graphs.get("update")
+        if g is not None:
+            g.replay()
+            return
+        self._on_side_stream(self._update_now)
+        self._warm += 1
+
+    def grad_norms(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(K,) ‖∇‖² and ‖θ‖² of the last `grads` call."""
+        if self.graphed and self._norms is not None:
+            return self._norms
+        with torch.no_grad():
+            return _grad_norms(self.params, self.K, self.terms.stacked)
+
+    # -- CUDA graphs -------------------------------------------------------------------------------
+    def _on_side_stream(self, fn):
+        cur = torch.cuda.current_stream(self.x.device)
+        self._stream.wait_stream(cur)
+        with torch.cuda.stream(self._stream):
+            out = fn()
+        cur.wait_stream(self._stream)
+        return out
+
+    def _capture(self) -> None:
+        """Capture this phase's `grads` and `update` (the parameters' and state's addresses stay fixed)."""
+        idx = self._idx
+        for p in self.params:
+            p.grad = None  # allocated inside the graph's pool, so every replay writes the same tensors
+        torch.cuda.synchronize(self.x.device)
+        gg = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(gg):
+            out, norms = self._grads_now(idx)
+        gu = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(gu):
+            self._update_now()
+        self._out, self._norms = out, norms
+        self._graphs = {"grads": gg, "update": gu}
