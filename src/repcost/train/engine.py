@@ -275,7 +275,7 @@ class Engine:
         stated = torch.tensor(coef, dtype=torch.float64).to(device=dev, dtype=dtype)
         trained = torch.tensor([c * ph.lam_factor for c in coef], dtype=torch.float64).to(device=dev, dtype=dtype)
         bs = batch_size_of(ph, members[0].data.x_train.shape[0])
-        self.stepper.start_phase(opt, stated, trained, ph.lam_factor == 1.0, bs)
+        self.stepper.start_phase(opt, stated, trained, bs)
         return bs
 
     def run(self) -> list[TrainResult]:
@@ -292,7 +292,7 @@ class Engine:
                 ph = cfg.phases[self.pos.phase]
                 last_phase = self.pos.phase == len(cfg.phases) - 1
                 bs = self._start_phase(ph)
-                lr_now = self.optimizer.lr
+                lr_now, last_factor = self.optimizer.lr, None
                 phase_done = False
                 active = self.active
                 while self.pos.step_in_phase < ph.steps and not phase_done:
@@ -303,7 +303,9 @@ class Engine:
                             members[i].result = TrainResult("preempted", self.pos.step, f"signal {self.stop_flag.signal}")
                         break
                     factor = lr_factor(ph.schedule, ph.final_lr_ratio, self.pos.step_in_phase, ph.steps)
-                    torch.mul(self._base_lr, factor, out=lr_now)
+                    if factor != last_factor:  # a constant schedule launches nothing per step
+                        torch.mul(self._base_lr, factor, out=lr_now)
+                        last_factor = factor
                     idx = None
                     if bs is not None:  # each active member draws its own rows from its own generator
                         idx = torch.stack([minibatch_indices(n, bs, members[i].gen) if members[i].result is None

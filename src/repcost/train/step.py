@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 
 from .optim import Optimizer, update_
+from .terms import functional_terms
 
 WARMUP_STEPS = 2  # eager/compiled steps on a side stream before a phase is captured
 # train.compile=auto (docs/ARCHITECTURE.md, "Fast steps"): on CUDA a compile (~10 s) pays back once
@@ -57,12 +58,43 @@ def use_graphs(setting: str, device: torch.device) -> bool:
 
 
 def objective_terms(terms, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None, stated_coef: torch.Tensor,
-                    trained_coef: torch.Tensor, same: bool):
-    """(K,) stated objective, data loss and Σ‖p‖², and the scalar the phase descends (summed over members)."""
+                    trained_coef: torch.Tensor):
+    """(K,) stated objective, data loss and Σ‖p‖², and the scalar the phase descends (summed over members).
+
+    The descended objective is dl + trained_coef·sq even where the phase's lam_factor is 1 (then it is
+    the stated one, bit for bit), so one compiled function serves every phase.
+    """
     dl, sq = terms(x, y, idx)
-    obj = dl + stated_coef * sq
-    trained = obj if same else dl + trained_coef * sq
-    return obj, dl, sq, trained.sum()
+    return dl + stated_coef * sq, dl, sq, (dl + trained_coef * sq).sum()
+
+
+_COMPILED: dict = {}  # compile_key -> compiled objective (shared by the runs of one process)
+
+
+def compiled_objective(terms):
+    """The compiled `objective_terms` for `terms`: one per compile key, called with the terms' state dict."""
+    key = terms.compile_key
+    fn = _COMPILED.get(key)
+    if fn is None:
+        template, loss, stacked = terms.template, terms.loss, terms.stacked
+
+        def objective(state, x, y, idx, stated_coef, trained_coef):
+            dl, sq = functional_terms(template, loss, stacked, state, x, y, idx)
+            return dl + stated_coef * sq, dl, sq, (dl + trained_coef * sq).sum()
+
+        fn = _COMPILED[key] = torch.compile(objective, dynamic=False)
+    return fn
+
+
+_compiled_update = None
+
+
+def compiled_update():
+    """`optim.update_` compiled once per process (its guards tell optimisers and shapes apart)."""
+    global _compiled_update
+    if _compiled_update is None:
+        _compiled_update = torch.compile(update_, dynamic=False)
+    return _compiled_update
 
 
 def _grad_norms(params: list[torch.Tensor], K: int, stacked: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,19 +117,18 @@ class Stepper:
         self.compiled, self.graphed, self.want_grad = compiled, graphed, want_grad
         self.params = terms.params
         if compiled:
-            if hasattr(terms, "share_matmuls"):
-                terms.share_matmuls = False  # the compiler fuses the stacked matmuls itself
-            self._objective = torch.compile(objective_terms, dynamic=False)
-            self._update = torch.compile(update_, dynamic=False)
+            compiled_fn = compiled_objective(terms)
+            self._objective = lambda t, x, y, idx, cs, ct: compiled_fn(t.state, x, y, idx, cs, ct)
+            self._update = compiled_update()
         else:
             self._objective, self._update = objective_terms, update_
         self.optimizer: Optimizer | None = None
         self.compile_s = 0.0
 
     def start_phase(self, optimizer: Optimizer, stated_coef: torch.Tensor, trained_coef: torch.Tensor,
-                    same: bool, batch_size: int | None) -> None:
+                    batch_size: int | None) -> None:
         """A new phase: its optimiser, λ coefficients (K,) and minibatch size (None: full batch)."""
-        self.optimizer, self.stated_coef, self.trained_coef, self.same = optimizer, stated_coef, trained_coef, same
+        self.optimizer, self.stated_coef, self.trained_coef = optimizer, stated_coef, trained_coef
         self._graphs: dict[str, torch.cuda.CUDAGraph] = {}
         self._warm = 0
         self._out: tuple | None = None
@@ -112,7 +143,7 @@ class Stepper:
         for p in self.params:
             p.grad = None
         obj, dl, sq, trained = self._objective(self.terms, self.x, self.y, idx, self.stated_coef,
-                                               self.trained_coef, self.same)
+                                               self.trained_coef)
         trained.backward()
         norms = _grad_norms(self.params, self.K, self.terms.stacked) if self.graphed and self.want_grad else None
         return (obj.detach(), dl.detach(), sq.detach()), norms

@@ -31,6 +31,39 @@ from ..models.base import RepModel
 from .objective import data_loss
 
 
+def functional_terms(template: nn.Module, loss: str, stacked: bool, state: dict, x: torch.Tensor, y: torch.Tensor,
+                     idx: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(K,) data losses and Σ‖p‖² of the parameters in `state` (stacked: a leading member axis) through
+    `template`'s code; what `train.step` compiles (plain vmap: the compiler fuses the matmuls itself)."""
+    def one(st, xb, yb):
+        out, sq = functional_call(template, st, (xb,))
+        return data_loss(out, yb, loss), sq
+
+    if not stacked:
+        if idx is not None:
+            x, y = x[idx[0]], y[idx[0]]
+        dl, sq = one(state, x, y)
+        return dl[None], sq[None]
+    if idx is not None:
+        x, y = x[idx], y[idx]
+    d = None if idx is None else 0
+    return vmap(one, in_dims=(0, d, d))(state, x, y)
+
+
+def compile_key(terms, model: RepModel) -> tuple:
+    """What a compiled objective depends on: the family, its plain attributes (depth, slope, …), the
+    tensors' names, shapes and dtypes, the loss. Runs with equal keys share one compiled function."""
+    attrs = []
+    for k, v in sorted(vars(model).items()):
+        if k.startswith("_") or isinstance(v, (nn.Module, torch.Tensor)):
+            continue
+        if not isinstance(v, (int, float, str, bool, type(None), tuple)):
+            return (id(model),)  # an attribute we cannot compare: this run compiles its own
+        attrs.append((k, v))
+    tensors = tuple((k, tuple(v.shape), v.dtype, v.device, v.requires_grad) for k, v in terms.state.items())
+    return type(model), tuple(attrs), tensors, terms.loss, terms.stacked
+
+
 class ModelTerms:
     """K = 1: the model itself, its parameters stepped in place."""
 
@@ -39,6 +72,12 @@ class ModelTerms:
     def __init__(self, model: RepModel, loss: str):
         self.model, self.loss = model, loss
         self.params = [p for p in model.parameters() if p.requires_grad]
+        self.state = {f"m.{k}": v for k, v in [*model.named_parameters(), *model.named_buffers()]}
+        self.template = _Terms(copy.deepcopy(model))  # a separate copy: compiled code must not alias a run's tensors
+
+    @property
+    def compile_key(self) -> tuple:
+        return compile_key(self, self.model)
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None):
         if idx is not None:
@@ -66,7 +105,7 @@ class StackedTerms:
         if len({type(m) for m in models}) != 1:
             raise RepcostError("ensemble members must be models of one family")
         self.models, self.loss, self.share_matmuls = list(models), loss, share_matmuls
-        self._template = _Terms(copy.deepcopy(models[0]))  # the functional template (its own values unused)
+        self.template = _Terms(copy.deepcopy(models[0]))  # the functional template (its own values unused)
         params, buffers = stack_module_state(list(models))
         self.state = {f"m.{k}": v for k, v in {**params, **buffers}.items()}
         for i, m in enumerate(models):  # member i's tensors become views of slice i of the stack
@@ -76,21 +115,15 @@ class StackedTerms:
                 m.get_buffer(k).data = v.detach()[i]
         self.params = [v for v in params.values() if v.requires_grad]  # = a single run's parameter order
 
+    @property
+    def compile_key(self) -> tuple:
+        return compile_key(self, self.models[0])
+
     def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None):
-        loss = self.loss
-
-        def one(state, xb, yb):
-            out, sq = functional_call(self._template, state, (xb,))
-            return data_loss(out, yb, loss), sq
-
-        if idx is not None:  # each member its own rows (K, bs, …)
-            x, y = x[idx], y[idx]
-        d = None if idx is None else 0
-        f = vmap(one, in_dims=(0, d, d))
         if self.share_matmuls:
             with _ShareMatmuls():
-                return f(self.state, x, y)
-        return f(self.state, x, y)
+                return functional_terms(self.template, self.loss, True, self.state, x, y, idx)
+        return functional_terms(self.template, self.loss, True, self.state, x, y, idx)
 
     def unstack(self) -> None:
         """Give every member model its own parameter storage (after training; the stack is left as is)."""
