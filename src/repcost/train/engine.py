@@ -237,9 +237,19 @@ class Engine:
         """Members still training."""
         return [i for i in range(self.K) if self.members[i].result is None]
 
+    def sync_positions(self) -> None:
+        """Active members' positions are the engine's (the loop advances only the engine's, one member
+        bookkeeping less per step); copy it into theirs before anything reads them."""
+        for i in self.active:
+            p = self.members[i].pos
+            p.phase, p.step_in_phase, p.step = self.pos.phase, self.pos.step_in_phase, self.pos.step
+
     def stop(self, i: int, result: TrainResult, opt_state: dict | None = None) -> None:
         """Freeze member i at its current parameters (already restored if it went non-finite)."""
         m = self.members[i]
+        if m.result is None and self.optimizer is not None:  # stopped while training: it stops here
+            p = m.pos
+            p.phase, p.step_in_phase, p.step = self.pos.phase, self.pos.step_in_phase, self.pos.step
         if opt_state is None and self.optimizer is not None:
             opt_state = self.optimizer.member_state_dict(i)
         m.optimizer_state, m.result = opt_state, result
@@ -299,6 +309,7 @@ class Engine:
                     if not active:
                         break
                     if self.stop_flag:
+                        self.sync_positions()
                         for i in active:
                             members[i].result = TrainResult("preempted", self.pos.step, f"signal {self.stop_flag.signal}")
                         break
@@ -336,6 +347,7 @@ class Engine:
                         if stopped:
                             active = self.active
                     if logs:
+                        self.sync_positions()
                         lr_host = lr_now.tolist()
                         for i in active:
                             members[i].log(step, lr_host[i], vals[0][i], vals[1][i], vals[2][i], t0)
@@ -346,16 +358,13 @@ class Engine:
                     stepper.update()
                     self.pos.step_in_phase += 1
                     self.pos.step += 1
-                    for i in active:
-                        mp = members[i].pos
-                        mp.step_in_phase += 1
-                        mp.step += 1
                     bar.update(1)
                     if check:
                         best = min(vals[0][i] for i in active)
                         bar.set_postfix(obj=f"{best:.4g}", active=f"{len(active)}/{self.K}", refresh=False)
                     if cfg.checkpoint_every and self.pos.step % cfg.checkpoint_every == 0 \
                             and self.on_checkpoint is not None:
+                        self.sync_positions()
                         self.on_checkpoint()
                 else:
                     self._next_phase()
@@ -366,6 +375,7 @@ class Engine:
                 break  # the inner loop broke: everyone stopped, or preempted
         finally:
             bar.close()
+            self.sync_positions()
         for i in self.active:  # the budget ran out
             self.stop(i, members[i].final_check())
         return [m.result for m in members]
@@ -378,6 +388,4 @@ class Engine:
     def _next_phase(self) -> None:
         self.pos.phase += 1
         self.pos.step_in_phase = 0
-        for i in self.active:
-            self.members[i].pos.phase += 1
-            self.members[i].pos.step_in_phase = 0
+        self.sync_positions()
