@@ -52,12 +52,14 @@ clean:
 	rm -rf outputs multirun .pytest_cache
 
 # Paper figures: `make fig-<id>` (quick variant; FULL=1 for paper settings; FULL_ONLY=<preset> for one
-# sweep of a multi-sweep figure at paper settings), `make figures` for all.
+# sweep of a multi-sweep figure at paper settings; LAUNCHER=stacked|parallel|slurm…), `make figures` for all.
+# fig-% runs its sweep with the default launcher unless LAUNCHER is given (make fig-<id> LAUNCHER=stacked)
+FIG_LAUNCHER = $(if $(filter command line environment,$(origin LAUNCHER)),--launcher $(LAUNCHER),)
 FIGURE_IDS := $(patsubst experiments/%.py,%,$(wildcard experiments/*.py))
 figures: $(addprefix fig-,$(FIGURE_IDS))
 
 fig-%: setup
-	MPLBACKEND=Agg $(PY) experiments/$*.py $(if $(FULL),--full,) $(if $(FULL_ONLY),--full-only $(FULL_ONLY),)
+	MPLBACKEND=Agg $(PY) experiments/$*.py $(if $(FULL),--full,) $(if $(FULL_ONLY),--full-only $(FULL_ONLY),) $(FIG_LAUNCHER)
 
 # Launch a figure's sweep on a cluster: `make sweep-<id> LAUNCHER=slurm`
 sweep-%: setup

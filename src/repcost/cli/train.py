@@ -26,9 +26,8 @@ from .hydra_errors import clean_exit
 log = logging.getLogger("repcost")
 
 
-def _place_sweep_job(spec) -> None:
+def _place_sweep_job(spec, hc) -> None:
     """In a multirun: share the CPU cores among parallel jobs, spread jobs over the GPUs."""
-    hc = HydraConfig.get()
     n_jobs = OmegaConf.select(hc, "launcher.n_jobs", default=None)
     if n_jobs is not None:
         n = os.cpu_count() or 1
@@ -69,34 +68,109 @@ def _check_experiment(hc) -> None:
         raise RepcostError(f"unknown experiment '{choice}'{hint}")
 
 
-def _write_hydra_files(cfg: DictConfig, hc) -> Callable[[RunDir], None]:
+def _write_hydra_files(cfg: DictConfig, hydra_cfg: DictConfig) -> Callable[[RunDir], None]:
     """Writes .hydra/ (config, hydra config, overrides) once the run dir is ours: repcost owns the run
-    directory, so a run that is moved aside keeps its own .hydra/ (Hydra's own copy is switched off)."""
+    directory, so a run that is moved aside keeps its own .hydra/ (Hydra's own copy is switched off).
+    `hydra_cfg` is the job's `HydraConfig.instance().cfg` (a stacked group holds several jobs' at once)."""
+    hc = hydra_cfg.hydra
+
     def write(rd: RunDir) -> None:
         rd.write_bytes(".hydra/config.yaml", OmegaConf.to_yaml(cfg).encode())
-        rd.write_bytes(".hydra/hydra.yaml", OmegaConf.to_yaml(HydraConfig.instance().cfg).encode())
+        rd.write_bytes(".hydra/hydra.yaml", OmegaConf.to_yaml(hydra_cfg).encode())
         rd.write_bytes(".hydra/overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(list(hc.overrides.task))).encode())
     return write
 
 
-def run_config(cfg: DictConfig) -> dict:
-    """Validate a composed config and train it in Hydra's output dir (skip if finished, else resume or start fresh)."""
+def _prepare(cfg: DictConfig):
+    """(spec, resolved run config, run dir, multirun) of the job whose Hydra config is current."""
     hc = HydraConfig.get()
     _check_experiment(hc)
     spec = validate(cfg)
     run_cfg = OmegaConf.to_container(cfg, resolve=True)
     run_cfg.pop("hydra", None)
-    run_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     if multirun:
-        _place_sweep_job(spec)
-    summary = run_training(spec, run_cfg, run_dir, force=bool(cfg.get("force", False)),
-                           on_stale="move" if multirun else "refuse", before_start=_write_hydra_files(cfg, hc))
+        _place_sweep_job(spec, hc)
+    return spec, run_cfg, Path(hc.runtime.output_dir), multirun
+
+
+def _done(summary: dict, run_dir: Path) -> dict:
     if summary.pop("reused", False):
         log.info("already finished (force=true moves it aside and reruns): %s", run_dir)
-        return summary
-    _report(summary, run_dir)
+    else:
+        _report(summary, run_dir)
     return summary
+
+
+def run_config(cfg: DictConfig) -> dict:
+    """Validate a composed config and train it in Hydra's output dir (skip if finished, else resume or start fresh)."""
+    spec, run_cfg, run_dir, multirun = _prepare(cfg)
+    summary = run_training(spec, run_cfg, run_dir, force=bool(cfg.get("force", False)),
+                           on_stale="move" if multirun else "refuse",
+                           before_start=_write_hydra_files(cfg, HydraConfig.instance().cfg))
+    return _done(summary, run_dir)
+
+
+def stack_key_of_job(config: DictConfig) -> str | None:
+    """The stacked launcher's grouping key of a composed sweep job (hydra node included): jobs with equal
+    keys train as one stacked process. None: the job runs alone (e.g. its config does not validate, so it
+    fails exactly as an unstacked job does)."""
+    from ..train.stacked import stack_key
+
+    if config.hydra.job.chdir:  # jobs that change into their own directory cannot share a process
+        return None
+    HydraConfig.instance().set_config(config)
+    try:
+        _check_experiment(HydraConfig.get())
+        cfg = _task_config(config)
+        validate(cfg)
+        run_cfg = OmegaConf.to_container(cfg, resolve=True)
+    except Exception:  # any problem shows when the job runs alone
+        return None
+    return stack_key(run_cfg)
+
+
+def _task_config(config: DictConfig) -> DictConfig:
+    """A job's config without its hydra node (what Hydra passes the task function)."""
+    import copy
+
+    from omegaconf import open_dict, read_write
+
+    task = copy.deepcopy(config)
+    with read_write(task), open_dict(task):
+        del task["hydra"]
+    return task
+
+
+def run_stacked_jobs(configs: list[DictConfig]) -> list[dict]:
+    """The stacked launcher's group: sweep jobs (hydra node included, output dirs set) trained as one stacked
+    process (`train.stacked.run_stacked`); each job's directory, report, failure record and return value are
+    what `run_config` and `_app` give it alone."""
+    from ..train.stacked import run_stacked
+
+    out: list = [None] * len(configs)
+    ready = []  # (index, task config, hydra config, spec, run config, run dir)
+    for i, config in enumerate(configs):
+        HydraConfig.instance().set_config(config)
+        cfg = _task_config(config)
+        try:
+            spec, run_cfg, run_dir, _ = _prepare(cfg)
+            ready.append((i, cfg, HydraConfig.instance().cfg, spec, run_cfg, run_dir,
+                          _write_hydra_files(cfg, HydraConfig.instance().cfg)))
+        except Exception as e:
+            out[i] = _job_failed(e, cfg, HydraConfig.instance().cfg)
+    if ready:
+        HydraConfig.instance().set_config(configs[ready[0][0]])
+        try:
+            results = run_stacked([r[3] for r in ready], [r[4] for r in ready], [r[5] for r in ready],
+                                  force=bool(ready[0][1].get("force", False)), on_stale="move",
+                                  before_start=[r[6] for r in ready])
+        except RepcostError as e:
+            results = [e] * len(ready)
+        for (i, cfg, hydra_cfg, _, _, run_dir, _), r in zip(ready, results):
+            HydraConfig.instance().cfg = hydra_cfg
+            out[i] = _job_failed(r, cfg, hydra_cfg) if isinstance(r, Exception) else _done(r, run_dir)
+    return out
 
 
 def _report(summary: dict, run_dir: Path) -> None:
@@ -120,27 +194,32 @@ def _app(cfg: DictConfig):
     try:
         return run_config(cfg)
     except Exception as e:
-        hc = HydraConfig.get()
-        if hc.mode != RunMode.MULTIRUN:
+        if HydraConfig.get().mode != RunMode.MULTIRUN:
             if isinstance(e, RepcostError):
                 print(f"repcost-train: error: {e}", file=sys.stderr)
                 sys.exit(2)
             raise
-        # In a sweep a failed job is recorded in its directory; the other jobs go on.
-        run_dir = RunDir(Path(hc.runtime.output_dir))
-        msg = f"{e}" if isinstance(e, RepcostError) else f"{e.__class__.__name__}: {e}"
-        # never touch a live run's directory, nor mark a finished run failed (e.g. a bad override on relaunch)
-        if "in use by a running repcost process" not in msg and run_dir.finished_hash() is None:
-            try:
-                if not run_dir.file(".hydra/overrides.yaml").exists():  # failed before the run started
-                    _write_hydra_files(cfg, hc)(run_dir)
-                run_dir.record_failure(msg)
-                if not isinstance(e, RepcostError):
-                    run_dir.write_bytes("traceback.txt", traceback.format_exc().encode())
-            except RepcostError:
-                pass  # the directory itself cannot be written: the message below still says why
-        print(f"job failed: {run_dir.path}: {' '.join(msg.split())}", file=sys.stderr)
-        return {"status": "failed", "error": msg}
+        return _job_failed(e, cfg, HydraConfig.instance().cfg)
+
+
+def _job_failed(e: Exception, cfg: DictConfig, hydra_cfg: DictConfig) -> dict:
+    """A sweep job's failure: recorded in its directory (error.txt, traceback.txt for a bug), one stderr line;
+    the other jobs go on."""
+    hc = hydra_cfg.hydra
+    run_dir = RunDir(Path(hc.runtime.output_dir))
+    msg = f"{e}" if isinstance(e, RepcostError) else f"{e.__class__.__name__}: {e}"
+    # never touch a live run's directory, nor mark a finished run failed (e.g. a bad override on relaunch)
+    if "in use by a running repcost process" not in msg and run_dir.finished_hash() is None:
+        try:
+            if not run_dir.file(".hydra/overrides.yaml").exists():  # failed before the run started
+                _write_hydra_files(cfg, hydra_cfg)(run_dir)
+            run_dir.record_failure(msg)
+            if not isinstance(e, RepcostError):
+                run_dir.write_bytes("traceback.txt", "".join(traceback.format_exception(e)).encode())
+        except RepcostError:
+            pass  # the directory itself cannot be written: the message below still says why
+    print(f"job failed: {run_dir.path}: {' '.join(msg.split())}", file=sys.stderr)
+    return {"status": "failed", "error": msg}
 
 
 def _resume_argv(argv: list[str]) -> list[str]:

@@ -225,7 +225,7 @@ def figure_args(description: str):
     ap.add_argument("--full", action="store_true", help="paper settings (default: the quick variant)")
     ap.add_argument("--full-only", nargs="+", default=[], metavar="PRESET",
                     help="paper settings for these presets only (e.g. one panel of a multi-sweep figure)")
-    ap.add_argument("--launcher", default=None, help="hydra/launcher option for the sweep, e.g. parallel, slurm")
+    ap.add_argument("--launcher", default=None, help="hydra/launcher option for the sweep, e.g. parallel, stacked, slurm")
     ap.add_argument("--out", type=Path, default=None,
                     help="where the PNG and CSV go (default: figures/ with --full, else figures/quick/)")
     ap.add_argument("--workdir", type=Path, default=REPO_ROOT, help="where outputs/sweeps/ goes (default: the repo)")

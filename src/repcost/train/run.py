@@ -2,7 +2,8 @@
 
 `run_training` serves a single run (K = 1) and an ensemble of K stacked members alike; both go
 through the same run-directory protocol (`repcost.rundir.RunDir`): lock, decide (skip a
-finished run, resume a checkpoint, move aside what is in the way), train, write.
+finished run, resume a checkpoint, move aside what is in the way), train, write. `train_jobs`
+is the one single-run path, for one run or several stacked ones (`train.stacked.run_stacked`).
 
 Ensemble outputs (K = `train.ensemble_size` > 1, seeds seed … seed+K−1)
   members/<i>/        a single run's files for member i (.hydra/config.yaml, checkpoint.pt,
@@ -21,7 +22,8 @@ import logging
 import math
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -178,6 +180,29 @@ class _Tee:
         self.writer.close()
 
 
+@dataclass
+class RunJob:
+    """One run directory opened for training (locked, `open_run` decided): its config, identity and checkpoint."""
+
+    spec: RunSpec
+    cfg_dict: dict
+    rd: RunDir
+    chash: str
+    resume: dict | None = None  # the checkpoint to resume, None for a fresh start
+
+    @property
+    def wall_before(self) -> float:
+        """Training time spent before this process (from the checkpoint)."""
+        return float(self.resume.get("wall_time_s", 0.0)) if self.resume is not None else 0.0
+
+    @property
+    def start(self) -> tuple[int, int, int]:
+        """(phase, step in phase, step) where training starts: runs stacked in one process must share it."""
+        if self.resume is None:
+            return (0, 0, 0)
+        p = self.resume["ensemble" if "ensemble" in self.resume else "trainer"]["position"]
+        return (p["phase"], p["step_in_phase"], p["step"])
+
 
 def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: StopFlag | None = None,
                  chash: str | None = None, force: bool = False, on_stale: str = "refuse",
@@ -187,6 +212,7 @@ def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: StopFl
     A finished run of the same identity is not retrained (its summary is returned, with
     `"reused": True`); a preempted one resumes from its checkpoint. `before_start(run_dir)` runs
     once the directory is ready and before training (the CLI writes `.hydra/` there).
+    Several runs differing only in seed, λ, learning rates and init scale: `train.stacked.run_stacked`.
     """
     rd = RunDir(run_dir)
     chash = chash or run_hash(cfg_dict)
@@ -196,61 +222,189 @@ def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: StopFl
             return {**rd.summary(), "reused": True}
         if before_start is not None:
             before_start(rd)
-        return _train(spec, cfg_dict, rd, chash, resume, stop_flag)
+        job = RunJob(spec, cfg_dict, rd, chash, resume)
+        if spec.train.ensemble_size > 1:
+            return _train_ensemble(job, stop_flag)
+        out = train_jobs([job], stop_flag)[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
 
 
-def _train(spec: RunSpec, cfg_dict: dict, rd: RunDir, chash: str, resume: dict | None,
-           stop_flag: StopFlag | None) -> dict:
-    from ..analysis.hooks import (
-        AnalysisRunner,  # analysis builds on models; import lazily
-    )
-    from .ensemble import EnsembleTrainer
-    from .loop import Trainer
-
-    t_start = time.perf_counter()
-    device, dtype = torch.device(spec.device), spec.torch_dtype
-    K = spec.train.ensemble_size
-    seeds = [spec.seed + i for i in range(K)]
+# -- pieces shared by single runs, stacked runs and ensembles ------------------------------------
+def _load_data(spec: RunSpec):
     data = load_data(spec.data)
     if spec.train.loss == "cross_entropy" and data.task != "classification":
         raise RepcostError(f"train.loss=cross_entropy needs a classification dataset; data={data.name} is regression")
-    models = [build_model(spec.model, data.d_in, data.d_out, s).to(device=device, dtype=dtype) for s in seeds]
-    data = data.to(dtype, device)
-    family = models[0].family
-    member_dirs = [rd] if K == 1 else [RunDir(rd.path / MEMBERS / str(i)) for i in range(K)]
-    runners = [AnalysisRunner(spec.analysis, m, data, d.path) for m, d in zip(models, member_dirs)]
-    resume_key = "trainer" if K == 1 else "ensemble"
-    metrics = rd.metrics(keep_before=resume[resume_key]["position"]["step"] if resume else 0)
-    tracker = None
+    return data
+
+
+def _metrics(rd: RunDir, spec: RunSpec, keep_before: int):
+    """(metrics writer, TensorBoard logger or None) of a run directory."""
+    metrics, tracker = rd.metrics(keep_before=keep_before), None
     if spec.logger == "tensorboard":  # optional: the metrics records also go to TensorBoard
         from ..loggers import TensorBoardLogger
 
         tracker = TensorBoardLogger(rd.path)
         metrics = _Tee(metrics, tracker.log)
+    return metrics, tracker
+
+
+def _checkpoint(state: dict, job: RunJob, status: str, wall: float, family: str) -> dict:
+    """A single run's checkpoint.pt: the trainer state plus what identifies and resumes it."""
+    return {"trainer": state, "config_hash": job.chash, "status": status, "family": family,
+            "config": job.cfg_dict, "wall_time_s": wall}
+
+
+def _hand_back(flag) -> None:
+    hand_back = getattr(flag, "hand_back", None)
+    if hand_back is not None:
+        hand_back()  # a launcher's own handler (submitit: requeue and exit) now that the checkpoints are safe
+
+
+# -- single runs (one, or several stacked) ---------------------------------------------------------
+def train_jobs(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> list[dict | Exception]:
+    """Train opened single runs in one process (K = 1: `Trainer`; K > 1: one stacked `EnsembleTrainer`).
+
+    The runs must differ only in stackable keys (`train.stacked`) and start at the same position.
+    Each run's directory gets exactly its single run's files (`_complete`); a preempted run gets a
+    checkpoint with status `preempted`. Returns per run its summary, `{"status": "preempted", ...}`,
+    or the RepcostError its single run raises (a failed run: error.txt is written).
+    """
+    from ..analysis.hooks import AnalysisRunner  # analysis builds on models; import lazily
+    from .engine import Position
+    from .ensemble import EnsembleTrainer
+    from .loop import Trainer
+
+    t_start = time.perf_counter()
+    spec, K = jobs[0].spec, len(jobs)
+    if len({j.start for j in jobs}) > 1:
+        raise RepcostError(f"stacked runs must start at one position, not {sorted({j.start for j in jobs})}")
+    device, dtype = torch.device(spec.device), spec.torch_dtype
+    data = _load_data(spec)
+    models = [build_model(j.spec.model, data.d_in, data.d_out, j.spec.seed).to(device=device, dtype=dtype)
+              for j in jobs]
+    data = data.to(dtype, device)
+    family = models[0].family
+    runners = [AnalysisRunner(j.spec.analysis, m, data, j.rd.path) for m, j in zip(models, jobs)]
+    outs = [_metrics(j.rd, j.spec, j.start[2]) for j in jobs]
     hooks = [r.periodic if r.enabled_periodic else None for r in runners]
     fast = fast_step_options(spec.train, device, K, data.x_train.shape[0], models[0])
     if K == 1:
-        trainer = Trainer(models[0], data, spec.train, seeds[0], on_log=metrics, hook=hooks[0],
+        trainer = Trainer(models[0], data, spec.train, spec.seed, on_log=outs[0][0], hook=hooks[0],
                           hook_every=spec.analysis.every, stop_flag=stop_flag, **fast)
+        if jobs[0].resume is not None:
+            trainer.load_state_dict(jobs[0].resume["trainer"])
     else:
-        trainer = EnsembleTrainer(models, data, spec.train, seeds, on_log=metrics, hooks=hooks,
-                                  hook_every=spec.analysis.every, stop_flag=stop_flag, **fast)
-    wall_before = float(resume.get("wall_time_s", 0.0)) if resume is not None else 0.0
+        def on_log(rec: dict) -> None:  # member i's record, as its single run logs it, to its own metrics.jsonl
+            i = rec.pop("member")
+            rec.pop("seed", None)
+            outs[i][0](rec)
+
+        trainer = EnsembleTrainer(models, data, spec.train, [j.spec.seed for j in jobs], on_log=on_log, hooks=hooks,
+                                  hook_every=spec.analysis.every, stop_flag=stop_flag,
+                                  member_cfgs=[j.spec.train for j in jobs], **fast)
+        for i, j in enumerate(jobs):  # each from its own single-run checkpoint, at the common position
+            if j.resume is not None:
+                trainer.members[i].load_state_dict(j.resume["trainer"])
+                trainer.engine.resume_member_optimizers[i] = j.resume["trainer"].get("optimizer")
+        trainer.engine.pos = Position(*jobs[0].start)
+
+    def wall(i: int) -> float:
+        return jobs[i].wall_before + time.perf_counter() - t_start
+
+    def periodic() -> None:  # members still training; a stopped one is written when the process ends
+        for i, j in enumerate(jobs):
+            if trainer.members[i].result is None:
+                j.rd.save_checkpoint(_checkpoint(trainer.member_state_dict(i), j, "running", wall(i), family))
+
+    trainer.engine.on_checkpoint = periodic
+    for j in jobs:
+        if j.resume is not None:
+            log.info("resuming %s from step %d (%.0f s trained before)", j.rd.path, j.start[2], j.wall_before)
+    try:
+        with stop_on_signals(trainer.stop_flag):
+            results = trainer.run_all()
+    finally:
+        for metrics, _ in outs:
+            metrics.close()
+
+    elapsed = time.perf_counter() - t_start  # the training time of every run of this process
+    if K > 1:
+        trainer.unstack()
+    commit = git_commit()
+    out: list[dict | Exception] = []
+    for i, (j, member, r) in enumerate(zip(jobs, trainer.members, results)):
+        w = j.wall_before + elapsed
+        if r.status == "preempted":
+            j.rd.save_checkpoint(_checkpoint(trainer.member_state_dict(i), j, "preempted", w, family))
+            out.append({"status": "preempted", "steps": member.pos.step})
+        else:
+            out.append(_complete(j, member, r, trainer.member_state_dict(i), runners[i], outs[i][1], data, family,
+                                 w, commit))
+    preempted = [r for r in results if r.status == "preempted"]
+    if preempted:
+        log.warning("preempted (%s) at step %d; checkpoint saved, relaunch to resume", preempted[0].message,
+                    trainer.pos.step)
+        _hand_back(trainer.stop_flag)
+    return out
+
+
+def _complete(job: RunJob, member, result, state: dict, runner, tracker, data, family: str, wall: float,
+              commit: str) -> dict | RepcostError:
+    """A single run's final files: summary.json (final analyses included), checkpoint.pt, figures/fit.png,
+    then FINISHED, or error.txt for a failed run (returned as the RepcostError its run raises)."""
+    summary = run_summary(member, result, wall, job.spec, member.seed, job.chash, commit, data.name)
+    if result.status == "finished":
+        summary.update(runner.final(member.model))
+    job.rd.save_checkpoint(_checkpoint(state, job, result.status, wall, family))
+    if result.status == "finished" and data.task == "regression" and data.d_in == 1 and data.d_out == 1:
+        _plot_fit_1d(member.model, data, job.rd.path / "figures" / "fit.png", summary)
+    job.rd.write_json(SUMMARY, summary)
+    if tracker is not None:
+        tracker.hparams(job.cfg_dict, summary)
+        tracker.close()
+    if result.status == "failed":
+        job.rd.record_failure(result.message)
+        return RepcostError(f"run failed: {result.message}; summary and checkpoint in {job.rd.path} "
+                            "(a relaunch starts over)")
+    job.rd.mark_finished(job.chash)
+    return summary
+
+
+# -- ensembles (train.ensemble_size = K > 1 in one run directory) ---------------------------------
+def _train_ensemble(job: RunJob, stop_flag: StopFlag | None) -> dict:
+    from ..analysis.hooks import AnalysisRunner
+    from .ensemble import EnsembleTrainer
+
+    t_start = time.perf_counter()
+    spec, cfg_dict, rd, chash, resume = job.spec, job.cfg_dict, job.rd, job.chash, job.resume
+    device, dtype = torch.device(spec.device), spec.torch_dtype
+    K = spec.train.ensemble_size
+    seeds = [spec.seed + i for i in range(K)]
+    data = _load_data(spec)
+    models = [build_model(spec.model, data.d_in, data.d_out, s).to(device=device, dtype=dtype) for s in seeds]
+    data = data.to(dtype, device)
+    family = models[0].family
+    member_dirs = [RunDir(rd.path / MEMBERS / str(i)) for i in range(K)]
+    runners = [AnalysisRunner(spec.analysis, m, data, d.path) for m, d in zip(models, member_dirs)]
+    metrics, tracker = _metrics(rd, spec, job.start[2])
+    hooks = [r.periodic if r.enabled_periodic else None for r in runners]
+    fast = fast_step_options(spec.train, device, K, data.x_train.shape[0], models[0])
+    trainer = EnsembleTrainer(models, data, spec.train, seeds, on_log=metrics, hooks=hooks,
+                              hook_every=spec.analysis.every, stop_flag=stop_flag, **fast)
 
     def wall() -> float:
-        return wall_before + time.perf_counter() - t_start
+        return job.wall_before + time.perf_counter() - t_start
 
     def checkpoint(status: str, best: int = 0) -> dict:
-        ck = {"trainer": trainer.member_state_dict(best), "config_hash": chash, "status": status,
-              "family": family, "config": cfg_dict, "wall_time_s": wall()}
-        if K > 1:
-            ck["ensemble"] = trainer.state_dict()
-        return ck
+        return {**_checkpoint(trainer.member_state_dict(best), job, status, wall(), family),
+                "ensemble": trainer.state_dict()}
 
     trainer.engine.on_checkpoint = lambda: rd.save_checkpoint(checkpoint("running"))
     if resume is not None:
-        trainer.load_state_dict(resume[resume_key])
-        log.info("resuming %s from step %d (%.0f s trained before)", rd.path, trainer.pos.step, wall_before)
+        trainer.load_state_dict(resume["ensemble"])
+        log.info("resuming %s from step %d (%.0f s trained before)", rd.path, trainer.pos.step, job.wall_before)
     try:
         with stop_on_signals(trainer.stop_flag):
             results = trainer.run_all()
@@ -262,59 +416,43 @@ def _train(spec: RunSpec, cfg_dict: dict, rd: RunDir, chash: str, resume: dict |
         rd.save_checkpoint(checkpoint("preempted"))
         log.warning("preempted (%s) at step %d; checkpoint saved, relaunch to resume",
                     next(r.message for r in results if r.status == "preempted"), trainer.pos.step)
-        hand_back = getattr(trainer.stop_flag, "hand_back", None)
-        if hand_back is not None:
-            hand_back()  # a launcher's own handler (submitit: requeue and exit) now that the checkpoint is safe
-        out = {"status": "preempted", "steps": trainer.pos.step}
-        return out if K == 1 else {**out, "ensemble_size": K}
+        _hand_back(trainer.stop_flag)
+        return {"status": "preempted", "steps": trainer.pos.step, "ensemble_size": K}
 
-    if K > 1:
-        trainer.unstack()
+    trainer.unstack()
     commit, elapsed = git_commit(), wall()
     summaries = []
     for i, (member, r) in enumerate(zip(trainer.members, results)):
-        mcfg = cfg_dict if K == 1 else member_config(cfg_dict, seeds[i])
-        summary = run_summary(member, r, elapsed, spec, seeds[i], chash if K == 1 else run_hash(mcfg), commit,
-                              data.name)
+        mcfg = member_config(cfg_dict, seeds[i])
+        summary = run_summary(member, r, elapsed, spec, seeds[i], run_hash(mcfg), commit, data.name)
         if r.status == "finished":
             summary.update(runners[i].final(member.model))
-        if K > 1:
-            md = member_dirs[i]
-            md.write_bytes(".hydra/config.yaml", OmegaConf.to_yaml(OmegaConf.create(mcfg)).encode())
-            md.save_checkpoint({"trainer": trainer.member_state_dict(i), "config_hash": summary["config_hash"],
-                                "status": r.status, "family": family, "config": mcfg, "wall_time_s": elapsed})
-            md.write_json(SUMMARY, summary)
+        md = member_dirs[i]
+        md.write_bytes(".hydra/config.yaml", OmegaConf.to_yaml(OmegaConf.create(mcfg)).encode())
+        md.save_checkpoint(_checkpoint(trainer.member_state_dict(i), RunJob(spec, mcfg, md, summary["config_hash"]),
+                                       r.status, elapsed, family))
+        md.write_json(SUMMARY, summary)
         summaries.append(summary)
 
-    if K == 1:
-        best, top = 0, summaries[0]
-    else:
-        objectives = [s["objective"] for s in summaries]
-        ok = [i for i in range(K) if statuses[i] == "finished"] or list(range(K))
-        best = min(ok, key=lambda i: objectives[i] if math.isfinite(objectives[i]) else math.inf)
-        failed = [i for i in range(K) if statuses[i] == "failed"]
-        top = {**summaries[best], "ensemble_size": K, "best_member": best, "member_objectives": objectives,
-               "member_seeds": seeds, "member_status": statuses, "failed_members": failed,
-               "config_hash": chash}
-        if (member_dirs[best].path / "analysis").is_dir():  # the best member's arrays/tables, where a single run has them
-            shutil.copytree(member_dirs[best].path / "analysis", rd.path / "analysis", dirs_exist_ok=True)
-        if failed and top["status"] != "failed":
-            log.warning("ensemble members %s failed (%s); the best member is %d (seed %d)", failed,
-                        "; ".join(f"{i}: {results[i].message}" for i in failed), best, seeds[best])
-    ck = checkpoint(top["status"], best)
-    if K > 1:
-        ck["best_member"] = best
-    rd.save_checkpoint(ck)
-    if K == 1 and top["status"] == "finished" and data.task == "regression" and data.d_in == 1 and data.d_out == 1:
-        _plot_fit_1d(models[0], data, rd.path / "figures" / "fit.png", top)
+    objectives = [s["objective"] for s in summaries]
+    ok = [i for i in range(K) if statuses[i] == "finished"] or list(range(K))
+    best = min(ok, key=lambda i: objectives[i] if math.isfinite(objectives[i]) else math.inf)
+    failed = [i for i in range(K) if statuses[i] == "failed"]
+    top = {**summaries[best], "ensemble_size": K, "best_member": best, "member_objectives": objectives,
+           "member_seeds": seeds, "member_status": statuses, "failed_members": failed, "config_hash": chash}
+    if (member_dirs[best].path / "analysis").is_dir():  # the best member's arrays/tables, where a single run has them
+        shutil.copytree(member_dirs[best].path / "analysis", rd.path / "analysis", dirs_exist_ok=True)
+    if failed and top["status"] != "failed":
+        log.warning("ensemble members %s failed (%s); the best member is %d (seed %d)", failed,
+                    "; ".join(f"{i}: {results[i].message}" for i in failed), best, seeds[best])
+    rd.save_checkpoint({**checkpoint(top["status"], best), "best_member": best})
     rd.write_json(SUMMARY, top)
     if tracker is not None:
         tracker.hparams(cfg_dict, top)
         tracker.close()
     if top["status"] == "failed":
-        why = results[best].message if K == 1 else f"every ensemble member failed (member 0: {results[0].message})"
+        why = f"every ensemble member failed (member 0: {results[0].message})"
         rd.record_failure(why)
         raise RepcostError(f"run failed: {why}; summary and checkpoint in {rd.path} (a relaunch starts over)")
     rd.mark_finished(chash)
     return top
-

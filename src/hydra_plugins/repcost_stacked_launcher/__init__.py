@@ -1,0 +1,1 @@
+"""repcost's stacked launcher for Hydra: `hydra/launcher=stacked` (see stacked_launcher.py)."""

@@ -1,0 +1,172 @@
+"""Several complete runs trained as one stacked process, each written to its own run directory.
+
+Runs whose configs differ only in stackable keys (`STACKABLE_KEYS`: seed, λ, the phases' learning
+rates, the model's init scale) are one `EnsembleTrainer` with per-member train configs. What each
+directory receives is exactly what its own single run writes (`run.train_jobs`, `run._complete`):
+summary.json with its own config_hash, checkpoint.pt in the single-run format, analyses,
+figures/fit.png, metrics.jsonl, FINISHED or error.txt. So `run_training` on such a directory
+afterwards reuses it, and a sweep can mix stacked and single results.
+
+The run-directory protocol is `run_training`'s: every directory is locked for the whole process
+and decided by `open_run` (finished: reused; a checkpoint of the same run: resumed; anything else
+in the way: moved aside). Runs that start at different positions (fresh ones, and resumed ones at
+their checkpoints' steps) train as separate stacked groups, one after another. On preemption each
+run still training gets a single-run checkpoint (status `preempted`) and each run that had already
+stopped is written as finished, so a relaunch, stacked or not, resumes every run from its own
+checkpoint.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+
+from ..config.schema import RunSpec
+from ..errors import RepcostError
+from ..identity import run_hash
+from ..rundir import RunDir
+from .preempt import StopFlag
+from .run import RunJob, open_run, train_jobs
+
+STACKABLE_KEYS = ("seed", "train.lam", "train.phases.N.lr", "model.init_scale")
+
+
+def _without_stackable(cfg_dict: dict) -> dict:
+    d = copy.deepcopy(cfg_dict)
+    d.pop("seed", None)
+    train, model = d.get("train"), d.get("model")
+    if isinstance(train, dict):
+        train.pop("lam", None)
+        for ph in train.get("phases") or []:
+            if isinstance(ph, dict):
+                ph.pop("lr", None)
+    if isinstance(model, dict):
+        model.pop("init_scale", None)
+    return d
+
+
+def stack_key(cfg_dict: dict) -> str | None:
+    """What runs stacked in one process must share: the resolved run config without its stackable keys.
+
+    None for a run that cannot be stacked with others (an ensemble, `train.ensemble_size` > 1).
+    """
+    train = cfg_dict.get("train")
+    if isinstance(train, dict) and int(train.get("ensemble_size", 1) or 1) != 1:
+        return None
+    return json.dumps(_without_stackable(cfg_dict), sort_keys=True, default=str)
+
+
+def _first_difference(a, b, prefix: str = "") -> str:
+    """The first key (dotted) whose values differ in two config dicts."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            if a.get(k) != b.get(k):
+                return _first_difference(a.get(k), b.get(k), f"{prefix}{k}.")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _first_difference(x, y, f"{prefix}{i}.")
+    return prefix.rstrip(".") or "(the config)"
+
+
+def plan_groups(keys: Sequence[str | None], max_members: int = 64,
+                dirs: Sequence[str] | None = None) -> list[list[int]]:
+    """Indices of the jobs to run together: equal keys share a group (None: a job of its own).
+
+    A key's jobs are split into ceil(n / max_members) groups of near-equal size; jobs with the
+    same directory never share a group (they would lock each other out). Groups are ordered by
+    their first job and keep the jobs' order.
+    """
+    if max_members < 1:
+        raise RepcostError(f"max_members must be at least 1, got {max_members}")
+    by_key: dict[str, list[int]] = {}
+    groups: list[list[int]] = []
+    for i, k in enumerate(keys):
+        if k is None:
+            groups.append([i])
+        else:
+            by_key.setdefault(k, []).append(i)
+    for idx in by_key.values():
+        alone, seen, rest = [], set(), []
+        for i in idx:  # a second job in the same directory runs after the group, as a plain job
+            d = dirs[i] if dirs is not None else i
+            (alone if d in seen else rest).append(i)
+            seen.add(d)
+        n = math.ceil(len(rest) / max_members)
+        size, extra = divmod(len(rest), n)
+        at = 0
+        for g in range(n):
+            take = size + (g < extra)
+            groups.append(rest[at:at + take])
+            at += take
+        groups += [[i] for i in alone]
+    return sorted(groups, key=lambda g: g[0])
+
+
+def run_stacked(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Sequence[Path],
+                stop_flag: StopFlag | None = None, force: bool = False, on_stale: str = "refuse",
+                before_start: Sequence[Callable[[RunDir], None] | None] | None = None) -> list[dict | Exception]:
+    """Train runs that differ only in `STACKABLE_KEYS` as one stacked process, each in its own directory.
+
+    Returns, per run, what `run_training` would return for it (its summary; `"reused": True` for a
+    finished one; `{"status": "preempted", ...}`) or the exception it would raise (a failed run, a
+    directory refused by `open_run` or locked by another process) — one run's failure never stops
+    the others. `before_start[i]` runs once run i's directory is ready (the CLI writes `.hydra/`).
+    Runs that cannot be stacked together are refused at once (RepcostError naming the first key).
+    """
+    n = len(specs)
+    if not (len(cfg_dicts) == len(run_dirs) == n) or n == 0:
+        raise ValueError(f"need one config and one directory per run spec: {n}, {len(cfg_dicts)}, {len(run_dirs)}")
+    before_start = list(before_start) if before_start is not None else [None] * n
+    keys = [stack_key(c) for c in cfg_dicts]
+    if any(k is None for k in keys):
+        raise RepcostError("ensemble runs (train.ensemble_size > 1) cannot be stacked with other runs")
+    for i in range(1, n):
+        if keys[i] != keys[0]:
+            diff = _first_difference(_without_stackable(cfg_dicts[0]), _without_stackable(cfg_dicts[i]))
+            raise RepcostError(f"run {i} cannot be stacked with run 0: its {diff} differs; stacked runs may differ "
+                               f"only in {', '.join(STACKABLE_KEYS)}")
+    paths = [Path(d).resolve() for d in run_dirs]
+    if len(set(paths)) < n:
+        raise RepcostError("stacked runs need one run directory each; two of them are the same")
+    for sp in specs[1:]:  # one device for the stacked process (a sweep job's placement is the first job's)
+        sp.device = specs[0].device
+    flag = stop_flag if stop_flag is not None else StopFlag()
+    out: list[dict | Exception | None] = [None] * n
+    with ExitStack() as held:  # every directory stays locked until all its runs are written
+        jobs: dict[int, RunJob] = {}
+        for i in range(n):
+            rd = RunDir(paths[i])
+            chash = run_hash(cfg_dicts[i])
+            try:
+                held.enter_context(rd.locked())
+                what, resume = open_run(rd, chash, force=force, on_stale=on_stale)
+            except RepcostError as e:
+                out[i] = e
+                continue
+            if what == "finished":
+                out[i] = {**rd.summary(), "reused": True}
+            else:
+                jobs[i] = RunJob(specs[i], cfg_dicts[i], rd, chash, resume)
+        by_start: dict[tuple[int, int, int], list[int]] = {}
+        for i, job in jobs.items():
+            by_start.setdefault(job.start, []).append(i)
+        for start, idx in by_start.items():
+            if flag:  # preempted in an earlier group: leave these for the relaunch
+                for i in idx:
+                    out[i] = {"status": "preempted", "steps": start[2]}
+                continue
+            for i in idx:
+                if before_start[i] is not None:
+                    before_start[i](jobs[i].rd)
+            try:
+                results = train_jobs([jobs[i] for i in idx], flag)
+            except Exception as e:  # a problem of the whole group (e.g. its data): each run's outcome
+                results = [e] * len(idx)
+            for i, r in zip(idx, results):
+                out[i] = r
+    return out  # type: ignore[return-value]
