@@ -6,7 +6,7 @@ FULL ?=
 LAUNCHER ?= parallel
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all lint test-wheel bench figures clean check-recipes
+.PHONY: setup demo test test-slow test-all lint test-wheel bench bench-gpu figures clean check-recipes
 
 setup: $(STAMP)
 
@@ -42,6 +42,11 @@ bench: setup
 	$(PY) benchmarks/jacobian.py
 	$(PY) benchmarks/analysis_overhead.py
 	$(PY) benchmarks/ensemble.py
+
+# Every GPU check and measurement (issue 19): GPU tests, benchmarks/gpu_loop.py, gpu_stacked.py and the
+# full jacot23-fig1 on CUDA, cold and with the compile cache warm (logs under outputs/bench-gpu/).
+bench-gpu: setup
+	PY=$(PY) FIG1_RUNS=2 bash benchmarks/gpu_all.sh
 
 # Held-out check of the min-norm recipes (issue 18): 10 unseen datasets per study, pass rates,
 # figures/recipes.csv and figures/recipes.png (studies/check_recipes.py).

@@ -89,9 +89,11 @@ BAD_CONFIGS = [
     ("analysis.analyses=[hiden]", "analysis.analyses"), ("analysis=nosuch", "analysis"),
     ("experiment=nosuch", "experiment"), ("experiment=ongie22-fig1-quik", "ongie22-fig1-quick"),
     ("model=fc analysis=costs", "costs"), ("train.loss=cross_entropy", "cross_entropy"),
+    ("train.compile=maybe", "train.compile"), ("train.cuda_graphs=yes", "train.cuda_graphs"),
 ]
 if not torch.cuda.is_available():
     BAD_CONFIGS.append(("device=cuda", "device"))
+    BAD_CONFIGS.append(("train.cuda_graphs=on", "train.cuda_graphs"))
 
 
 @pytest.mark.parametrize("overrides,needle", BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])

@@ -294,6 +294,7 @@ class Engine:
         n = members[0].data.x_train.shape[0]
         want_grad = cfg.grad_tol is not None
         stepper = self.stepper
+        hooked = any(m.hook is not None and m.hook_every for m in members)  # else no per-member call per step
         bar = tqdm(total=cfg.total_steps, initial=self.pos.step, disable=None if cfg.progress else True,
                    dynamic_ncols=True, leave=False)
         t0 = time.perf_counter()
@@ -351,8 +352,9 @@ class Engine:
                         lr_host = lr_now.tolist()
                         for i in active:
                             members[i].log(step, lr_host[i], vals[0][i], vals[1][i], vals[2][i], t0)
-                    for i in active:
-                        members[i].run_hook(step)
+                    if hooked:
+                        for i in active:
+                            members[i].run_hook(step)
                     if not active:
                         break
                     stepper.update()

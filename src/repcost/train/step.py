@@ -123,7 +123,6 @@ class Stepper:
         else:
             self._objective, self._update = objective_terms, update_
         self.optimizer: Optimizer | None = None
-        self.compile_s = 0.0
 
     def start_phase(self, optimizer: Optimizer, stated_coef: torch.Tensor, trained_coef: torch.Tensor,
                     batch_size: int | None) -> None:

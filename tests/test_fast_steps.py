@@ -1,0 +1,87 @@
+"""Fast steps on the CPU (train.step): the auto rules, and compiled steps against eager (slow: a compile)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from repcost.config import compose_config, validate
+from repcost.data import load_data
+from repcost.models import build_model
+from repcost.train.ensemble import EnsembleTrainer
+from repcost.train.loop import Trainer
+from repcost.train.run import fast_step_options, run_training
+from repcost.train.step import COMPILE_MIN_STEPS_CUDA, COMPILE_MIN_WORK_CPU, use_compile, use_graphs
+
+CPU, CUDA = torch.device("cpu"), torch.device("cuda")
+
+
+def test_auto_rules():
+    """on/off are obeyed; auto compiles on CUDA from the step threshold, on the CPU from the work threshold."""
+    assert use_compile("on", CPU, 1, 1, 1, 1) and not use_compile("off", CUDA, 10**9, 1, 1, 1)
+    assert use_compile("auto", CUDA, COMPILE_MIN_STEPS_CUDA, 1, 1, 1)
+    assert not use_compile("auto", CUDA, COMPILE_MIN_STEPS_CUDA - 1, 64, 10**6, 10**6)
+    n = 1000
+    steps_needed = int(COMPILE_MIN_WORK_CPU / (n * 10**5)) + 1
+    assert use_compile("auto", CPU, steps_needed, 1, n, 10**5)
+    assert not use_compile("auto", CPU, steps_needed // 2, 1, n, 10**5)
+    assert use_compile("auto", CPU, steps_needed // 2, 2, n, 10**5)  # members count as work
+    assert use_graphs("auto", CUDA) and use_graphs("on", CUDA) and not use_graphs("off", CUDA)
+    assert not use_graphs("auto", CPU)
+
+
+def test_short_cpu_runs_and_tests_stay_eager():
+    """What every test and demo run gets: no compile (a paper-size CPU run compiles)."""
+    spec = validate(compose_config(["experiment=jacot23-fig1-quick", "device=cpu"]))
+    data = load_data(spec.data)
+    model = build_model(spec.model, data.d_in, data.d_out, 0)
+    quick = fast_step_options(spec.train, CPU, 1, data.x_train.shape[0], model)
+    spec_full = validate(compose_config(["experiment=jacot23-fig1", "device=cpu"]))
+    data_full = load_data(spec_full.data)
+    full = fast_step_options(spec_full.train, CPU, 1, data_full.x_train.shape[0],
+                             build_model(spec_full.model, data_full.d_in, data_full.d_out, 0))
+    assert quick == {"compiled": False, "graphed": False}
+    assert full == {"compiled": True, "graphed": False}
+
+
+def test_switches_are_not_identity(tmp_path):
+    """A run trained eagerly is reused when asked again with train.compile=on (results agree to round-off)."""
+    args = ["model=fc", "model.depth=2", "model.width=4", "data=teacher", "data.n_train=8", "data.n_test=0",
+            "train.phases.0.steps=5", "train.progress=false"]
+    cfg = compose_config(args + ["train.compile=off"])
+    run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
+    cfg = compose_config(args + ["train.compile=on"])
+    again = run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
+    assert again.get("reused") is True
+
+
+needs_compiler = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                                    reason="torch.compile on the CPU needs a C++ compiler")
+
+PHASES = ("train.phases=[{optimizer:adam,lr:0.05,steps:40,lam_factor:10},"
+          "{optimizer:sgd,lr:0.02,steps:40,batch_size:8,momentum:0.9},{optimizer:gd,lr:0.02,steps:40,schedule:cosine}]")
+
+
+@pytest.mark.slow
+@needs_compiler
+@pytest.mark.parametrize("lams", [(1e-3,), (1e-3, 1e-2, 3e-3)])
+def test_compiled_steps_match_eager_on_cpu(lams):
+    """λ-continuation Adam, minibatch SGD with momentum, cosine GD: compiled = eager to 1e-10 (float64)."""
+    base = ["train.progress=false", "model=fc", "model.depth=3", "model.width=8", "data=teacher", "data.n_train=24",
+            "data.n_test=0", PHASES, "dtype=float64", "device=cpu"]
+    specs = [validate(compose_config(base + [f"seed={i}", f"train.lam={lam}"])) for i, lam in enumerate(lams)]
+    data = load_data(specs[0].data)
+    out = []
+    for compiled in (False, True):
+        models = [build_model(sp.model, data.d_in, data.d_out, sp.seed).double() for sp in specs]
+        if len(specs) == 1:
+            Trainer(models[0], data, specs[0].train, specs[0].seed, compiled=compiled).run()
+        else:
+            EnsembleTrainer(models, data, specs[0].train, [sp.seed for sp in specs],
+                            member_cfgs=[sp.train for sp in specs], compiled=compiled).run()
+        out.append([torch.cat([p.detach().flatten() for p in m.parameters()]) for m in models])
+    for a, b in zip(*out):
+        assert float((a - b).norm() / a.norm()) < 1e-10
