@@ -21,6 +21,17 @@ from ..paths import CONFIG_DIR
 from ..rundir import RunDir
 from ..train.run import run_training
 from . import resolvers  # noqa: F401  (registers ${repcost_uid:} and ${repcost_job_dir:})
+
+try:  # hydra/launcher=stacked, registered by hand too (Hydra's documented Plugins.register): Hydra's
+    # plugin scan lists hydra_plugins.* with pkgutil, which cannot see into an editable install
+    from hydra.core.plugins import Plugins
+
+    from hydra_plugins.repcost_stacked_launcher import config as _stacked_config  # noqa: F401 (its schema)
+    from hydra_plugins.repcost_stacked_launcher.stacked_launcher import StackedLauncher
+
+    Plugins.instance().register(StackedLauncher)
+except ImportError:  # pragma: no cover - a partial install without the plugin
+    pass
 from .hydra_errors import clean_exit
 
 log = logging.getLogger("repcost")
