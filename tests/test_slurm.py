@@ -288,12 +288,40 @@ def _snapshot(sweep: Path) -> dict:
 
 
 @pytest.mark.slurm
+def test_stacked_sweep_is_one_slurm_job_and_equals_single_runs(work: Path) -> None:
+    """`hydra/launcher=stacked hydra.launcher.submitit=slurm`: a 2 λ × 2 seed grid is one SLURM job whose four
+    job dirs hold what four single runs on this machine give (float64: equal to 1e-12)."""
+    grid = ["model=fc", "model.depth=3", "model.width=8", "data=teacher", "data.n_train=32", "data.n_test=0",
+            "dtype=float64", "device=cpu", "train.phases.0.steps=300", "train.progress=false",
+            "seed=0,1", "train.lam=1e-3,1e-2"]
+    stacked = TRAIN + ["-m", *grid, "name=stacked", "hydra/launcher=stacked", "hydra.launcher.submitit=slurm",
+                       "++hydra.launcher.submitit_params={timeout_min: 10, mem_gb: 1, cpus_per_task: 1}"]
+    single = TRAIN + ["-m", *grid, "name=single"]
+    wd = work / "stacked"
+    for cmd, tag in ((stacked, "stacked"), (single, "single")):
+        _finish(_start(cmd, wd, work / f"{tag}.log"), work / f"{tag}.log", f"{tag} grid")
+    sweep, ref = wd / "outputs" / "sweeps" / "stacked", wd / "outputs" / "sweeps" / "single"
+    rows = _rows(sweep)
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"finished"}, rows
+    jobs = [d.name for d in (sweep / ".submitit").iterdir() if any(d.glob("*_log.out"))]
+    assert len(jobs) == 1, jobs  # the whole grid is one stacked process
+    assert _sacct_states(jobs[0])[-1] == "COMPLETED"
+    for d in _job_dirs(sweep):
+        a = json.loads((d / "summary.json").read_text())
+        b = json.loads((ref / d.name / "summary.json").read_text())
+        assert a["config_hash"] == b["config_hash"] and a["steps"] == b["steps"]
+        for k in ("objective", "train_loss", "param_sq_norm", "cost"):
+            assert abs(a[k] - b[k]) <= 1e-12 * abs(b[k]), (d.name, k, a[k], b[k])
+    SWEEPS["stacked"] = (stacked, wd, sweep)
+
+
+@pytest.mark.slurm
 def test_relaunched_sweeps_run_nothing_new(work: Path) -> None:
     """The finished sweeps, relaunched with the same commands: every job is skipped, no run file changes.
 
     (The sweep with the hopeless job is not relaunched: a failed job reruns on relaunch, by design.)
     """
-    if set(SWEEPS) != {"figure", "preempt", "limit"}:
+    if not {"figure", "preempt", "limit"} <= set(SWEEPS):
         pytest.skip(f"needs the sweeps of the tests above (have {sorted(SWEEPS)})")
     before = {k: _snapshot(s) for k, (_, _, s) in SWEEPS.items()}
     old_jobs = {k: {d.name for d in (s / ".submitit").iterdir()} for k, (_, _, s) in SWEEPS.items()}
