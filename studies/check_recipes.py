@@ -96,6 +96,15 @@ def train(overrides: list[str], run_dir: Path) -> dict:
     return summary
 
 
+def certificate(summary: dict) -> dict:
+    """The run's critical-point certificate, as every summary.json holds it (repcost.analysis.certificate):
+    whether it is certified a critical point of the stated objective, the relative stationarity residual
+    and the largest per-unit balance gap of the ReLU layer (0 at any critical point). NaN where absent."""
+    return {"critical_point": bool(summary.get("critical_point", False)),
+            "cert_stationarity": float(summary.get("cert.stationarity", math.nan)),
+            "cert_unit_gap": float(summary.get("cert.unit_gap", math.nan))}
+
+
 EXTRA: list[str] = []  # --set overrides, appended to every run (exploring variants of a recipe)
 
 
@@ -109,7 +118,7 @@ def case_1d(i: int, out: Path) -> dict:
     ratio, rel_loss = s["cost"] / cmin, s["train_loss"] / float(np.var(y))
     return {"study": "1d", "dataset": i, "L": 2, "n_points": len(x), "C": s["cost"], "C_min": cmin,
             "ratio": ratio, "spread": 0.0, "loss_over_var": rel_loss, "certificate_gap": 0.0,
-            "steps": s["steps"], "wall_s": s["script_wall_s"],
+            "steps": s["steps"], "wall_s": s["script_wall_s"], **certificate(s),
             "passed": bool(abs(ratio - 1) <= TOL and rel_loss < LOSS_TOL),
             "run_dir": str((out / f"1d_{i}").relative_to(REPO)) if (out / f"1d_{i}").is_relative_to(REPO) else ""}
 
@@ -149,7 +158,7 @@ def case_rays(i: int, L: int, out: Path) -> dict:
                "passed": bool(spread <= TOL and max(costs) <= ref)}
     return {"study": f"rays_L{L}", "dataset": i, "L": L, "n_points": len(y), **row,
             "loss_over_var": s["train_loss"] / float(np.var(y)), "steps": s["steps"], "wall_s": s["script_wall_s"],
-            "run_dir": str(run_dir.relative_to(REPO)) if run_dir.is_relative_to(REPO) else ""}
+            **certificate(s), "run_dir": str(run_dir.relative_to(REPO)) if run_dir.is_relative_to(REPO) else ""}
 
 
 def _case(args):
@@ -181,7 +190,9 @@ def main(argv=None) -> int:
             rows.append(r)
             print(f"{r['study']:8s} #{r['dataset']}  N={r['n_points']:2d}  C={r['C']:10.4f}  C_ref={r['C_min']:10.4f}  "
                   f"C/C_ref={r['ratio']:.4f}  spread={r['spread']:.4f}  loss/var={r['loss_over_var']:.1e}  "
-                  f"gap={r['certificate_gap']:.1e}  steps={r['steps']}  {r['wall_s']:.0f}s  "
+                  f"gap={r['certificate_gap']:.1e}  critical={'yes' if r['critical_point'] else 'no'}  "
+                  f"stationarity={r['cert_stationarity']:.1e}  unit_gap={r['cert_unit_gap']:.1e}  "
+                  f"steps={r['steps']}  {r['wall_s']:.0f}s  "
                   f"{'PASS' if r['passed'] else 'FAIL'}", flush=True)
     total = time.perf_counter() - t0
     for k in kinds:

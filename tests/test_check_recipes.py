@@ -33,3 +33,11 @@ def test_heldout_rays_ranges_and_determinism():
         assert 0.52 <= d["angle_pi"] <= 0.8
         assert abs(np.hypot(*d["w1"]) - 1) < 1e-5
         assert all(-1.5 <= s <= 1.5 for s in d["slopes"]) and all(-0.5 <= o <= 0.5 for o in d["offsets"])
+
+
+def test_certificate_fields_from_summary():
+    s = {"critical_point": True, "cert.stationarity": 3e-9, "cert.unit_gap": 1e-7, "cost": 1.0}
+    assert check_recipes.certificate(s) == {"critical_point": True, "cert_stationarity": 3e-9, "cert_unit_gap": 1e-7}
+    empty = check_recipes.certificate({})  # an old summary without the certificate
+    assert empty["critical_point"] is False
+    assert np.isnan(empty["cert_stationarity"]) and np.isnan(empty["cert_unit_gap"])
