@@ -7,7 +7,7 @@ order from its own generator, and it goes through the same engine (`engine.Engin
 run; only the evaluation of the objective is stacked (`terms.StackedTerms`).
 
 A member stops when its own rule fires, at the step its single run would stop; a stopped member
-is frozen (its parameters are put back after every optimiser step, its generator is not advanced)
+is frozen (the optimiser step masks it out, its generator is not advanced)
 and the ensemble stops when every member has. The run directory's layout is in `train.run`.
 """
 
