@@ -11,10 +11,16 @@ from repcost.config import compose_config, validate
 from repcost.data import load_data
 from repcost.errors import RepcostError
 from repcost.models import build_model
-from repcost.train.engine import make_optimizer
 from repcost.train.ensemble import EnsembleTrainer
 from repcost.train.loop import Trainer
 from repcost.train.optim import Optimizer
+
+
+def make_optimizer(name: str, params, lr: float, momentum: float) -> torch.optim.Optimizer:
+    """torch.optim's SGD (gd/sgd) or Adam with its defaults: the independent reference."""
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    return torch.optim.SGD(params, lr=lr, momentum=momentum)
 
 
 @pytest.mark.parametrize("name,momentum", [("gd", 0.0), ("sgd", 0.9), ("adam", 0.0)])

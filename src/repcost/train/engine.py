@@ -68,14 +68,6 @@ def minibatch_indices(n: int, batch_size: int, gen: torch.Generator) -> torch.Te
     return torch.randperm(n, generator=gen)[:batch_size]
 
 
-def make_optimizer(name: str, params, lr: float, momentum: float) -> torch.optim.Optimizer:
-    """torch.optim's SGD (gd/sgd, no weight_decay: the λ-term is in the objective) or Adam: the reference
-    that `train.optim.Optimizer` is tested against (the engine itself uses the latter)."""
-    if name == "adam":
-        return torch.optim.Adam(params, lr=lr)
-    return torch.optim.SGD(params, lr=lr, momentum=momentum)
-
-
 def training_targets(data: DataBundle, y: torch.Tensor, loss: str) -> torch.Tensor:
     """Class indices become one-hot rows for MSE on a classification dataset."""
     if loss == "mse" and data.task == "classification":

@@ -13,7 +13,6 @@ from .engine import (  # noqa: F401 (re-exported)
     Position,
     TrainResult,
     batch_size_of,
-    make_optimizer,
     minibatch_indices,
 )
 from .preempt import StopFlag

@@ -26,10 +26,3 @@ def objective(model: RepModel, x: torch.Tensor, y: torch.Tensor, loss: str, lam:
     dl = data_loss(model(x), y, loss)
     sq = model.param_sq_norm()
     return dl + lam * reg_scale_factor(reg_scale, model.depth) * sq, dl, sq
-
-
-def stated_and_trained(dl: torch.Tensor, sq: torch.Tensor, reg_coef: float,
-                       lam_factor: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(stated objective dl + c·sq, the one a phase descends, dl + lam_factor·c·sq) for a λ-continuation phase."""
-    stated = dl + reg_coef * sq
-    return stated, stated if lam_factor == 1.0 else dl + lam_factor * reg_coef * sq

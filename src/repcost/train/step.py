@@ -64,7 +64,10 @@ def objective_terms(terms, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor |
     The descended objective is dl + trained_coef·sq even where the phase's lam_factor is 1 (then it is
     the stated one, bit for bit), so one compiled function serves every phase.
     """
-    dl, sq = terms(x, y, idx)
+    return _with_objective(*terms(x, y, idx), stated_coef, trained_coef)
+
+
+def _with_objective(dl: torch.Tensor, sq: torch.Tensor, stated_coef: torch.Tensor, trained_coef: torch.Tensor):
     return dl + stated_coef * sq, dl, sq, (dl + trained_coef * sq).sum()
 
 
@@ -79,8 +82,8 @@ def compiled_objective(terms):
         template, loss, stacked = terms.template, terms.loss, terms.stacked
 
         def objective(state, x, y, idx, stated_coef, trained_coef):
-            dl, sq = functional_terms(template, loss, stacked, state, x, y, idx)
-            return dl + stated_coef * sq, dl, sq, (dl + trained_coef * sq).sum()
+            return _with_objective(*functional_terms(template, loss, stacked, state, x, y, idx), stated_coef,
+                                   trained_coef)
 
         fn = _COMPILED[key] = torch.compile(objective, dynamic=False)
     return fn
