@@ -85,8 +85,8 @@ def test_jacot23_fig2_counts_tripoints_of_real_nets_and_judges_them(tmp_path):
 def test_savarese19_fig1_rows_start_with_the_spline_and_judge_both_widths(tmp_path):
     from repcost.figures import savarese19_fig1
 
-    runs = _runs(tmp_path, "savarese19-fig1-quick", "model.width", (5, 8), "train.phases.0.steps=100",
-                 "train.phases.1.steps=20")
+    runs = _runs(tmp_path, "savarese19-fig1-quick", "model.width", (5, 8), "train.ensemble_size=2",
+                 "train.phases=[{optimizer:adam,lr:0.01,steps:100,lam_factor:10},{optimizer:adam,lr:0.001,steps:20}]")
     rows = savarese19_fig1.compute(runs)
     assert rows[0]["panel"] == "linear spline" and rows[0]["rbar_over_min"] == pytest.approx(1.0)  # Thm 3.3's minimiser
     assert [r["width"] for r in rows[1:]] == [5, 8]
