@@ -85,3 +85,28 @@ def test_compiled_steps_match_eager_on_cpu(lams):
         out.append([torch.cat([p.detach().flatten() for p in m.parameters()]) for m in models])
     for a, b in zip(*out):
         assert float((a - b).norm() / a.norm()) < 1e-10
+
+
+def test_a_failing_compile_falls_back_to_eager(monkeypatch, caplog):
+    """A compiler failure (no C++ compiler, a g++ killed by a job's signal) makes the run eager, not failed:
+    the result equals the eager run's, and the warning says so."""
+    import repcost.train.step as step
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("BackendCompilerFailed: simulated")
+
+    monkeypatch.setattr(step, "compiled_objective", lambda terms: broken)
+    monkeypatch.setattr(step, "compiled_update", lambda: broken)
+    args = ["train.progress=false", "model=fc", "model.depth=2", "model.width=6", "data=teacher", "data.n_train=16",
+            "data.n_test=0", "train=adam", "train.phases.0.steps=30", "dtype=float64", "device=cpu"]
+    spec = validate(compose_config(args))
+    data = load_data(spec.data)
+    out = []
+    for compiled in (False, True):
+        m = build_model(spec.model, data.d_in, data.d_out, 0).double()
+        with caplog.at_level("WARNING", logger="repcost"):
+            r = Trainer(m, data, spec.train, 0, compiled=compiled).run()
+        out.append((r.stop_reason, r.steps, [p.detach().clone() for p in m.parameters()]))
+    assert out[0][:2] == out[1][:2]
+    assert all(torch.equal(a, b) for a, b in zip(out[0][2], out[1][2]))
+    assert "torch.compile of the objective failed" in caplog.text

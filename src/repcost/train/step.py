@@ -20,11 +20,14 @@ change recompiles only the update).
 
 from __future__ import annotations
 
+import logging
+
 import torch
 
 from .optim import Optimizer, update_
 from .terms import functional_terms
 
+log = logging.getLogger("repcost")
 WARMUP_STEPS = 2  # eager/compiled steps on a side stream before a phase is captured
 # train.compile=auto (docs/ARCHITECTURE.md, "Fast steps"): on CUDA a compile (~10 s) pays back once
 # a run has a few thousand steps, whatever the net (steps there cost launches, not arithmetic); on
@@ -121,11 +124,35 @@ class Stepper:
         self.params = terms.params
         if compiled:
             compiled_fn = compiled_objective(terms)
-            self._objective = lambda t, x, y, idx, cs, ct: compiled_fn(t.state, x, y, idx, cs, ct)
-            self._update = compiled_update()
+            self._objective = self._fallback(lambda t, x, y, idx, cs, ct: compiled_fn(t.state, x, y, idx, cs, ct),
+                                             "objective")
+            self._update = self._fallback(compiled_update(), "update")
         else:
             self._objective, self._update = objective_terms, update_
         self.optimizer: Optimizer | None = None
+
+    def _fallback(self, fn, which: str):
+        """`fn` until its first call succeeds; a compile that fails (no compiler, a killed g++, a backend bug)
+        makes this run eager instead of failing it (nothing was computed yet: the call is simply redone)."""
+        eager = objective_terms if which == "objective" else update_
+        ok = False
+
+        def call(*args):
+            nonlocal ok
+            if ok:
+                return fn(*args)
+            try:
+                out = fn(*args)
+            except Exception as e:  # noqa: BLE001 - any compiler failure; an eager error re-raises below
+                log.warning("torch.compile of the %s failed (%s); this run continues eagerly", which,
+                            str(e).splitlines()[0][:200])
+                self.compiled = False
+                self._objective, self._update = objective_terms, update_
+                return eager(*args)
+            ok = True
+            return out
+
+        return call
 
     def start_phase(self, optimizer: Optimizer, stated_coef: torch.Tensor, trained_coef: torch.Tensor,
                     batch_size: int | None) -> None:
