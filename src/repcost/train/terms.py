@@ -19,6 +19,7 @@ forward; einsum, as in the `parallel` family, keeps vmap's own rule).
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -73,7 +74,12 @@ class ModelTerms:
         self.model, self.loss = model, loss
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.state = {f"m.{k}": v for k, v in [*model.named_parameters(), *model.named_buffers()]}
-        self.template = _Terms(copy.deepcopy(model))  # a separate copy: compiled code must not alias a run's tensors
+
+    @functools.cached_property
+    def template(self) -> nn.Module:
+        """The functional template of a compiled step: a separate copy (compiled code must not alias a run's
+        tensors), made only when a step is compiled."""
+        return _Terms(copy.deepcopy(self.model))
 
     @property
     def compile_key(self) -> tuple:
