@@ -78,6 +78,8 @@ OPT = {
     "adam_gd": ("train=adam_gd", "train.phases.0.steps=30", "train.phases.1.steps=30"),
     "adam_gd_lam_factor": ("train=adam_gd", "train.phases.0.steps=30", "train.phases.1.steps=30",
                            "+train.phases.0.lam_factor=20"),
+    "adam_gd_rebalance": ("train=adam_gd", "train.phases.0.steps=30", "train.phases.1.steps=30",
+                          "+train.phases.1.rebalance=true"),
 }
 
 

@@ -40,6 +40,10 @@ class PhaseConfig:
     # λ multiplier while this phase trains (λ-continuation: a larger λ early sheds the high-norm
     # interpolating solution Adam finds first; summaries and logs always report the stated λ)
     lam_factor: float = 1.0
+    # before the phase's first step, move each member along the per-unit rescalings that keep its function
+    # to the least penalty there (RepModel.rebalance: the balance a critical point has, Jacot 2023 Remark 6);
+    # optimisers reach it only at a rate ~lr·λ per step
+    rebalance: bool = False
 
     def __post_init__(self):
         check(self.optimizer in OPTIMIZERS, "optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))

@@ -104,6 +104,48 @@ class RepModel(nn.Module):
         Ws = self.weight_matrices()
         return [UnitNorms(ell, (Ws[ell - 1] ** 2).sum(1), (Ws[ell] ** 2).sum(0)) for ell in range(1, len(Ws))]
 
+    def rescale_units(self, layer: int, c: torch.Tensor) -> None:
+        """Multiply what `unit_norms()` counts as hidden layer `layer`'s unit k's incoming parameters (its
+        bias too, regularised or not) by c_k > 0 and its outgoing ones by 1/c_k, in place: with a positively
+        homogeneous σ the network function is unchanged. A chain of matrices by default."""
+        Ws = self.weight_matrices()
+        with torch.no_grad():
+            Ws[layer - 1].mul_(c.to(Ws[layer - 1].dtype)[:, None])
+            Ws[layer].div_(c.to(Ws[layer].dtype)[None, :])
+
+    def rebalance(self, max_sweeps: int = 1000, tol: float = 1e-12) -> tuple[float, float]:
+        """Move to the point of least penalty on the orbit of per-unit rescalings (the function is unchanged).
+
+        Along unit k's rescaling the penalty is c²·in_k + out_k/c², least at c⁴ = out_k/in_k, where
+        in_k = out_k (Jacot 2023 Remark 6): the balance a critical point has. Units of one layer are
+        independent, neighbouring layers share a matrix, so layers are balanced in turn until no unit moves
+        by more than `tol` (block coordinate descent on a convex function of the log-scales; Stock et al.
+        2019, "Equi-normalization of neural networks"). Returns the largest unit gap |in − out|/max(in, out)
+        among units with mass, before and after.
+        """
+        if not self.positively_homogeneous:
+            raise ValueError(f"rebalancing needs a positively homogeneous activation ({self.family} is not)")
+        mro = type(self).__mro__
+        defines = lambda name: next(c for c in mro if name in vars(c))  # noqa: E731
+        if defines("unit_norms") is not defines("rescale_units") and issubclass(defines("unit_norms"),
+                                                                                defines("rescale_units")):
+            raise NotImplementedError(f"{type(self).__name__} defines its own unit_norms but no rescale_units "
+                                      "to go with them")
+        before = _max_unit_gap(self.unit_norms())
+        with torch.no_grad():
+            for _ in range(max_sweeps):
+                moved = 0.0
+                for u in self.unit_norms():
+                    inc, out = u.incoming.detach().double(), u.outgoing.detach().double()
+                    live = (inc > 0) & (out > 0)
+                    c = torch.where(live, (out / inc.where(live, torch.ones_like(inc))) ** 0.25,
+                                    torch.ones_like(inc))
+                    moved = max(moved, float((c.log().abs()).max()) if c.numel() else 0.0)
+                    self.rescale_units(u.layer, c)
+                if moved <= tol:
+                    break
+        return before, _max_unit_gap(self.unit_norms())
+
     def linear_pairs(self) -> list[tuple[int, torch.Tensor, torch.Tensor, bool]]:
         """(ℓ, W_ℓ, W_{ℓ+1}, diag_only) for consecutive layers joined by a linear (or only diagonally
         rescalable) map: deep-linear balancedness W_ℓW_ℓᵀ = W_{ℓ+1}ᵀW_{ℓ+1}. None by default."""
@@ -117,3 +159,15 @@ class RepModel(nn.Module):
         """The function as a chain of affine maps and leaky ReLUs (used for exact 1-D analysis)."""
         raise NotImplementedError(f"the {self.family or type(self).__name__} family is not a chain of affine maps "
                                   "and leaky ReLUs")
+
+
+def _max_unit_gap(units: list[UnitNorms]) -> float:
+    """max over units with mass of |in − out| / max(in, out) (0 without hidden units)."""
+    gaps = [0.0]
+    for u in units:
+        a, b = u.incoming.detach().double(), u.outgoing.detach().double()
+        top = torch.maximum(a, b)
+        live = top > 0
+        if bool(live.any()):
+            gaps.append(float(((a - b).abs()[live] / top[live]).max()))
+    return max(gaps)

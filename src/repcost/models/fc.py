@@ -111,6 +111,13 @@ class FC(RepModel):
             out.append(UnitNorms(ell, inc, (self.weights[ell] ** 2).sum(0)))
         return out
 
+    def rescale_units(self, layer: int, c: torch.Tensor) -> None:
+        with torch.no_grad():
+            if self.beta > 0:
+                self.biases[layer - 1].mul_(c.to(self.biases[layer - 1].dtype))
+            self.weights[layer - 1].mul_(c.to(self.weights[layer - 1].dtype)[:, None])
+            self.weights[layer].div_(c.to(self.weights[layer].dtype)[None, :])
+
     def affine_chain(self) -> AffineChain:
         bs = [self.beta * b for b in self.biases] if self.beta > 0 else None
         return AffineChain(list(self.weights), bs, float(self.slope))

@@ -97,6 +97,13 @@ class LinearReLU(RepModel):
         per-unit rescaling acts on W_{L−1}'s row, b_k and a's column k) against column k of a; b is free."""
         return [UnitNorms(self.depth - 1, (self.linear[-1] ** 2).sum(1), (self.a ** 2).sum(0))]
 
+    def rescale_units(self, layer: int, c: torch.Tensor) -> None:
+        """Unit k of the ReLU layer: row k of W_{L−1} and b_k by c_k, column k of a by 1/c_k."""
+        with torch.no_grad():
+            self.linear[-1].mul_(c.to(self.linear[-1].dtype)[:, None])
+            self.b.mul_(c.to(self.b.dtype))
+            self.a.div_(c.to(self.a.dtype)[None, :])
+
     def linear_pairs(self) -> list[tuple[int, torch.Tensor, torch.Tensor, bool]]:
         """Linear-linear pairs take any invertible G (full matrices); the last pair (W_{L−1}, a) straddles the
         ReLU, where only positive diagonal rescalings act (diagonals only)."""

@@ -79,6 +79,18 @@ class Parallel(RepModel):
             out.append(UnitNorms(ell, inc.reshape(-1), outg.reshape(-1)))
         return out
 
+    def rescale_units(self, layer: int, c: torch.Tensor) -> None:
+        """Unit i·n_ℓ + j: sub-network i's row j of W_i^{(ℓ)} by c, its column j of W_i^{(ℓ+1)} (or α[:, i]) by 1/c."""
+        Ws = list(self.sub)
+        k = Ws[layer - 1].shape[0]
+        c = c.reshape(k, -1)
+        with torch.no_grad():
+            Ws[layer - 1].mul_(c.to(Ws[layer - 1].dtype)[:, :, None])
+            if layer < self.depth - 1:
+                Ws[layer].div_(c.to(Ws[layer].dtype)[:, None, :])
+            else:
+                self.alpha.div_(c[:, 0].to(self.alpha.dtype)[None, :])
+
     def extra_balance_gaps(self) -> dict:
         """Per sub-network, Savarese Cor C.2: ‖W_i^{(1)}‖² = … = ‖W_i^{(L−1)}‖² = α_i² (α_i² read as ‖α[:, i]‖²)."""
         from ..analysis.arrays import as_f64

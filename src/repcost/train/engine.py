@@ -10,6 +10,7 @@ where its own single run would.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -21,12 +22,15 @@ from tqdm.auto import tqdm
 
 from ..config.schema import PhaseConfig, TrainConfig
 from ..data.bundle import DataBundle
+from ..errors import RepcostError
 from ..models.base import RepModel
 from .objective import data_loss, objective, reg_scale_factor
 from .optim import Optimizer
 from .preempt import StopFlag
 from .schedule import lr_factor
 from .step import Stepper
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -294,6 +298,8 @@ class Engine:
             while self.pos.phase < len(cfg.phases) and self.active:
                 ph = cfg.phases[self.pos.phase]
                 last_phase = self.pos.phase == len(cfg.phases) - 1
+                if ph.rebalance and self.pos.step_in_phase == 0:
+                    self._rebalance()
                 bs = self._start_phase(ph)
                 lr_now, last_factor = self.optimizer.lr, None
                 phase_done = False
@@ -373,6 +379,23 @@ class Engine:
         for i in self.active:  # the budget ran out
             self.stop(i, members[i].final_check())
         return [m.result for m in members]
+
+    def _rebalance(self) -> None:
+        """Every active member to the least-penalty point of its rescaling orbit (PhaseConfig.rebalance)."""
+        for i in self.active:
+            m = self.members[i]
+            loss0 = m.evaluate()["train_loss"]
+            try:
+                before, after = m.model.rebalance()
+            except (ValueError, NotImplementedError) as e:
+                raise RepcostError(f"train.phases[{self.pos.phase}].rebalance=true: {e}") from None
+            loss1 = m.evaluate()["train_loss"]
+            if not abs(loss1 - loss0) <= 1e-4 * abs(loss0) + 1e-12:  # a family whose rescaling is not a symmetry
+                raise RepcostError(f"rebalancing the {m.model.family} model changed its train loss {loss0:.6g} -> "
+                                   f"{loss1:.6g}: its rescale_units does not keep the function")
+            log.info("member %d (seed %d), phase %d: rebalanced, largest unit gap %.3g -> %.3g",
+                     i, m.seed, self.pos.phase, before, after)
+        self._take_snapshot()
 
     @torch.no_grad()
     def _take_snapshot(self) -> None:
