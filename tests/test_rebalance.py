@@ -9,10 +9,9 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from repcost.analysis.certificate import critical_point_certificate
 from repcost.config import compose_config, validate
 from repcost.errors import RepcostError
-from repcost.models import MODELS, build_model
+from repcost.models import MODELS
 from repcost.train.run import run_training
 
 
