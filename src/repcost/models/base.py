@@ -120,8 +120,8 @@ class RepModel(nn.Module):
         in_k = out_k (Jacot 2023 Remark 6): the balance a critical point has. Units of one layer are
         independent, neighbouring layers share a matrix, so layers are balanced in turn until no unit moves
         by more than `tol` (block coordinate descent on a convex function of the log-scales; Stock et al.
-        2019, "Equi-normalization of neural networks"). Returns the largest unit gap |in − out|/max(in, out)
-        among units with mass, before and after.
+        2019, "Equi-normalization of neural networks"). Returns the certificate's unit gap (the largest
+        layer's Σ_k|in_k − out_k| / Σ_k max(in_k, out_k)) before and after.
         """
         if not self.positively_homogeneous:
             raise ValueError(f"rebalancing needs a positively homogeneous activation ({self.family} is not)")
@@ -162,12 +162,7 @@ class RepModel(nn.Module):
 
 
 def _max_unit_gap(units: list[UnitNorms]) -> float:
-    """max over units with mass of |in − out| / max(in, out) (0 without hidden units)."""
-    gaps = [0.0]
-    for u in units:
-        a, b = u.incoming.detach().double(), u.outgoing.detach().double()
-        top = torch.maximum(a, b)
-        live = top > 0
-        if bool(live.any()):
-            gaps.append(float(((a - b).abs()[live] / top[live]).max()))
-    return max(gaps)
+    """The certificate's unit gap: the largest layer's mass-weighted gap (0 without hidden units)."""
+    from ..analysis.certificate import weighted_gap
+
+    return max((weighted_gap(u.incoming.detach(), u.outgoing.detach()) for u in units), default=0.0)
