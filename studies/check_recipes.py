@@ -34,7 +34,6 @@ import csv
 import json
 import math
 import os
-import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -89,10 +88,10 @@ def train(overrides: list[str], run_dir: Path) -> dict:
     torch.set_num_threads(1)  # one process per core
     logging.getLogger("repcost").setLevel(logging.ERROR)
     cfg = compose_config(overrides + ["train.progress=false"])
-    shutil.rmtree(run_dir, ignore_errors=True)
     t = time.perf_counter()
-    summary = run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), run_dir)
-    summary["script_wall_s"] = time.perf_counter() - t
+    # a finished run of this recipe is reused; one of another recipe is moved aside, never deleted
+    summary = run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), run_dir, on_stale="move")
+    summary["script_wall_s"] = summary["wall_time_s"] if summary.get("reused") else time.perf_counter() - t
     return summary
 
 
