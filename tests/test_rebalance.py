@@ -94,3 +94,22 @@ def test_rebalance_on_a_family_without_homogeneity_is_a_one_line_error(tmp_path,
     monkeypatch.setattr(FC, "positively_homogeneous", False)
     with pytest.raises(RepcostError, match="rebalance=true: rebalancing needs a positively homogeneous"):
         _run(tmp_path, "x", "train.phases.0.steps=5", "train.phases.1.steps=5", "+train.phases.1.rebalance=true")
+
+
+@pytest.mark.parametrize("family,d_in,kw", [("fc", 2, dict(depth=3, width=5, bias_regularised=False)),
+                                            ("parallel", 1, dict(depth=4, n_subnets=3, width=4))])
+def test_units_weight_decay_killed_are_left_alone(family, d_in, kw):
+    """A unit whose incoming weights decayed to ~1e-160 would need c = (out/in)^¼ ~ 1e80 (a free bias blown
+    up, or an overflow to inf further on): rebalancing leaves such a unit as it is and balances the rest."""
+    m = _model(family, d_in, **kw)
+    W = m.weight_matrices()[0]
+    with torch.no_grad():
+        W[0].mul_(1e-160)  # fc: unit 0 of layer 1; parallel: sub-network 0's first layer
+        if family == "fc":
+            m.biases[0][0] = 0.5  # a free bias that c would scale up
+    x = torch.randn(30, d_in, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    y0 = m(x).detach()
+    m.rebalance()
+    assert all(bool(torch.isfinite(p).all()) for p in m.parameters())
+    assert max(float(p.detach().abs().max()) for p in m.parameters()) < 1e6
+    assert torch.allclose(m(x), y0, rtol=1e-10, atol=1e-12)

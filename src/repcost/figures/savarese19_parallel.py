@@ -61,7 +61,7 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     N = rows[0]["n_points_N"]
     lines = [f"  L = {r['depth_L']}: active = {r['active_subnets']:>2} (N = {N}), ‖ᾱ‖_{{2/L}}^{{2/L}} = "
              f"{r['l2L_quasinorm']:.4f}, C_L = {r['C_L']:.4f} (ratio {r['C_L_over_quasinorm']:.4f}), Cor C.2 gap "
-             f"max = {r['balance_gap_max_active']:.3f}, critical point: {r['critical_point']}" for r in rows]
+             f"max = {r['balance_gap_max_active']:.2g}, critical point: {r['critical_point']}" for r in rows]
     bound = all(r["C_L"] >= r["l2L_quasinorm"] * (1 - 1e-9) for r in rows)
     sparse = all(r["active_subnets"] <= N for r in rows if r["depth_L"] >= 3)
     ok = bound and sparse

@@ -137,7 +137,11 @@ class RepModel(nn.Module):
                 moved = 0.0
                 for u in self.unit_norms():
                     inc, out = u.incoming.detach().double(), u.outgoing.detach().double()
-                    live = (inc > 0) & (out > 0)
+                    # a unit that weight decay drove to ~0 on either side is left as it is: with a free
+                    # bias its orbit's infimum is at c -> ∞ (a constant a·relu(b) costs nothing in the
+                    # limit), and c⁴ = out/in would overflow
+                    floor = _NEGLIGIBLE * float(torch.maximum(inc, out).sum())
+                    live = (inc > floor) & (out > floor)
                     c = torch.where(live, (out / inc.where(live, torch.ones_like(inc))) ** 0.25,
                                     torch.ones_like(inc))
                     moved = max(moved, float((c.log().abs()).max()) if c.numel() else 0.0)
@@ -159,6 +163,9 @@ class RepModel(nn.Module):
         """The function as a chain of affine maps and leaky ReLUs (used for exact 1-D analysis)."""
         raise NotImplementedError(f"the {self.family or type(self).__name__} family is not a chain of affine maps "
                                   "and leaky ReLUs")
+
+
+_NEGLIGIBLE = 1e-12  # a unit side below this fraction of its layer's mass is not rescaled (rebalance)
 
 
 def _max_unit_gap(units: list[UnitNorms]) -> float:
