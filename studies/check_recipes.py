@@ -3,10 +3,9 @@
 
 Datasets come from fixed generators with fixed seeds (numpy SeedSequence [18, study, i]), chosen
 before any result was seen; no dataset is ever dropped or re-drawn by outcome.  Datasets 0–9 were
-used while developing the recipes (the development set); datasets 10–19 were the held-out check of
-the recipes' first versions, and the 1-D recipe's second version (its final λ) was chosen after
-looking at them; so the check runs datasets 20–29, which no setting of the current recipes was chosen
-on (`--start 10` or `--start 0` reruns the earlier sets).
+used while developing the recipes (the development set); datasets 10–19 were their first held-out
+check, and the 1-D recipe's second version was chosen after looking at them. So the check now runs
+datasets 20–29, which nothing was chosen on (`--start 10` or `--start 0` reruns the earlier sets).
 
 * 1-D (Savarese et al. 2019 Thm 3.3): N ~ U{5..12}; x sorted uniform on [m − h, m + h] with
   m ~ U(−1, 1), h ~ U(0.5, 2), redrawn while two points are closer than 1/8 of the mean spacing

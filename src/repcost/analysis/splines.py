@@ -122,6 +122,10 @@ def relu_net_1d_function(w, b, a, c: float = 0.0, v: float = 0.0, kink_tol: floa
     if not (w.shape == b.shape == a.shape):
         raise ValueError(f"w, b, a must have equal length, got {w.shape}, {b.shape}, {a.shape}")
     c, v = float(as_f64(c)), float(as_f64(v))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        far = (w != 0) & ~np.isfinite(-b / np.where(w != 0, w, 1.0))
+    # a weight so small that its kink −b/w overflows: on every finite x the unit is the constant a[b]₊
+    w = np.where(far, 0.0, w)
     live = (w != 0) & (a != 0)
     kinks = -b[live] / w[live]
     jumps = a[live] * np.abs(w[live])
