@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from repcost.errors import ConfigError
 from repcost.models import MODELS, build_model
 
 D_IN, D_OUT, N = 3, 2, 7
@@ -143,3 +144,31 @@ def test_linear_relu_kink_range():
         w = spread.effective_matrix()[:, 0]
         kinks = -spread.b / w
         assert kinks.abs().max() <= 2.0 and kinks.abs().max() > 1.0  # spread over the box, not at the origin
+
+
+def test_linear_relu_kinks_over_data(tmp_path):
+    """kinks_over_data puts every kink inside the training inputs' range (for d = 1: −b_k/w_k in [min x, max x],
+    spread over it), leaves every weight draw unchanged, and is what repcost-train starts from; without the
+    inputs (a model built to load a checkpoint into) the biases stay 0."""
+    from omegaconf import OmegaConf
+
+    from repcost.config import compose_config, validate
+    from repcost.train.run import run_training
+
+    schema = MODELS.get("linear_relu").schema
+    x = torch.tensor([[-4.0], [-3.5], [-2.5], [-2.2]], dtype=torch.float64)
+    base = build_model(schema(width=200), 1, 1, seed=3)
+    over = build_model(schema(width=200, kinks_over_data=True), 1, 1, seed=3, x_train=x)
+    for p, q in zip(base.weight_matrices(), over.weight_matrices()):
+        assert torch.equal(p, q)
+    kinks = -over.b / over.effective_matrix()[:, 0]
+    assert kinks.min() >= -4.0 and kinks.max() <= -2.2 and kinks.max() - kinks.min() > 1.5
+    assert torch.all(build_model(schema(width=20, kinks_over_data=True), 1, 1, seed=3).b == 0)
+    with pytest.raises(ConfigError, match="kink_range"):
+        schema(kinks_over_data=True, kink_range=1.0)
+    cfg = compose_config(["model=linear_relu", "model.kinks_over_data=true", "data=points_1d", "data.x=[3,4,6]",
+                          "data.y=[0,1,0]", "train=gd", "train.phases.0.steps=0", "train.progress=false"])
+    run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
+    sd = torch.load(tmp_path / "r" / "checkpoint.pt", weights_only=False)["trainer"]["model"]
+    kinks = -sd["b"] / sd["linear.0"][:, 0]
+    assert kinks.min() >= 3.0 and kinks.max() <= 6.0

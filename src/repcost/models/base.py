@@ -72,6 +72,9 @@ class RepModel(nn.Module):
         """The hidden nonlinearity σ (applied elementwise)."""
         return torch.relu(z)
 
+    def init_from_data(self, x_train: torch.Tensor, gen: torch.Generator) -> None:
+        """Data-dependent initialisation, after the builder's draws from the same generator (none by default)."""
+
     # -- costs ---------------------------------------------------------------------------------
     def param_sq_norm(self) -> torch.Tensor:
         """Σ‖p‖² over the regularised parameters (differentiable)."""

@@ -26,6 +26,9 @@ class LinearReLUConfig:
     # random point of that box instead of the origin — spreads the kinks over data in the box
     # (min-norm interpolants have their kinks at the data; Savarese et al. 2019 Thm 3.3). 0: b = 0.
     kink_range: float = 0.0
+    # true: ξ_k uniform over the bounding box of the training inputs instead (repcost-train passes them;
+    # every gap between 1-D data points then starts with kinks in it, whatever the data's scale and place)
+    kinks_over_data: bool = False
 
     def __post_init__(self):
         check(self.depth >= 2, "depth", self.depth, "an integer >= 2")
@@ -34,6 +37,8 @@ class LinearReLUConfig:
               "a positive integer or null")
         check(self.init_scale > 0, "init_scale", self.init_scale, "a positive number")
         check(self.kink_range >= 0, "kink_range", self.kink_range, "a half-width R >= 0 (0 = zero biases)")
+        check(not (self.kinks_over_data and self.kink_range > 0), "kink_range", self.kink_range,
+              "0 with kinks_over_data=true (the kinks are placed over the data instead)")
 
 
 class LinearReLU(RepModel):
@@ -52,10 +57,24 @@ class LinearReLU(RepModel):
         self.b = zeros_param((cfg.width,))
         self.a = gaussian_param((d_out, cfg.width), cfg.width, 2.0, cfg.init_scale, gen)
         self.c = zeros_param((d_out,)) if cfg.output_bias else None
+        self.kinks_over_data = cfg.kinks_over_data
         if cfg.kink_range > 0:  # drawn last, so kink_range = 0 leaves every other draw unchanged
             xi = (2 * torch.rand(cfg.width, d_in, generator=gen, dtype=torch.float64) - 1) * cfg.kink_range
-            with torch.no_grad():
-                self.b.copy_(-(xi * self.effective_matrix()).sum(dim=1))
+            self._kinks_through(xi)
+
+    def _kinks_through(self, xi: torch.Tensor) -> None:
+        """b_k = −w_kᵀξ_k: unit k's kink (hyperplane) passes through the point ξ_k."""
+        with torch.no_grad():
+            self.b.copy_(-(xi.to(self.b.dtype) * self.effective_matrix()).sum(dim=1))
+
+    def init_from_data(self, x_train: torch.Tensor, gen: torch.Generator) -> None:
+        """kinks_over_data: ξ_k uniform over the training inputs' bounding box (drawn after every other draw)."""
+        if not self.kinks_over_data:
+            return
+        x = x_train.detach().to("cpu", torch.float64)
+        lo, hi = x.min(dim=0).values, x.max(dim=0).values
+        u = torch.rand(self.b.shape[0], x.shape[1], generator=gen, dtype=torch.float64)
+        self._kinks_through(lo + u * (hi - lo))
 
     def _inner(self, x: torch.Tensor) -> list[torch.Tensor]:
         hs, h = [], x

@@ -282,7 +282,7 @@ def train_jobs(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> lis
         raise RepcostError(f"stacked runs must start at one position, not {sorted({j.start for j in jobs})}")
     device, dtype = torch.device(spec.device), spec.torch_dtype
     data = _load_data(spec)
-    models = [build_model(j.spec.model, data.d_in, data.d_out, j.spec.seed).to(device=device, dtype=dtype)
+    models = [build_model(j.spec.model, data.d_in, data.d_out, j.spec.seed, data.x_train).to(device=device, dtype=dtype)
               for j in jobs]
     data = data.to(dtype, device)
     family = models[0].family
@@ -383,7 +383,8 @@ def _train_ensemble(job: RunJob, stop_flag: StopFlag | None) -> dict:
     K = spec.train.ensemble_size
     seeds = [spec.seed + i for i in range(K)]
     data = _load_data(spec)
-    models = [build_model(spec.model, data.d_in, data.d_out, s).to(device=device, dtype=dtype) for s in seeds]
+    models = [build_model(spec.model, data.d_in, data.d_out, s, data.x_train).to(device=device, dtype=dtype)
+              for s in seeds]
     data = data.to(dtype, device)
     family = models[0].family
     member_dirs = [RunDir(rd.path / MEMBERS / str(i)) for i in range(K)]
