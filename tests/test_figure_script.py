@@ -16,7 +16,7 @@ def test_savarese_parallel_script_writes_png_and_csv(tmp_path, monkeypatch, caps
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setattr(sys, "argv", ["savarese19-parallel.py", "--workdir", str(tmp_path), "--out", str(out),
                                       "--set", "model.depth=2,3", "model.n_subnets=4", "model.width=3",
-                                      "train.phases.0.steps=10", "train.phases.1.steps=2"])
+                                      "train.phases.0.steps=10", "train.phases.1.steps=2", "train.phases.2.steps=0"])
     runpy.run_path(str(REPO_ROOT / "experiments" / "savarese19-parallel.py"), run_name="__main__")
     assert "Thm C.3" in capsys.readouterr().out  # the paper's claim is printed next to the numbers
     png, table = out / "savarese19-parallel.png", out / "savarese19-parallel.csv"
