@@ -120,10 +120,11 @@ class RepModel(nn.Module):
         """Move to the point of least penalty on the orbit of per-unit rescalings (the function is unchanged).
 
         Along unit k's rescaling the penalty is c²·in_k + out_k/c², least at c⁴ = out_k/in_k, where
-        in_k = out_k (Jacot 2023 Remark 6): the balance a critical point has. Units of one layer are
-        independent, neighbouring layers share a matrix, so layers are balanced in turn until no unit moves
-        by more than `tol` (block coordinate descent on a convex function of the log-scales; Stock et al.
-        2019, "Equi-normalization of neural networks"). Returns the certificate's unit gap (the largest
+        in_k = out_k (Jacot 2023 Remark 6): the balance a critical point has. Neighbouring layers share a
+        matrix, so one sweep's scales (all layers, from the norms at the sweep's start) leave the next
+        layer slightly off; sweeps repeat until no unit moves by more than `tol` (a Jacobi iteration on a
+        convex function of the log-scales; cf. Stock et al. 2019, "Equi-normalization of neural
+        networks", which updates layer by layer). Returns the certificate's unit gap (the largest
         layer's Σ_k|in_k − out_k| / Σ_k max(in_k, out_k)) before and after.
         """
         if not self.positively_homogeneous:
