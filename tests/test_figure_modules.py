@@ -165,6 +165,13 @@ def test_jacot23_fig1_spectra_rows_and_rank_verdict(tmp_path):
     s = rows[-1]
     assert jacot23_fig1.verdict(rows[:-1] + [dict(s, middle_max_ratio=0.05)], full=True).passed is True
     assert jacot23_fig1.verdict(rows[:-1] + [dict(s, middle_max_ratio=0.5)], full=True).passed is False
+    # several seeds: the verdict is their pass rate, reproduced when most pass
+    def seeds(*ratios):
+        return [dict(r, seed=i) if r["kind"] != "summary" else dict(r, seed=i, middle_max_ratio=q)
+                for i, q in enumerate(ratios) for r in rows]
+    two_of_three = jacot23_fig1.verdict(seeds(0.05, 0.5, 0.02), full=True)
+    assert two_of_three.passed is True and "in 2/3 seeds" in two_of_three.text
+    assert jacot23_fig1.verdict(seeds(0.05, 0.5, 0.3), full=True).passed is False
 
 
 def test_jacot22_bipartite_bound_exact_costs_and_verdict(tmp_path):

@@ -85,6 +85,10 @@ class TrainConfig:
     # compile time pay (train.step.use_compile), CUDA graphs on every CUDA run
     compile: str = field(default="auto", metadata={"identity": False})  # auto | on | off
     cuda_graphs: str = field(default="auto", metadata={"identity": False})  # auto | on | off
+    # CPU runs set parameter and optimiser-moment entries below the smallest normal float to 0 every
+    # check_every steps (subnormals cost x86 CPUs 10-100x per operation); the function changes by
+    # less than 1e-38, so this is not part of the run's identity either
+    flush_subnormals: bool = field(default=True, metadata={"identity": False})
 
     def __post_init__(self):
         check(math.isfinite(self.lam) and self.lam >= 0, "lam", self.lam, "a finite regularisation strength λ >= 0")

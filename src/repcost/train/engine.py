@@ -224,6 +224,8 @@ class Engine:
         m0 = self.members[0]
         self.stepper = Stepper(terms, m0.data.x_train, m0.y_train, self.K, compiled=compiled, graphed=graphed,
                                want_grad=cfg.grad_tol is not None)
+        # subnormal floats cost a CPU 10-100x per operation (Optimizer.flush_subnormals); a GPU runs them at speed
+        self._flush = cfg.flush_subnormals and terms.params[0].device.type == "cpu"
         self._snapshot = [p.detach().clone() for p in terms.params]  # the last parameters seen finite
         for i, m in enumerate(self.members):
             m.restore_from = (self._snapshot, i if terms.stacked else None)
@@ -339,6 +341,8 @@ class Engine:
                             if r is not None:
                                 self.stop(i, r)
                                 stopped = True
+                        if self._flush:
+                            self.optimizer.flush_subnormals()
                         self._take_snapshot()
                         if grad_rel is not None and not last_phase and all(
                                 grad_rel[i] <= cfg.grad_tol for i in self.active):

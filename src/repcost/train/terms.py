@@ -169,7 +169,9 @@ class SharedMatmul(torch.autograd.Function):
             b = b.movedim(bd, 0)
             k, d, m = b.shape
             out = a @ b.permute(1, 0, 2).reshape(d, k * m)
-            return out.reshape(a.shape[0], k, m).movedim(1, 0), 0
+            # contiguous per member: elementwise kernels on the strided (N, K, m) layout (ReLU's
+            # backward above all) run ~30x slower than the copy costs
+            return out.reshape(a.shape[0], k, m).movedim(1, 0).contiguous(), 0
         if ad is not None and bd is None:  # per-member a (K, n, d), shared b (d, m)
             a = a.movedim(ad, 0)
             k, n, d = a.shape
@@ -187,10 +189,14 @@ class _ShareMatmuls(TorchFunctionMode):
         kwargs = kwargs or {}
         if func in _MATMULS and len(args) == 2 and not kwargs and _one_shared(args[0], args[1]):
             return SharedMatmul.apply(args[0], args[1])
-        if func is torch.nn.functional.linear and len(args) >= 2 and _one_shared(args[0], args[1]):
+        if func is torch.nn.functional.linear and len(args) >= 2 and _both_2d(args[0], args[1]):
             bias = args[2] if len(args) > 2 else kwargs.get("bias")
-            out = SharedMatmul.apply(args[0], args[1].mT)
-            return out if bias is None else out + bias
+            if _one_shared(args[0], args[1]):
+                out = SharedMatmul.apply(args[0], args[1].mT)
+                return out if bias is None else out + bias
+            # vmap's rule for F.linear of two per-member operands has a slow backward (~3x addmm's
+            # under vmap at the papers' widths); addmm is the same arithmetic as a single run's F.linear
+            return args[0] @ args[1].mT if bias is None else torch.addmm(bias, args[0], args[1].mT)
         return func(*args, **kwargs)
 
 
@@ -200,8 +206,12 @@ except AttributeError:  # pragma: no cover - a torch without it: route every 2-D
     _is_batched = None
 
 
+def _both_2d(a, b) -> bool:
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == 2 and b.dim() == 2
+
+
 def _one_shared(a, b) -> bool:
     """Both 2-D tensors (per member) and exactly one of them shared by all members."""
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == 2 and b.dim() == 2):
+    if not _both_2d(a, b):
         return False
     return _is_batched is None or _is_batched(a) != _is_batched(b)
