@@ -13,7 +13,8 @@ When all members see the same rows (full-batch phases), a 2-D matmul of the shar
 per-member weight is done as one GEMM over all members ((N, d) @ (d, K·m)), forward and
 backward, instead of the K-fold broadcast `bmm` that plain `vmap` produces (`SharedMatmul`,
 applied by a TorchFunctionMode to `@`/matmul/mm/F.linear of 2-D operands during the stacked
-forward; einsum, as in the `parallel` family, keeps vmap's own rule).
+forward; einsum, as in the `parallel` family, keeps vmap's own rule). F.linear of two per-member
+operands becomes addmm there too, whose batching rule has a cheaper backward than F.linear's.
 """
 
 from __future__ import annotations
@@ -183,7 +184,8 @@ _MATMULS = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.mm
 
 
 class _ShareMatmuls(TorchFunctionMode):
-    """Routes 2-D × 2-D matmuls (and F.linear) of a shared by a per-member operand through SharedMatmul."""
+    """Routes 2-D × 2-D matmuls (and F.linear) of a shared by a per-member operand through SharedMatmul, and
+    F.linear of two per-member operands to addmm."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
