@@ -36,8 +36,10 @@ def test_heldout_rays_ranges_and_determinism():
 
 
 def test_certificate_fields_from_summary():
-    s = {"critical_point": True, "cert.stationarity": 3e-9, "cert.unit_gap": 1e-7, "cost": 1.0}
-    assert check_recipes.certificate(s) == {"critical_point": True, "cert_stationarity": 3e-9, "cert_unit_gap": 1e-7}
+    s = {"critical_point": True, "cert.stationarity": 3.0, "cert.clarke_stationarity": 3e-9, "cert.kinks": 4,
+         "cert.unit_gap": 1e-7, "cost": 1.0}
+    assert check_recipes.certificate(s) == {"critical_point": True, "cert_stationarity": 3.0,
+                                            "cert_clarke_stationarity": 3e-9, "cert_unit_gap": 1e-7}
     empty = check_recipes.certificate({})  # an old summary without the certificate
     assert empty["critical_point"] is False
-    assert np.isnan(empty["cert_stationarity"]) and np.isnan(empty["cert_unit_gap"])
+    assert all(np.isnan(empty[k]) for k in ("cert_stationarity", "cert_clarke_stationarity", "cert_unit_gap"))

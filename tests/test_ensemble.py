@@ -14,7 +14,7 @@ from repcost.config import compose_config, validate
 from repcost.data import load_data
 from repcost.errors import RepcostError
 from repcost.models import build_model
-from repcost.train.ensemble import EnsembleTrainer, SharedMatmul, _ShareMatmuls
+from repcost.train.ensemble import EnsembleTrainer, _ShareMatmuls, shared_matmul
 from repcost.train.loop import Trainer
 from repcost.train.run import run_training
 
@@ -212,7 +212,7 @@ def test_shared_matmul_is_one_gemm_and_exact():
     # a per-member input and a per-member weight (minibatch phases) still work
     xs = torch.randn(4, 30, 7, dtype=torch.float64)
     with _ShareMatmuls():
-        out = vmap(lambda xx, w: SharedMatmul.apply(xx, w.T))(xs, W)
+        out = vmap(lambda xx, w: shared_matmul(xx, w.T))(xs, W)
     assert torch.allclose(out, torch.einsum("knd,kmd->knm", xs, W), rtol=1e-13)
 
 

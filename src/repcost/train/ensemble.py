@@ -22,7 +22,7 @@ from ..errors import RepcostError
 from ..models.base import RepModel
 from .engine import Engine, Member, Position, TrainResult
 from .preempt import StopFlag
-from .terms import SharedMatmul, StackedTerms, _ShareMatmuls  # noqa: F401 (re-exported)
+from .terms import StackedTerms, _ShareMatmuls, shared_matmul  # noqa: F401 (re-exported)
 
 MEMBERS = "members"
 

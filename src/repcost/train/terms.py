@@ -11,7 +11,7 @@ tensors equals K separate ones.
 
 When all members see the same rows (full-batch phases), a 2-D matmul of the shared input by a
 per-member weight is done as one GEMM over all members ((N, d) @ (d, K·m)), forward and
-backward, instead of the K-fold broadcast `bmm` that plain `vmap` produces (`SharedMatmul`,
+backward, instead of the K-fold broadcast `bmm` that plain `vmap` produces (`shared_matmul`,
 applied by a TorchFunctionMode to `@`/matmul/mm/F.linear of 2-D operands during the stacked
 forward; einsum, as in the `parallel` family, keeps vmap's own rule). F.linear of two per-member
 operands becomes addmm there too, whose batching rule has a cheaper backward than F.linear's.
@@ -140,72 +140,58 @@ class StackedTerms:
                     t.data = t.data.clone()
 
 
-class SharedMatmul(torch.autograd.Function):
-    """a @ b for 2-D a, b. Under vmap, an unbatched operand times a batched one is one GEMM.
+try:  # functorch's wrappers: a per-member tensor inside vmap is the stacked tensor plus its member axis
+    from torch._C._functorch import _add_batch_dim, _unwrap_batched, is_batchedtensor, maybe_get_level
+except ImportError:  # pragma: no cover - a torch without them: every matmul keeps vmap's own rule (still exact)
+    _add_batch_dim = _unwrap_batched = is_batchedtensor = maybe_get_level = None
 
-    vmap's own rule for matmul(unbatched (N, d), batched (K, d, m)) expands the unbatched operand
-    to (K, N, d) and calls bmm, forward and backward; here it becomes (N, d) @ (d, K·m). The
-    backward calls this function again, so the weight gradient Xᵀ·G is also one GEMM.
+
+def shared_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b inside vmap, for 2-D a and b; where exactly one is per member, one GEMM over all members.
+
+    vmap's own rule for matmul(shared (N, d), per-member (K, d, m)) expands the shared operand to
+    (K, N, d) and calls bmm, forward and backward. Here the per-member operand is unwrapped to its
+    stacked tensor, the product is one GEMM (N, d) @ (d, K·m), and the result is wrapped back;
+    autograd records plain ops on the stacked tensors, so the weight gradient Xᵀ·G is one GEMM too.
+    The result is laid out per member (contiguous (K, N, m)): elementwise kernels on the strided
+    (N, K, m) layout, ReLU's backward above all, run ~30x slower than the copy costs.
     """
-
-    @staticmethod
-    def forward(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    if is_batchedtensor(a) == is_batchedtensor(b):  # both per member (or both shared): vmap's own rule
         return a @ b
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs)
-
-    @staticmethod
-    def backward(ctx, g: torch.Tensor):
-        a, b = ctx.saved_tensors
-        ga = SharedMatmul.apply(g, b.mT) if ctx.needs_input_grad[0] else None
-        gb = SharedMatmul.apply(a.mT, g) if ctx.needs_input_grad[1] else None
-        return ga, gb
-
-    @staticmethod
-    def vmap(info, in_dims, a: torch.Tensor, b: torch.Tensor):
-        ad, bd = in_dims
-        if ad is None and bd is not None:  # shared a (N, d), per-member b (K, d, m)
-            b = b.movedim(bd, 0)
-            k, d, m = b.shape
-            out = a @ b.permute(1, 0, 2).reshape(d, k * m)
-            # contiguous per member: elementwise kernels on the strided (N, K, m) layout (ReLU's
-            # backward above all) run ~30x slower than the copy costs
-            return out.reshape(a.shape[0], k, m).movedim(1, 0).contiguous(), 0
-        if ad is not None and bd is None:  # per-member a (K, n, d), shared b (d, m)
-            a = a.movedim(ad, 0)
-            k, n, d = a.shape
-            return (a.reshape(k * n, d) @ b).reshape(k, n, b.shape[1]), 0
-        return torch.matmul(a.movedim(ad, 0), b.movedim(bd, 0)), 0
+    if is_batchedtensor(b):  # shared a (N, d), per-member b (d, m)
+        level = maybe_get_level(b)
+        bv, bd = _unwrap_batched(b, level)
+        bv = bv.movedim(bd, 0)
+        k, d, m = bv.shape
+        out = a @ bv.permute(1, 0, 2).reshape(d, k * m)
+        return _add_batch_dim(out.reshape(a.shape[0], k, m).movedim(1, 0).contiguous(), 0, level)
+    level = maybe_get_level(a)  # per-member a (n, d), shared b (d, m)
+    av, ad = _unwrap_batched(a, level)
+    av = av.movedim(ad, 0)
+    k, n, d = av.shape
+    return _add_batch_dim((av.reshape(k * n, d) @ b).reshape(k, n, b.shape[1]), 0, level)
 
 
 _MATMULS = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.mm, torch.Tensor.mm}
 
 
 class _ShareMatmuls(TorchFunctionMode):
-    """Routes 2-D × 2-D matmuls (and F.linear) of a shared by a per-member operand through SharedMatmul, and
+    """Routes 2-D × 2-D matmuls (and F.linear) of a shared by a per-member operand to `shared_matmul`, and
     F.linear of two per-member operands to addmm."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in _MATMULS and len(args) == 2 and not kwargs and _one_shared(args[0], args[1]):
-            return SharedMatmul.apply(args[0], args[1])
+            return shared_matmul(args[0], args[1])
         if func is torch.nn.functional.linear and len(args) >= 2 and _both_2d(args[0], args[1]):
             bias = args[2] if len(args) > 2 else kwargs.get("bias")
             if _one_shared(args[0], args[1]):
-                out = SharedMatmul.apply(args[0], args[1].mT)
+                out = shared_matmul(args[0], args[1].mT)
                 return out if bias is None else out + bias
             # vmap's rule for F.linear of two per-member operands has a slow backward (~3x addmm's
             # under vmap at the papers' widths); addmm is the same arithmetic as a single run's F.linear
             return args[0] @ args[1].mT if bias is None else torch.addmm(bias, args[0], args[1].mT)
         return func(*args, **kwargs)
-
-
-try:
-    _is_batched = torch._C._functorch.is_batchedtensor  # inside vmap: carries a member axis
-except AttributeError:  # pragma: no cover - a torch without it: route every 2-D matmul (still exact)
-    _is_batched = None
 
 
 def _both_2d(a, b) -> bool:
@@ -214,6 +200,6 @@ def _both_2d(a, b) -> bool:
 
 def _one_shared(a, b) -> bool:
     """Both 2-D tensors (per member) and exactly one of them shared by all members."""
-    if not _both_2d(a, b):
+    if not _both_2d(a, b) or is_batchedtensor is None:
         return False
-    return _is_batched is None or _is_batched(a) != _is_batched(b)
+    return is_batchedtensor(a) != is_batchedtensor(b)
