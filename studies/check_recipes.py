@@ -178,8 +178,8 @@ def main(argv=None) -> int:
     p.add_argument("--start", type=int, default=40,
                    help="first dataset index (0–9: the development set; 10–39: earlier held-out sets)")
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--out", default="outputs/recipes")
-    p.add_argument("--csv", default="figures/recipes.csv")
+    p.add_argument("--out", default="outputs/recipes", help="directory of the run directories (finished runs are reused)")
+    p.add_argument("--csv", default="figures/recipes.csv", help="the table; the PNG is written beside it")
     p.add_argument("--datasets", default=None, help="comma-separated dataset indices (default: all --n)")
     p.add_argument("--set", nargs="*", default=[], help="extra overrides for every run (variants of the recipe)")
     a = p.parse_args(argv)
