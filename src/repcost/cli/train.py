@@ -196,7 +196,7 @@ def _report(summary: dict, run_dir: Path) -> None:
         log.info(f"  critical point: {'yes' if summary['critical_point'] else 'no'} (stationarity "
               f"{summary['cert.stationarity']:.3g}"
               + (f", {summary['cert.clarke_stationarity']:.3g} over the slopes of {summary['cert.kinks']} kinks"
-                 if "cert.clarke_stationarity" in summary else "")
+                 .replace("nan over", "not computed for the slopes") if "cert.clarke_stationarity" in summary else "")
               + f", unit gap {summary.get('cert.unit_gap', 0.0):.3g}; "
               "docs/ARCHITECTURE.md, Certificate)")
     for fig in sorted((run_dir / "figures").glob("*.png")):
