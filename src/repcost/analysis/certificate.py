@@ -66,8 +66,11 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
     m = float64_model(model)  # one float64 copy (if any) for the gradient and the gaps
     norms = objective_gradient_norms(m, x, y, loss, lam, reg_scale)
     g, theta, reg = norms["grad_norm"], norms["param_norm"], norms["reg_grad_norm"]
-    out = {"grad_norm": g, "grad_norm_rel": g / theta if theta > 0 else g,
-           "stationarity": g / reg if reg > 0 else (g / theta if theta > 0 else g)}
+
+    def relative(grad: float) -> float:  # a gradient norm against the penalty's pull (λ = 0: against ‖θ‖)
+        return grad / reg if reg > 0 else (grad / theta if theta > 0 else grad)
+
+    out = {"grad_norm": g, "grad_norm_rel": g / theta if theta > 0 else g, "stationarity": relative(g)}
     gaps = {}
     if m.positively_homogeneous:
         units = m.unit_norms()
@@ -84,7 +87,7 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
         clarke, kinks = clarke_gradient_norm(m, *float64_inputs(m, x, y), loss, lam, reg_scale)
         if kinks:
             out["kinks"] = kinks
-            out["clarke_stationarity"] = clarke / reg if reg > 0 else (clarke / theta if theta > 0 else clarke)
+            out["clarke_stationarity"] = relative(clarke)
             stationary = out["clarke_stationarity"] <= stationarity_tol  # NaN (too many kinks): not certified
     # without a penalty (λ = 0) nothing forces balance: only the gradient counts
     balanced = lam == 0 or all(v <= gap_tol for v in gaps.values())
