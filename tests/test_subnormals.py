@@ -49,8 +49,8 @@ def _run(flush: bool, tiny_rows: int = 3):
     with torch.no_grad():  # units weight decay has all but removed (no biases: once zero, they stay zero)
         m.weights[0][:tiny_rows] = 1e-40
         m.weights[1][:, :tiny_rows] = 1e-40
-    result = Trainer(m, data, spec.train, spec.seed).run()
-    return m, result
+    trainer = Trainer(m, data, spec.train, spec.seed)
+    return m, trainer.run(), trainer
 
 
 def _subnormal_count(m) -> int:
@@ -59,17 +59,11 @@ def _subnormal_count(m) -> int:
 
 
 def test_a_cpu_run_ends_without_subnormal_weights_and_with_the_same_fit():
-    flushed, r1 = _run(True)
-    kept, r2 = _run(False)
+    flushed, r1, t1 = _run(True)
+    kept, r2, t2 = _run(False)
     assert _subnormal_count(kept) > 0  # without the flush they stay (so this test can fail)
     assert _subnormal_count(flushed) == 0
     assert r1.steps == r2.steps == 30
-    f1, f2 = Trainer(flushed, *_eval_args()).evaluate(), Trainer(kept, *_eval_args()).evaluate()
+    f1, f2 = t1.evaluate(), t2.evaluate()
     assert abs(f1["objective"] - f2["objective"]) <= 1e-6 * abs(f2["objective"])
 
-
-def _eval_args():
-    spec = validate(compose_config(["train.progress=false", "dtype=float32", "model=fc", "model.depth=3",
-                                    "model.width=8", "model.beta=0", "data=teacher", "data.n_train=32",
-                                    "data.n_test=0"]))
-    return load_data(spec.data).to(torch.float32, torch.device("cpu")), spec.train, spec.seed
