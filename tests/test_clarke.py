@@ -96,3 +96,21 @@ def test_the_certificate_reports_the_kinks_and_their_least_gradient():
     assert cert["critical_point"] is False  # a random net: far from stationary either way
     smooth = critical_point_certificate(_net({}), x, y, "mse", LAM, "one")
     assert "kinks" not in smooth and "clarke_stationarity" not in smooth
+
+
+def test_kinks_of_a_cut_off_unit_are_counted_but_need_no_slope():
+    """A unit with zero in- and outgoing weights is kinked at every point and moves no gradient entry."""
+    m = _net({0: 3})
+    with torch.no_grad():
+        m.linear[0][3] = 0.0
+        m.b[3], m.a[0, 3] = 0.0, 0.0
+    x, y = torch.tensor(X)[:, None], torch.tensor(Y)[:, None]
+    value, n = clarke_gradient_norm(m, x, y, "mse", LAM, "one", max_kinks=1)
+    assert n == 1  # the dead unit is kinked at all five points, but its slopes move nothing
+
+    def norm(s):
+        return float(np.linalg.norm(_hand_gradient(m, {(3, 0): s})))
+
+    best = min(minimize(lambda s: norm(s[0]) ** 2, [s0], bounds=[(0, 1)], method="L-BFGS-B",
+                        options={"ftol": 1e-15, "gtol": 1e-12}).fun for s0 in (0.0, 0.5, 1.0))
+    assert value == pytest.approx(np.sqrt(best), rel=1e-6)
