@@ -71,3 +71,18 @@ def test_bad_config_one_line_exit_2(tmp_path, run_cli, overrides, key, allowed):
     assert key in lines[0] and allowed in lines[0]
     assert "Traceback" not in p.stderr + p.stdout
     assert not (tmp_path / "outputs" / "runs").exists() or not list((tmp_path / "outputs" / "runs").rglob("summary.json"))
+
+
+@pytest.mark.parametrize("clarke, says", [(0.004, "0.004 over the slopes of 7 kinks"),
+                                          (float("nan"), "not computed over the slopes of 7 kinks")])
+def test_the_finished_line_states_the_clarke_measure(tmp_path, caplog, clarke, says):
+    import logging
+
+    from repcost.cli.train import _report
+
+    summary = {"status": "finished", "steps": 10, "critical_point": False, "cert.stationarity": 0.5,
+               "cert.clarke_stationarity": clarke, "cert.kinks": 7, "cert.unit_gap": 1e-3}
+    with caplog.at_level(logging.INFO, logger="repcost"):
+        _report(summary, tmp_path)
+    line = next(r.getMessage() for r in caplog.records if "critical point" in r.getMessage())
+    assert f"stationarity 0.5, {says}, unit gap 0.001" in line and "nan" not in line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import traceback
@@ -193,12 +194,14 @@ def _report(summary: dict, run_dir: Path) -> None:
              for k in keys if k in summary]
     log.info("run finished: %s\n  %s", run_dir, "  ".join(parts))
     if "critical_point" in summary:
+        clarke = ""
+        if "cert.clarke_stationarity" in summary:
+            c, n = summary["cert.clarke_stationarity"], summary["cert.kinks"]
+            clarke = (f", {c:.3g} over the slopes of {n} kinks" if math.isfinite(c)
+                      else f", not computed over the slopes of {n} kinks")
         log.info(f"  critical point: {'yes' if summary['critical_point'] else 'no'} (stationarity "
-              f"{summary['cert.stationarity']:.3g}"
-              + (f", {summary['cert.clarke_stationarity']:.3g} over the slopes of {summary['cert.kinks']} kinks"
-                 .replace("nan over", "not computed for the slopes") if "cert.clarke_stationarity" in summary else "")
-              + f", unit gap {summary.get('cert.unit_gap', 0.0):.3g}; "
-              "docs/ARCHITECTURE.md, Certificate)")
+                 f"{summary['cert.stationarity']:.3g}{clarke}, unit gap {summary.get('cert.unit_gap', 0.0):.3g}; "
+                 "docs/ARCHITECTURE.md, Certificate)")
     for fig in sorted((run_dir / "figures").glob("*.png")):
         log.info("  figure: %s", fig)
 
