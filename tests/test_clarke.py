@@ -58,9 +58,11 @@ def test_without_kinks_it_is_the_plain_gradient_norm():
     assert value == pytest.approx(np.linalg.norm(_hand_gradient(m, {})), rel=1e-12)
 
 
-def test_at_kinks_it_is_the_least_gradient_norm_over_the_slopes():
+@pytest.mark.parametrize("exact_kinks", [256, 0], ids=["exact-columns", "matrix-free"])
+def test_at_kinks_it_is_the_least_gradient_norm_over_the_slopes(exact_kinks):
     m = _net({0: 3, 2: 1})
-    value, n = _clarke(m)
+    x, y = torch.tensor(X)[:, None], torch.tensor(Y)[:, None]
+    value, n = clarke_gradient_norm(m, x, y, "mse", LAM, "one", exact_kinks=exact_kinks)
     assert n == 2
     cells = [(3, 0), (1, 2)]
 

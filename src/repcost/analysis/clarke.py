@@ -17,6 +17,10 @@ the slopes minimising ‖G(s₀) + J(s − s₀)‖ in the box come from scipy's
 (`lsq_linear`), and the value reported is ‖G(s*)‖ evaluated at those slopes, so it is attained by
 an element of the set: an upper bound on its least norm (exact for one hidden layer).
 
+Beyond `EXACT_KINKS` kinks the columns would not fit in memory (a deep net at a minimum has thousands),
+so ½‖G(s)‖² is minimised over the box directly by scipy's L-BFGS-B, its gradient in s by double
+backpropagation: matrix-free, and again evaluated at the slopes it returns, so still attained.
+
 A kink whose activation receives an exactly zero backward signal ∂obj/∂out (a unit weight decay has
 cut off, with its outgoing weights at 0) has a zero column, since ∂G/∂s_j = (∂obj/∂out_j)·∇z_j: such
 kinks are left out (neither counted nor solved for). A dead unit is kinked at every data point: in
@@ -28,11 +32,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy.optimize import lsq_linear
+from scipy.optimize import lsq_linear, minimize
 from torch.overrides import TorchFunctionMode
 
 KINK_TOL = 1e-5  # relative to the unit's largest |z|: float32 training puts kinks on data points to ~1e-6
-MAX_KINKS = 256  # each kink costs one gradient evaluation (more: not computed)
+EXACT_KINKS = 256  # up to this many: exact Jacobian columns, one gradient evaluation each
+MAX_KINKS = 200_000  # beyond: not computed (between: matrix-free L-BFGS-B)
+MAX_ITER = 300  # L-BFGS-B iterations of the matrix-free solve
 
 
 class _Slopes(TorchFunctionMode):
@@ -87,6 +93,36 @@ def _gradient(model, params, x, y, loss, lam, reg_scale, masks, slopes) -> np.nd
                            for g, p in zip(grads, params)])
 
 
+def _gradient_graph(model, params, x, y, loss, lam, reg_scale, masks, slopes: torch.Tensor) -> torch.Tensor:
+    """G(slopes) as one flat tensor that stays differentiable in `slopes`."""
+    from ..train.objective import objective
+
+    with torch.enable_grad(), _Slopes(0.0, masks, slopes):
+        obj = objective(model, x, y, loss, lam, reg_scale)[0]
+    grads = torch.autograd.grad(obj, params, create_graph=True, allow_unused=True)
+    return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
+
+
+def _least_norm_matrix_free(model, params, x, y, loss, lam, reg_scale, masks, s0: np.ndarray,
+                            lo: np.ndarray) -> np.ndarray:
+    """Slopes in [lo, 1] that (locally) minimise ‖G(s)‖², by L-BFGS-B with autograd's gradient in s."""
+    scale = 1.0
+
+    def f(s: np.ndarray) -> tuple[float, np.ndarray]:  # ‖G(s)‖² / ‖G(s0)‖²: L-BFGS-B's tolerances are absolute
+        st = torch.tensor(s, dtype=torch.float64, requires_grad=True)
+        with torch.enable_grad():
+            g = _gradient_graph(model, params, x, y, loss, lam, reg_scale, masks, st)
+            sq = (g * g).sum() / scale
+            (ds,) = torch.autograd.grad(sq, st, allow_unused=True)
+        return float(sq.detach()), (ds.detach().numpy() if ds is not None else np.zeros_like(s))
+
+    scale = f(s0)[0] or 1.0
+
+    res = minimize(f, s0, jac=True, method="L-BFGS-B", bounds=list(zip(lo, np.ones_like(lo))),
+                   options={"maxiter": MAX_ITER, "ftol": 1e-12, "gtol": 1e-10})
+    return np.clip(res.x, lo, 1.0)
+
+
 def _live(model, x, y, loss, lam, reg_scale, masks, slopes) -> list[torch.Tensor]:
     """The kink masks without the kinks whose activation output gets an exactly zero ∂obj/∂out."""
     from ..train.objective import objective
@@ -102,11 +138,13 @@ def _live(model, x, y, loss, lam, reg_scale, masks, slopes) -> list[torch.Tensor
 
 
 def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
-                         kink_tol: float = KINK_TOL, max_kinks: int = MAX_KINKS) -> tuple[float, int]:
+                         kink_tol: float = KINK_TOL, max_kinks: int = MAX_KINKS,
+                         exact_kinks: int = EXACT_KINKS) -> tuple[float, int]:
     """(‖G(s*)‖, number of kinks): the least gradient norm over the kinks' slopes (module docstring).
 
     `model` is evaluated as it is (the certificate passes its float64 copy, on the CPU). With no
-    kinks this is the plain gradient norm; with more than `max_kinks` it is NaN (not computed). Kinks
+    kinks this is the plain gradient norm; up to `exact_kinks` kinks it solves with exact Jacobian
+    columns, beyond that matrix-free, and with more than `max_kinks` it is NaN (not computed). Kinks
     count only where the activation receives a backward signal (module docstring).
     """
     params = [p for p in model.parameters() if p.requires_grad]
@@ -127,6 +165,10 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     g0 = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(s0))
     if n == 0:
         return float(np.linalg.norm(g0)), n
+    if n > exact_kinks:
+        s = _least_norm_matrix_free(model, params, x, y, loss, lam, reg_scale, masks, s0, lo)
+        g = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(s))
+        return float(min(np.linalg.norm(g), np.linalg.norm(g0))), n
     J = np.empty((g0.size, n))
     for j in range(n):  # G is affine in each slope alone: a unit step gives the exact partial derivative
         s = s0.copy()
