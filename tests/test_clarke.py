@@ -100,7 +100,7 @@ def test_the_certificate_reports_the_kinks_and_their_least_gradient():
     assert "kinks" not in smooth and "clarke_stationarity" not in smooth
 
 
-def test_kinks_of_a_cut_off_unit_are_counted_but_need_no_slope():
+def test_kinks_of_a_cut_off_unit_are_left_out():
     """A unit with zero in- and outgoing weights is kinked at every point and moves no gradient entry."""
     m = _net({0: 3})
     with torch.no_grad():
