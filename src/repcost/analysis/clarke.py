@@ -83,24 +83,20 @@ class _Slopes(TorchFunctionMode):
         return self.outputs[-1]
 
 
-def _gradient(model, params, x, y, loss, lam, reg_scale, masks, slopes) -> np.ndarray:
+def _gradient_graph(model, params, x, y, loss, lam, reg_scale, masks, slopes: torch.Tensor,
+                    create_graph: bool = True) -> torch.Tensor:
+    """G(slopes) as one flat tensor (differentiable in `slopes` with create_graph)."""
     from ..train.objective import objective
 
     with torch.enable_grad(), _Slopes(0.0, masks, slopes):
         obj = objective(model, x, y, loss, lam, reg_scale)[0]
-    grads = torch.autograd.grad(obj, params, allow_unused=True)
-    return np.concatenate([(g if g is not None else torch.zeros_like(p)).detach().reshape(-1).cpu().numpy()
-                           for g, p in zip(grads, params)])
-
-
-def _gradient_graph(model, params, x, y, loss, lam, reg_scale, masks, slopes: torch.Tensor) -> torch.Tensor:
-    """G(slopes) as one flat tensor that stays differentiable in `slopes`."""
-    from ..train.objective import objective
-
-    with torch.enable_grad(), _Slopes(0.0, masks, slopes):
-        obj = objective(model, x, y, loss, lam, reg_scale)[0]
-    grads = torch.autograd.grad(obj, params, create_graph=True, allow_unused=True)
+    grads = torch.autograd.grad(obj, params, create_graph=create_graph, allow_unused=True)
     return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
+
+
+def _gradient(model, params, x, y, loss, lam, reg_scale, masks, slopes) -> np.ndarray:
+    return _gradient_graph(model, params, x, y, loss, lam, reg_scale, masks, slopes,
+                           create_graph=False).detach().cpu().numpy()
 
 
 def _least_norm_matrix_free(model, params, x, y, loss, lam, reg_scale, masks, s0: np.ndarray,
