@@ -148,28 +148,29 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     with torch.no_grad(), finder:
         model(x)
     masks = [m for m, _ in finder.found]
+
+    def lower_slopes() -> np.ndarray:  # per kink in mask order: the least slope a (its upper one is 1)
+        return np.array([lo for m, (_, lo) in zip(masks, finder.found) for _ in range(int(m.sum()))],
+                        dtype=np.float64)
+
     if any(bool(m.any()) for m in masks):
-        lows_all = [lo for m, lo in finder.found for _ in range(int(m.sum()))]
-        masks = _live(model, x, y, loss, lam, reg_scale, masks,
-                      torch.tensor([lo if lo > 0 else 0.0 for lo in lows_all], dtype=torch.float64))
-    lows = [lo for m, (_, lo) in zip(masks, finder.found) for _ in range(int(m.sum()))]
-    n = len(lows)
+        masks = _live(model, x, y, loss, lam, reg_scale, masks, torch.tensor(lower_slopes()))
+    lo = lower_slopes()
+    n = lo.size
     if n > max_kinks:
         return float("nan"), n
-    lo = np.array(lows, dtype=np.float64)
-    s0 = np.where(lo > 0, lo, 0.0)  # autograd's own choice at z = 0
+    s0 = lo.copy()  # autograd's own choice at z = 0: 0 for ReLU, the leaky slope otherwise
     g0 = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(s0))
     if n == 0:
         return float(np.linalg.norm(g0)), n
     if n > exact_kinks:
         s = _least_norm_matrix_free(model, params, x, y, loss, lam, reg_scale, masks, s0, lo)
-        g = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(s))
-        return float(min(np.linalg.norm(g), np.linalg.norm(g0))), n
-    J = np.empty((g0.size, n))
-    for j in range(n):  # G is affine in each slope alone: a unit step gives the exact partial derivative
-        s = s0.copy()
-        s[j] += 1.0
-        J[:, j] = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(s)) - g0
-    best = lsq_linear(J, -(g0 - J @ s0), bounds=(lo, np.ones(n)), method="bvls")
-    g = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(np.clip(best.x, lo, 1.0)))
+    else:
+        J = np.empty((g0.size, n))
+        for j in range(n):  # G is affine in each slope alone: a unit step gives the exact partial derivative
+            e = s0.copy()
+            e[j] += 1.0
+            J[:, j] = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(e)) - g0
+        s = np.clip(lsq_linear(J, -(g0 - J @ s0), bounds=(lo, np.ones(n)), method="bvls").x, lo, 1.0)
+    g = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(s))
     return float(min(np.linalg.norm(g), np.linalg.norm(g0))), n
