@@ -78,6 +78,7 @@ BAD_CONFIGS = [
     ("train.loss=l1", "train.loss"), ("train.target_loss=-1", "train.target_loss"),
     ("train.plateau_window=-1", "train.plateau_window"), ("train.check_every=0", "train.check_every"),
     ("train.log_every=0", "train.log_every"), ("train.ensemble_size=0", "train.ensemble_size"),
+    ("train.certify_descent=-1", "train.certify_descent"),
     ("train.checkpoint_every=-1", "train.checkpoint_every"), ("train.grad_tol=0", "train.grad_tol"),
     ("train.diverge_factor=0.5", "train.diverge_factor"), ("train=nosuch", "train"), ("+train.foo=1", "train.foo"),
     ("seed=-1", "seed"), ("dtype=float16", "dtype"), ("device=tpu", "device"), ("+foo=1", "foo"),

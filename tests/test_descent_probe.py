@@ -25,10 +25,10 @@ def test_probe_starts_at_the_run_and_only_descends(tmp_path):
     d = tmp_path / "run"
     p = cli("repcost-train", *ARGS, f"hydra.run.dir={d}", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    q = _probe(str(d), "--iters", "6", "--every", "2")
+    q = _probe(str(d), "--evals", "6", "--every", "2")
     assert q.returncode == 0, q.stderr
     lines = q.stdout.splitlines()
-    objs = [float(re.search(r"objective ([0-9.e+-]+)", ln).group(1)) for ln in lines]
+    objs = [float(re.search(r"objective ([0-9.e+-]+),", ln).group(1)) for ln in lines]
     assert len(objs) == 4 and "middle max s3/s2" in lines[0]
     # the probe recomputes the objective itself: it starts where the engine's summary says the run ended
     assert objs[0] == pytest.approx(json.loads((d / "summary.json").read_text())["objective"], rel=1e-6)
@@ -37,6 +37,6 @@ def test_probe_starts_at_the_run_and_only_descends(tmp_path):
 
 
 def test_probe_bad_inputs_are_one_line(tmp_path):
-    for args in ([str(tmp_path / "nothing")], [str(tmp_path), "--iters", "0"]):
+    for args in ([str(tmp_path / "nothing")], [str(tmp_path), "--evals", "0"]):
         q = _probe(*args)
         assert q.returncode == 2 and len(q.stderr.strip().splitlines()) == 1 and "Traceback" not in q.stderr

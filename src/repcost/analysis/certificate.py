@@ -19,6 +19,11 @@ At a critical point of  data-loss + λ·s·Σ‖p‖²  two things hold:
 counts. Where pre-activations sit on a ReLU kink the objective is not differentiable there; if the
 plain stationarity fails, the certificate also reports `kinks` and `clarke_stationarity`, the least
 gradient norm over the kinks' slopes (analysis/clarke.py) in the same units, and that one may pass.
+
+With `descent_evals` > 0 it also reports `descent_rel`, the relative objective decrease that full-batch
+L-BFGS finds from the model's parameters in about that many evaluations (`descent_evals`, as done) (analysis/descent.py): near 0 where the
+point is a (possibly nonsmooth) local minimum, clearly positive where training stopped on the way. It is
+reported beside the verdict, not part of it.
 """
 
 from __future__ import annotations
@@ -61,7 +66,8 @@ def objective_gradient_norms(model, x: torch.Tensor, y: torch.Tensor, loss: str,
 
 
 def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
-                               stationarity_tol: float = STATIONARITY_TOL, gap_tol: float = GAP_TOL) -> dict:
+                               stationarity_tol: float = STATIONARITY_TOL, gap_tol: float = GAP_TOL,
+                               descent_evals: int = 0) -> dict:
     """The certificate's scalars (prefixed `cert.` in summaries): gradient norms, stationarity, gaps, verdict."""
     m = float64_model(model)  # one float64 copy (if any) for the gradient and the gaps
     norms = objective_gradient_norms(m, x, y, loss, lam, reg_scale)
@@ -92,6 +98,11 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
     # without a penalty (λ = 0) nothing forces balance: only the gradient counts
     balanced = lam == 0 or all(v <= gap_tol for v in gaps.values())
     out["critical_point"] = bool(finite and stationary and balanced)
+    if descent_evals > 0 and finite:
+        from .descent import lbfgs_descent
+
+        d = lbfgs_descent(m, x, y, loss, lam, reg_scale, descent_evals)
+        out["descent_rel"], out["descent_evals"] = d["descent_rel"], d["evaluations"]
     return out
 
 

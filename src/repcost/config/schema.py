@@ -89,6 +89,10 @@ class TrainConfig:
     # check_every steps (subnormals cost x86 CPUs 10-100x per operation); the function changes by
     # less than 1e-38, so this is not part of the run's identity either
     flush_subnormals: bool = field(default=True, metadata={"identity": False})
+    # the certificate's descent check: full-batch L-BFGS from the final parameters with this many objective
+    # evaluations reports the relative decrease it finds (`cert.descent_rel`; 0 = off). It reads the trained
+    # model and changes nothing, so it is not part of the run's identity
+    certify_descent: int = field(default=0, metadata={"identity": False})
 
     def __post_init__(self):
         check(math.isfinite(self.lam) and self.lam >= 0, "lam", self.lam, "a finite regularisation strength λ >= 0")
@@ -106,6 +110,8 @@ class TrainConfig:
         check(self.ensemble_size >= 1, "ensemble_size", self.ensemble_size, "an integer >= 1")
         check(self.checkpoint_every >= 0, "checkpoint_every", self.checkpoint_every, "an integer >= 0")
         check(self.grad_tol is None or self.grad_tol > 0, "grad_tol", self.grad_tol, "null or a number > 0")
+        check(self.certify_descent >= 0, "certify_descent", self.certify_descent,
+              "an integer >= 0 (L-BFGS evaluations of the descent check; 0 = off)")
         check(self.diverge_factor == 0 or self.diverge_factor > 1, "diverge_factor", self.diverge_factor,
               "0 (off) or a factor > 1")
         for key in ("compile", "cuda_graphs"):

@@ -113,7 +113,8 @@ def run_summary(member, result, wall: float, spec: RunSpec, seed: int, chash: st
 
     model, ev = member.model, member.evaluate()
     cfg = spec.train
-    cert = critical_point_certificate(model, member.data.x_train, member.y_train, cfg.loss, cfg.lam, cfg.reg_scale)
+    cert = critical_point_certificate(model, member.data.x_train, member.y_train, cfg.loss, cfg.lam, cfg.reg_scale,
+                                      descent_evals=cfg.certify_descent)
     return {
         **ev,
         **{f"cert.{k}": v for k, v in cert.items() if k != "critical_point"},
