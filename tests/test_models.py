@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -172,3 +174,21 @@ def test_linear_relu_kinks_over_data(tmp_path):
     sd = torch.load(tmp_path / "r" / "checkpoint.pt", weights_only=False)["trainer"]["model"]
     kinks = -sd["b"] / sd["linear.0"][:, 0]
     assert kinks.min() >= 3.0 and kinks.max() <= 6.0
+
+
+def test_linear_relu_kinks_per_gap():
+    """kinks_per_gap: each gap between consecutive points gets about width/(N−1) kinks, a narrow one as many as a
+    wide one (over the data's range the narrow gap below would get about 0.5 % of them); weight draws unchanged."""
+    schema = MODELS.get("linear_relu").schema
+    x = torch.tensor([[0.0], [10.0], [10.05], [20.0]], dtype=torch.float64)  # gaps 10, 0.05, 9.95
+    base = build_model(schema(width=3000), 1, 1, seed=5)
+    per_gap = build_model(schema(width=3000, kinks_per_gap=True), 1, 1, seed=5, x_train=x)
+    for p, q in zip(base.weight_matrices(), per_gap.weight_matrices()):
+        assert torch.equal(p, q)
+    kinks = -per_gap.b / per_gap.effective_matrix()[:, 0]
+    counts = [int(((kinks >= lo) & (kinks <= hi)).sum()) for lo, hi in ((0, 10), (10, 10.05), (10.05, 20))]
+    assert sum(counts) == 3000 and all(abs(c - 1000) < 4 * math.sqrt(1000 * 2 / 3) for c in counts)  # binomial, 4σ
+    with pytest.raises(ConfigError, match="kinks_per_gap"):
+        schema(kinks_per_gap=True, kinks_over_data=True)
+    with pytest.raises(ConfigError, match="kinks_per_gap"):
+        build_model(schema(width=10, kinks_per_gap=True), 2, 1, seed=5, x_train=torch.zeros(4, 2, dtype=torch.float64))

@@ -8,7 +8,7 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ..errors import check
+from ..errors import ConfigError, check
 from ..registry import MODELS
 from .base import AffineChain, Hidden, RepModel, UnitNorms
 from .init import gaussian_param, zeros_param
@@ -29,6 +29,10 @@ class LinearReLUConfig:
     # true: ξ_k uniform over the bounding box of the training inputs instead (repcost-train passes them;
     # every gap between 1-D data points then starts with kinks in it, whatever the data's scale and place)
     kinks_over_data: bool = False
+    # true (1-D inputs): ξ_k in a gap between consecutive training points drawn uniformly among the gaps,
+    # then uniform within it, so every gap starts with about width/(N−1) kinks however narrow it is (over
+    # the data's range, a gap of 1/8 the mean spacing starts with about width/(8N))
+    kinks_per_gap: bool = False
 
     def __post_init__(self):
         check(self.depth >= 2, "depth", self.depth, "an integer >= 2")
@@ -37,8 +41,10 @@ class LinearReLUConfig:
               "a positive integer or null")
         check(self.init_scale > 0, "init_scale", self.init_scale, "a positive number")
         check(self.kink_range >= 0, "kink_range", self.kink_range, "a half-width R >= 0 (0 = zero biases)")
-        check(not (self.kinks_over_data and self.kink_range > 0), "kink_range", self.kink_range,
-              "0 with kinks_over_data=true (the kinks are placed over the data instead)")
+        check(not ((self.kinks_over_data or self.kinks_per_gap) and self.kink_range > 0), "kink_range",
+              self.kink_range, "0 with kinks_over_data or kinks_per_gap (the kinks are placed over the data instead)")
+        check(not (self.kinks_over_data and self.kinks_per_gap), "kinks_per_gap", self.kinks_per_gap,
+              "false with kinks_over_data=true (one placement of the kinks)")
 
 
 class LinearReLU(RepModel):
@@ -57,7 +63,7 @@ class LinearReLU(RepModel):
         self.b = zeros_param((cfg.width,))
         self.a = gaussian_param((d_out, cfg.width), cfg.width, 2.0, cfg.init_scale, gen)
         self.c = zeros_param((d_out,)) if cfg.output_bias else None
-        self.kinks_over_data = cfg.kinks_over_data
+        self.kinks_over_data, self.kinks_per_gap = cfg.kinks_over_data, cfg.kinks_per_gap
         if cfg.kink_range > 0:  # drawn last, so kink_range = 0 leaves every other draw unchanged
             xi = (2 * torch.rand(cfg.width, d_in, generator=gen, dtype=torch.float64) - 1) * cfg.kink_range
             self._kinks_through(xi)
@@ -68,13 +74,25 @@ class LinearReLU(RepModel):
             self.b.copy_(-(xi.to(self.b.dtype) * self.effective_matrix()).sum(dim=1))
 
     def init_from_data(self, x_train: torch.Tensor, gen: torch.Generator) -> None:
-        """kinks_over_data: ξ_k uniform over the training inputs' bounding box (drawn after every other draw)."""
-        if not self.kinks_over_data:
+        """kinks_over_data: ξ_k uniform over the training inputs' bounding box; kinks_per_gap: in a random gap
+        between consecutive points, uniform within it (both drawn after every other draw)."""
+        if not (self.kinks_over_data or self.kinks_per_gap):
             return
         x = x_train.detach().to("cpu", torch.float64)
-        lo, hi = x.min(dim=0).values, x.max(dim=0).values
-        u = torch.rand(self.b.shape[0], x.shape[1], generator=gen, dtype=torch.float64)
-        self._kinks_through(lo + u * (hi - lo))
+        K = self.b.shape[0]
+        if self.kinks_over_data:
+            lo, hi = x.min(dim=0).values, x.max(dim=0).values
+            u = torch.rand(K, x.shape[1], generator=gen, dtype=torch.float64)
+            self._kinks_through(lo + u * (hi - lo))
+            return
+        if x.shape[1] != 1:
+            raise ConfigError("model.kinks_per_gap", True, f"false for {x.shape[1]}-D inputs (gaps are 1-D)")
+        pts = torch.unique(x[:, 0])  # sorted
+        if pts.numel() < 2:
+            raise ConfigError("model.kinks_per_gap", True, "false with fewer than 2 distinct training inputs")
+        gap = torch.randint(pts.numel() - 1, (K,), generator=gen)
+        u = torch.rand(K, generator=gen, dtype=torch.float64)
+        self._kinks_through((pts[gap] + u * (pts[gap + 1] - pts[gap]))[:, None])
 
     def _inner(self, x: torch.Tensor) -> list[torch.Tensor]:
         hs, h = [], x
