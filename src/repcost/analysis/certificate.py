@@ -21,9 +21,10 @@ plain stationarity fails, the certificate also reports `kinks` and `clarke_stati
 gradient norm over the kinks' slopes (analysis/clarke.py) in the same units, and that one may pass.
 
 With `descent_evals` > 0 it also reports `descent_rel`, the relative objective decrease that full-batch
-L-BFGS finds from the model's parameters in about that many evaluations (`descent_evals`, as done) (analysis/descent.py): near 0 where the
-point is a (possibly nonsmooth) local minimum, clearly positive where training stopped on the way. It is
-reported beside the verdict, not part of it.
+L-BFGS finds from the model's parameters in about that many objective evaluations (analysis/descent.py;
+the count made is reported back as `descent_evals`): near 0 where the point is a (possibly nonsmooth)
+local minimum, clearly positive where training stopped on the way. It is reported beside the verdict,
+not part of it.
 """
 
 from __future__ import annotations
