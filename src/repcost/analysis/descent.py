@@ -59,7 +59,7 @@ def lbfgs_descent(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float
         return obj
 
     start, group = value(), opt.param_groups[0]
-    last, reported = start, 0
+    last, reported = start, 0  # last: the objective after the latest step (the end value once the loop stops)
     while evaluated[0] < evals:
         group["max_iter"] = group["max_eval"] = evals - evaluated[0]
         if on_progress is not None:  # stop at the next report
@@ -69,9 +69,9 @@ def lbfgs_descent(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float
         if on_progress is not None and (evaluated[0] >= reported + chunk or now == last or evaluated[0] >= evals):
             on_progress(evaluated[0], m, now)
             reported = evaluated[0]
-        if now == last:  # the line search found no lower point: L-BFGS is stuck here, and would stay
-            break
+        stuck = now == last  # the line search found no lower point: L-BFGS is stuck here, and would stay
         last = now
-    end = value()
-    return {"objective_start": start, "objective_end": end, "evaluations": evaluated[0],
-            "descent_rel": (start - end) / abs(start) if start != 0 else 0.0}
+        if stuck:
+            break
+    return {"objective_start": start, "objective_end": last, "evaluations": evaluated[0],
+            "descent_rel": (start - last) / abs(start) if start != 0 else 0.0}
