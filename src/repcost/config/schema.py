@@ -44,6 +44,11 @@ class PhaseConfig:
     # to the least penalty there (RepModel.rebalance: the balance a critical point has, Jacot 2023 Remark 6);
     # optimisers reach it only at a rate ~lr·λ per step
     rebalance: bool = False
+    # before the phase's first step (and before `rebalance`), re-place up to this many idle units of each
+    # member, one at a time, where a new unit lowers this phase's objective most: the unit feature that most
+    # violates the infinite-width problem's optimality condition (RepModel.insert_units; a conditional-
+    # gradient step, Bach 2017). It escapes the stalls where no existing unit's gradient helps. MSE only
+    insert_units: int = 0
 
     def __post_init__(self):
         check(self.optimizer in OPTIMIZERS, "optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))
@@ -57,6 +62,7 @@ class PhaseConfig:
         check(self.schedule in SCHEDULES, "schedule", self.schedule, "one of " + ", ".join(SCHEDULES))
         check(0 < self.final_lr_ratio <= 1, "final_lr_ratio", self.final_lr_ratio, "a number in (0, 1]")
         check(math.isfinite(self.lam_factor) and self.lam_factor > 0, "lam_factor", self.lam_factor, "a λ multiplier > 0")
+        check(self.insert_units >= 0, "insert_units", self.insert_units, "an integer >= 0 (0 = off)")
 
 
 @dataclass
@@ -102,6 +108,9 @@ class TrainConfig:
         last_factor = self.phases[-1].lam_factor
         check(last_factor == 1.0, "phases[-1].lam_factor", last_factor,
               "1.0: the last phase must train the stated objective, so the run ends at one of its critical points")
+        for i, ph in enumerate(self.phases):
+            check(ph.insert_units == 0 or self.loss == "mse", f"phases[{i}].insert_units", ph.insert_units,
+                  "0 with loss=cross_entropy (units are placed by the MSE residual)")
         check(self.target_loss is None or self.target_loss >= 0, "target_loss", self.target_loss, "null or >= 0")
         check(self.plateau_window >= 0, "plateau_window", self.plateau_window, "an integer >= 0")
         check(self.plateau_rel_tol >= 0, "plateau_rel_tol", self.plateau_rel_tol, "a number >= 0")

@@ -154,6 +154,12 @@ class RepModel(nn.Module):
                     break
         return before, _max_unit_gap(self.unit_norms())
 
+    def insert_units(self, x: torch.Tensor, y: torch.Tensor, n: int, rho: float) -> list[Any]:
+        """Re-place up to n idle units where a new unit lowers loss + ρΣ‖p‖² most (PhaseConfig.insert_units;
+        MSE loss); returns what was inserted, one entry per unit. Families without it raise
+        NotImplementedError."""
+        raise NotImplementedError(f"the {self.family or type(self).__name__} family has no unit insertion")
+
     def linear_pairs(self) -> list[tuple[int, torch.Tensor, torch.Tensor, bool]]:
         """(ℓ, W_ℓ, W_{ℓ+1}, diag_only) for consecutive layers joined by a linear (or only diagonally
         rescalable) map: deep-linear balancedness W_ℓW_ℓᵀ = W_{ℓ+1}ᵀW_{ℓ+1}. None by default."""

@@ -8,6 +8,7 @@ from typing import Optional
 import torch
 from torch import nn
 
+from ..analysis.unit_features import UnitFeature, best_unit_feature
 from ..errors import ConfigError, check
 from ..registry import MODELS
 from .base import AffineChain, Hidden, RepModel, UnitNorms
@@ -94,6 +95,32 @@ class LinearReLU(RepModel):
         u = torch.rand(K, generator=gen, dtype=torch.float64)
         self._kinks_through((pts[gap] + u * (pts[gap + 1] - pts[gap]))[:, None])
 
+    def insert_units(self, x: torch.Tensor, y: torch.Tensor, n: int, rho: float) -> list[UnitFeature]:
+        """Depth 2, 1-D inputs: one at a time, the idle unit of least path mass |w_k|·‖a_k‖ (≤ 1e-3 of the
+        net's) becomes the best gap feature for the current residual (`best_unit_feature`), balanced
+        (|w_k| = ‖a_k‖ = √‖η‖), while that feature violates the dual condition; the rest is unchanged."""
+        if self.depth != 2 or x.shape[1] != 1:
+            raise ValueError(f"unit insertion needs depth 2 and 1-D inputs (this net: depth {self.depth}, "
+                             f"{x.shape[1]}-D inputs)")
+        W, b, a = self.linear[0], self.b, self.a
+        inserted: list[UnitFeature] = []
+        with torch.no_grad():
+            mass = W[:, 0].detach().double().abs() * a.detach().double().norm(dim=0)
+            idle = [k for k in torch.argsort(mass).tolist() if mass[k] <= _IDLE * float(mass.sum())]
+            for k in idle[:n]:
+                saved = W[k].clone(), b[k].clone(), a[:, k].clone()
+                a[:, k] = 0
+                feat = best_unit_feature(x[:, 0], self(x) - y, rho)
+                if feat is None or not feat.violation > 1:
+                    W[k], b[k], a[:, k] = saved
+                    break
+                t = float(feat.eta.norm()) ** 0.5
+                W[k, 0] = feat.sign * t
+                b[k] = -feat.sign * feat.kink * t
+                a[:, k] = (feat.eta / t).to(a.dtype)
+                inserted.append(feat)
+        return inserted
+
     def _inner(self, x: torch.Tensor) -> list[torch.Tensor]:
         hs, h = [], x
         for W in self.linear:
@@ -165,6 +192,9 @@ class LinearReLU(RepModel):
             out["costs.rbar"] = SP.relu_net_1d_cost(W[:, 0], as_f64(self.b), a, c)
             out["costs.spline_min_cost"] = SP.spline_min_cost(as_f64(x_train)[:, 0], as_f64(y_train)[:, 0])
         return out, {}
+
+
+_IDLE = 1e-3  # a unit carrying at most this fraction of the net's path mass may be re-placed (insert_units)
 
 
 @MODELS.register("linear_relu", LinearReLUConfig)

@@ -300,6 +300,8 @@ class Engine:
             while self.pos.phase < len(cfg.phases) and self.active:
                 ph = cfg.phases[self.pos.phase]
                 last_phase = self.pos.phase == len(cfg.phases) - 1
+                if ph.insert_units and self.pos.step_in_phase == 0:
+                    self._insert_units(ph)
                 if ph.rebalance and self.pos.step_in_phase == 0:
                     self._rebalance()
                 bs = self._start_phase(ph)
@@ -399,6 +401,20 @@ class Engine:
                                    f"{loss1:.6g}: its rescale_units does not keep the function")
             log.info("member %d (seed %d), phase %d: rebalanced, largest unit gap %.3g -> %.3g",
                      i, m.seed, self.pos.phase, before, after)
+        self._take_snapshot()
+
+    def _insert_units(self, ph: PhaseConfig) -> None:
+        """Every active member re-places idle units where a new one lowers this phase's objective
+        (PhaseConfig.insert_units)."""
+        for i in self.active:
+            m = self.members[i]
+            try:
+                feats = m.model.insert_units(m.data.x_train, m.y_train, ph.insert_units, m.reg_coef * ph.lam_factor)
+            except (ValueError, NotImplementedError) as e:
+                raise RepcostError(f"train.phases[{self.pos.phase}].insert_units={ph.insert_units}: {e}") from None
+            if feats:
+                log.info("member %d (seed %d), phase %d: inserted %d units, largest dual violation %.3g",
+                         i, m.seed, self.pos.phase, len(feats), max(f.violation for f in feats))
         self._take_snapshot()
 
     @torch.no_grad()
