@@ -25,6 +25,11 @@ L-BFGS finds from the model's parameters in about that many objective evaluation
 the count made is reported back as `descent_evals`): near 0 where the point is a (possibly nonsmooth)
 local minimum, clearly positive where training stopped on the way. It is reported beside the verdict,
 not part of it.
+
+Where the model's family has a convex reformulation whose dual it can evaluate (`RepModel.global_gap`:
+two-layer `linear_relu` nets on 1-D inputs with MSE), it also reports `duality_gap_rel`: an upper bound on
+how far the objective is above its global minimum over nets of any width, relative to the objective
+(analysis/relu_1d_dual.py). Also beside the verdict.
 """
 
 from __future__ import annotations
@@ -99,12 +104,25 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
     # without a penalty (λ = 0) nothing forces balance: only the gradient counts
     balanced = lam == 0 or all(v <= gap_tol for v in gaps.values())
     out["critical_point"] = bool(finite and stationary and balanced)
+    if finite:  # where the family has a convex reformulation: how far above the global minimum (not a verdict)
+        out.update(global_gap(m, x, y, loss, lam, reg_scale))
     if descent_evals > 0 and finite:
         from .descent import lbfgs_descent
 
         d = lbfgs_descent(m, x, y, loss, lam, reg_scale, descent_evals)
         out["descent_rel"], out["descent_evals"] = d["descent_rel"], d["evaluations"]
     return out
+
+
+def global_gap(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str) -> dict[str, float]:
+    """`RepModel.global_gap` at the objective's ρ = λ·s, in float64: `duality_gap_rel` bounds how far the objective
+    is above its global minimum (relative); {} where the family has no convex reformulation or λ = 0."""
+    from ..train.objective import reg_scale_factor
+
+    if lam <= 0:
+        return {}
+    m = float64_model(model)
+    return m.global_gap(*float64_inputs(m, x, y), loss, lam * reg_scale_factor(reg_scale, m.depth))
 
 
 def float64_inputs(model, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -202,6 +202,9 @@ def _report(summary: dict, run_dir: Path) -> None:
         log.info(f"  critical point: {'yes' if summary['critical_point'] else 'no'} (stationarity "
                  f"{summary['cert.stationarity']:.3g}{clarke}, unit gap {summary.get('cert.unit_gap', 0.0):.3g}; "
                  "docs/ARCHITECTURE.md, Certificate)")
+        if "cert.duality_gap_rel" in summary:
+            log.info(f"  global minimum: the objective is at most {summary['cert.duality_gap_rel']:.3g} (relative) "
+                     "above it (duality gap of the convex 1-D problem; docs/ARCHITECTURE.md, Certificate)")
         if "cert.descent_rel" in summary:
             log.info(f"  descent check: L-BFGS lowers the objective by {summary['cert.descent_rel']:.3g} (relative) "
                      f"in {summary['cert.descent_evals']} evaluations")

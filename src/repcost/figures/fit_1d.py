@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..analysis.certificate import global_gap
 from ..analysis.function_1d import model_1d_function
 from ..analysis.splines import spline_min_cost
 from . import eval_1d
@@ -14,8 +15,11 @@ KINK_REL = 1e-3  # a kink counts when its slope change is above KINK_REL × the 
 
 def fit_1d(run) -> dict:
     """R̄(f) exact from the kinks (Thm 3.1), the spline minimum (Thm 3.3), the fit's residual and kinks, and the
-    plot's arrays (`_x`, `_y`, `_grid`, `_f`, `_knots`)."""
+    plot's arrays (`_x`, `_y`, `_grid`, `_f`, `_knots`). `duality_gap_rel` (two-layer nets): how far the run's
+    objective is at most above its global minimum (analysis/relu_1d_dual.py; NaN for deeper nets)."""
     model, data, summary = run.model, run.data, run.summary
+    t = run.spec.train
+    gap = global_gap(model, data.x_train, data.y_train, t.loss, t.lam, t.reg_scale).get("duality_gap_rel", float("nan"))
     x, y = data.x_train.numpy()[:, 0], data.y_train.numpy()[:, 0]
     smin = spline_min_cost(x, y)
     f = model_1d_function(model)
@@ -30,5 +34,5 @@ def fit_1d(run) -> dict:
             "train_loss": summary["train_loss"], "objective": summary["objective"],
             "max_abs_residual": float(np.max(np.abs(pred - y))), "n_kinks": int(big.sum()),
             "steps": summary["steps"], "wall_time_s": summary["wall_time_s"], "lam": run.spec.train.lam,
-            "critical_point": summary.get("critical_point"), "path": run.path,
+            "critical_point": summary.get("critical_point"), "duality_gap_rel": gap, "path": run.path,
             "_x": x, "_y": y, "_grid": grid, "_f": eval_1d(model, grid), "_knots": f.knots[big]}

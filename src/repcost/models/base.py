@@ -154,6 +154,11 @@ class RepModel(nn.Module):
                     break
         return before, _max_unit_gap(self.unit_norms())
 
+    def global_gap(self, x: torch.Tensor, y: torch.Tensor, loss: str, rho: float) -> dict[str, float]:
+        """A bound on how far the model is above the global minimum of loss + ρΣ‖p‖², where the family has a
+        convex reformulation whose dual it can evaluate (the certificate's `duality_gap*`); none by default."""
+        return {}
+
     def insert_units(self, x: torch.Tensor, y: torch.Tensor, n: int, rho: float) -> list[Any]:
         """Re-place up to n idle units where a new unit lowers loss + ρΣ‖p‖² most (PhaseConfig.insert_units;
         MSE loss); returns what was inserted, one entry per unit. Families without it raise

@@ -95,6 +95,17 @@ class LinearReLU(RepModel):
         u = torch.rand(K, generator=gen, dtype=torch.float64)
         self._kinks_through((pts[gap] + u * (pts[gap + 1] - pts[gap]))[:, None])
 
+    def global_gap(self, x: torch.Tensor, y: torch.Tensor, loss: str, rho: float) -> dict[str, float]:
+        """Depth 2, 1-D inputs, MSE: the duality gap of the convex problem over measures (relu_1d_duality_gap)."""
+        if self.depth != 2 or x.shape[1] != 1 or loss != "mse":
+            return {}
+        from ..analysis.relu_1d_dual import relu_1d_duality_gap
+
+        with torch.no_grad():
+            f = self(x)
+            obj = float(((f - y) ** 2).sum() / x.shape[0] + rho * self.param_sq_norm())
+        return relu_1d_duality_gap(x[:, 0], f, y, rho, obj)
+
     def insert_units(self, x: torch.Tensor, y: torch.Tensor, n: int, rho: float) -> list[UnitFeature]:
         """Depth 2, 1-D inputs: one at a time, the idle unit of least path mass |w_k|·‖a_k‖ (≤ 1e-3 of the
         net's) becomes the best gap feature for the current residual (`best_unit_feature`), balanced
