@@ -48,7 +48,7 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     lines = [f"  width {r['width']:>3}: C(θ) = {r['C_theta']:.4f} ({r['C_over_min'] - 1:+.2%}), R̄(f) = {r['rbar']:.4f} "
              f"({r['rbar_over_min'] - 1:+.2%}), train MSE = {r['train_loss']:.2e}, max |residual| = "
              f"{r['max_abs_residual']:.2e}, kinks = {r['n_kinks']}, critical point: {r['critical_point']}, objective at most "
-             f"{r['duality_gap_rel']:.2%} above the global minimum (duality gap)" for r in nets]
+             f"{r['duality_gap_rel']:.1e} (relative) above the global minimum (duality gap)" for r in nets]
     ok = all(abs(r["C_over_min"] - 1) <= TARGET_REL and abs(r["rbar_over_min"] - 1) <= TARGET_REL for r in nets)
     lines.append(f"  every width within {TARGET_REL:.0%} of spline_min_cost = {rows[0]['spline_min_cost']:.4f}: "
                  f"{'yes' if ok else 'NO'}")
