@@ -8,9 +8,9 @@ networks"; Savarese et al. 2019 §3). Its Lagrange dual is
     D(α) = −⟨α, y⟩ − (N/4)‖α‖²   over  Σ_i α_i = 0,  ‖Σ_i α_i [s(x_i − b)]₊‖ ≤ 2ρ for all b, s = ±1,
 so for any feasible α,  D(α) ≤ min ≤ objective(θ): objective(θ) − D(α) bounds how far θ is above the
 global minimum. α = (2/N)(f − y) is the optimal dual point at the optimum; the net's own α, and the
-best point a QP solver finds from it, are centred and scaled into the feasible set. In 1-D the constraint's supremum over b is attained at a data point (the
-feature's inner product is piecewise linear in b with breaks there; beyond the data it is constant once
-Σα = 0), so 2N features check it exactly.
+best point a QP solver finds from it, are centred and scaled into the feasible set. In 1-D the
+constraint's supremum over b is attained at a data point (the feature's inner product is piecewise linear
+in b with breaks there; beyond the data it is constant once Σα = 0), so 2N features check it exactly.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ def relu_1d_duality_gap(x: torch.Tensor, f: torch.Tensor, y: torch.Tensor, rho: 
     gives a valid bound, so the solver's accuracy affects only how tight it is."""
     from scipy.optimize import minimize
 
+    if not rho > 0:
+        raise ValueError(f"the duality gap needs weight decay: rho = {rho} (with λ = 0 the dual is trivial)")
     xd, fd, yd = (t.detach().to("cpu", torch.float64).numpy() for t in (x, f, y))
     n, d = yd.shape
     phi = np.maximum(np.concatenate([xd[:, None] - xd[None, :], xd[None, :] - xd[:, None]], axis=1), 0.0)  # (N, 2N)
@@ -49,12 +51,15 @@ def relu_1d_duality_gap(x: torch.Tensor, f: torch.Tensor, y: torch.Tensor, rho: 
     own, sup = _feasible((fd - yd) / (n * rho), phi)  # β = α/2ρ = (f − y)/(Nρ)
     best = D(own)
     if solve and n <= SOLVE_MAX_POINTS:
-        scale = max(float(np.abs(own).max()), 1e-300)  # β in units of its own size: SLSQP's tolerances are absolute
+        # β in units of its own size (SLSQP's tolerances are absolute), or of the size at which one feature
+        # reaches the constraint where the net's own point is ~0
+        scale = max(float(np.abs(own).max()), 1.0 / max(float(phi.sum(axis=0).max()), 1e-300))
         cons = [{"type": "eq", "fun": lambda v: (v.reshape(n, d)).sum(axis=0) * scale}]
         if d == 1:
             cons.append({"type": "ineq", "fun": lambda v: 1.0 - np.abs(phi.T @ v * scale)})
         else:
-            cons.append({"type": "ineq", "fun": lambda v: 1.0 - np.linalg.norm(phi.T @ v.reshape(n, d) * scale, axis=1) ** 2})
+            cons.append({"type": "ineq",
+                         "fun": lambda v: 1.0 - np.linalg.norm(phi.T @ v.reshape(n, d) * scale, axis=1) ** 2})
         res = minimize(lambda v: -D(v.reshape(n, d) * scale) / (2 * rho * scale), own.ravel() / scale,
                        method="SLSQP", constraints=cons, options={"maxiter": 1000, "ftol": 1e-15})
         solved, _ = _feasible(res.x.reshape(n, d) * scale, phi)

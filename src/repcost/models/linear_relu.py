@@ -97,7 +97,7 @@ class LinearReLU(RepModel):
 
     def global_gap(self, x: torch.Tensor, y: torch.Tensor, loss: str, rho: float) -> dict[str, float]:
         """Depth 2, 1-D inputs, MSE: the duality gap of the convex problem over measures (relu_1d_duality_gap)."""
-        if self.depth != 2 or x.shape[1] != 1 or loss != "mse":
+        if self.depth != 2 or x.shape[1] != 1 or loss != "mse" or not rho > 0:
             return {}
         from ..analysis.relu_1d_dual import relu_1d_duality_gap
 
