@@ -4,8 +4,8 @@ A two-layer ReLU net with free biases and weight decay is, at its balanced point
 min_μ L(f_μ) + 2ρ‖μ‖₁ over unit features φ_{c,s}(x) = [s(x − c)]₊ (Bach 2017, "Breaking the curse of
 dimensionality with convex neural networks"; Savarese et al. 2019 §3). On the data a feature depends on
 the gap its kink c falls in and, linearly, on c's place in it; candidates sit at the gaps' midpoints, where
-training can move them either way. The problem's optimality (dual) condition is ‖(2/N)Σ_i φ(x_i) r_i‖ ≤ 2ρ for every feature,
-r = f − y the MSE residual. A feature that violates it is a unit whose addition lowers the objective, even
+training can move them either way. The problem's optimality (dual) condition is
+‖(2/N)Σ_i φ(x_i) r_i‖ ≤ 2ρ for every feature, r = f − y the MSE residual. A feature that violates it is a unit whose addition lowers the objective, even
 where every existing unit's gradient is zero (a nonconvex local minimum of the finite net).
 """
 
