@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .unit_features import unit_features
+
 
 SOLVE_MAX_POINTS = 500  # SLSQP's dense steps grow as N³; beyond this only the net's own dual point is used
 
@@ -46,7 +48,7 @@ def relu_1d_duality_gap(x: torch.Tensor, f: torch.Tensor, y: torch.Tensor, rho: 
         raise ValueError(f"the duality gap needs weight decay: rho = {rho} (with λ = 0 the dual is trivial)")
     xd, fd, yd = (t.detach().to("cpu", torch.float64).numpy() for t in (x, f, y))
     n, d = yd.shape
-    phi = np.maximum(np.concatenate([xd[:, None] - xd[None, :], xd[None, :] - xd[:, None]], axis=1), 0.0)  # (N, 2N)
+    phi = unit_features(torch.from_numpy(xd), torch.from_numpy(xd))[2].numpy()  # (N, 2N): kinks at the data
     D = lambda b: 2 * rho * float(-(b * yd).sum() - n * rho / 2 * (b ** 2).sum())  # noqa: E731
     own, sup = _feasible((fd - yd) / (n * rho), phi)  # β = α/2ρ = (f − y)/(Nρ)
     best = D(own)

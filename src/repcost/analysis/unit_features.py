@@ -26,16 +26,18 @@ class UnitFeature:
     violation: float  # ‖(2/N)Φᵀr‖ / (2ρ): > 1 where the feature lowers the objective (∞ when ρ = 0)
 
 
+def unit_features(x: torch.Tensor, kinks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(kinks c, signs s, features Φ (N, 2K)): [s(x − c)]₊ for every kink c of `kinks` (K,) and s = +1, −1, on
+    the 1-D inputs x (N,)."""
+    c = torch.cat([kinks, kinks])
+    s = torch.cat([torch.ones_like(kinks), -torch.ones_like(kinks)])
+    return c, s, torch.relu(s[None, :] * (x[:, None] - c[None, :]))
+
+
 def gap_features(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(kinks c, signs s, features Φ (N, 2(M − 1))): [±(x − c)]₊ with c at the M − 1 gap midpoints of
-    the M distinct values of the 1-D inputs x (N,)."""
+    """`unit_features` with c at the M − 1 gap midpoints of the M distinct values of x (none with M < 2)."""
     pts = torch.unique(x)
-    if pts.numel() < 2:
-        return x.new_zeros(0), x.new_zeros(0), x.new_zeros(x.shape[0], 0)
-    mids = (pts[1:] + pts[:-1]) / 2
-    kinks = torch.cat([mids, mids])
-    signs = torch.cat([torch.ones_like(mids), -torch.ones_like(mids)])
-    return kinks, signs, torch.relu(signs[None, :] * (x[:, None] - kinks[None, :]))
+    return unit_features(x, (pts[1:] + pts[:-1]) / 2)
 
 
 def best_unit_feature(x: torch.Tensor, residual: torch.Tensor, rho: float) -> UnitFeature | None:

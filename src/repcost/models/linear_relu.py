@@ -100,10 +100,11 @@ class LinearReLU(RepModel):
         if self.depth != 2 or x.shape[1] != 1 or loss != "mse" or not rho > 0:
             return {}
         from ..analysis.relu_1d_dual import relu_1d_duality_gap
+        from ..train.objective import data_loss
 
         with torch.no_grad():
             f = self(x)
-            obj = float(((f - y) ** 2).sum() / x.shape[0] + rho * self.param_sq_norm())
+            obj = float(data_loss(f, y, "mse") + rho * self.param_sq_norm())
         return relu_1d_duality_gap(x[:, 0], f, y, rho, obj)
 
     def insert_units(self, x: torch.Tensor, y: torch.Tensor, n: int, rho: float) -> list[UnitFeature]:
