@@ -27,7 +27,7 @@ def test_train_cli_writes_every_output(tmp_path, run_cli):
 
 def test_long_overrides_give_a_short_stable_job_dir():
     """Sweep job dirs are named by their overrides; a long one (a whole phases list) is cut and digested."""
-    from repcost.cli.resolvers import MAX_JOB_DIR, _job_dir
+    from repcost.config.resolvers import MAX_JOB_DIR, _job_dir
     assert _job_dir("model.width=8,seed=1") == "model.width=8,seed=1" and _job_dir("") == "base"
     long = "train.phases=[" + ",".join("{optimizer:adam,lr:0.001,steps:%d}" % i for i in range(12)) + "]"
     other = long[:-2] + "9]"
@@ -78,7 +78,7 @@ def test_bad_config_one_line_exit_2(tmp_path, run_cli, overrides, key, allowed):
 def test_the_finished_line_states_the_clarke_measure(tmp_path, caplog, clarke, says):
     import logging
 
-    from repcost.cli.train import _report
+    from repcost.train.job import report as _report
 
     summary = {"status": "finished", "steps": 10, "critical_point": False, "cert.stationarity": 0.5,
                "cert.clarke_stationarity": clarke, "cert.kinks": 7, "cert.unit_gap": 1e-3}

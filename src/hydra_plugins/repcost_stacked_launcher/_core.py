@@ -2,7 +2,7 @@
 
 A group of several jobs goes through what Hydra's `run_job` does for one job — output dir, HydraConfig,
 logging, callbacks (`on_job_start`/`on_job_end`, so repcost's CollectCallback sees every job), JobReturn —
-with the task function replaced by `repcost.cli.train.run_stacked_jobs`, which trains the group as one
+with the task function replaced by `repcost.train.stacked.run_stacked_jobs`, which trains the group as one
 process and gives each job the return value the task function would have given it.
 """
 
@@ -69,8 +69,7 @@ def _job_dir(config: DictConfig) -> str:
 
 
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
-    from repcost.cli.train import stack_key_of_job
-    from repcost.train.stacked import plan_groups
+    from repcost.train.stacked import plan_groups, stack_key_of_job
 
     setup_globals()
     assert launcher.config is not None and launcher.hydra_context is not None and launcher.task_function is not None
@@ -135,7 +134,7 @@ def run_group(configs: list[DictConfig], hydra_context: HydraContext, task_funct
 def _run_stacked(configs: list[DictConfig], hydra_context: HydraContext, task_function: TaskFunction
                  ) -> list[JobReturn]:
     """Hydra's `run_job` for each job of the group around one call that trains them all."""
-    from repcost.cli.train import run_stacked_jobs
+    from repcost.train.stacked import run_stacked_jobs
 
     callbacks = hydra_context.callbacks
     orig = HydraConfig.instance().cfg

@@ -25,10 +25,15 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from ..config import validate
 from ..config.schema import RunSpec
 from ..errors import RepcostError
 from ..identity import run_hash
 from ..rundir import RunDir
+from .job import check_experiment, done, job_failed, prepare, write_hydra_files
 from .preempt import StopFlag
 from .run import RunJob, open_run, train_jobs
 
@@ -170,3 +175,58 @@ def run_stacked(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: S
             for i, r in zip(idx, results):
                 out[i] = r
     return out  # type: ignore[return-value]
+
+
+# -- the stacked launcher's jobs (hydra/launcher=stacked) ------------------------------------------
+def task_config(config: DictConfig) -> DictConfig:
+    """A job's config without its hydra node (what Hydra passes the task function)."""
+    task = copy.deepcopy(config)
+    with read_write(task), open_dict(task):
+        del task["hydra"]
+    return task
+
+
+def stack_key_of_job(config: DictConfig) -> str | None:
+    """The stacked launcher's grouping key of a composed sweep job (hydra node included): jobs with equal
+    keys train as one stacked process. None: the job runs alone (e.g. its config does not validate, so it
+    fails exactly as an unstacked job does)."""
+    if config.hydra.job.chdir:  # jobs that change into their own directory cannot share a process
+        return None
+    HydraConfig.instance().set_config(config)
+    try:
+        check_experiment(HydraConfig.get())
+        cfg = task_config(config)
+        validate(cfg)
+        run_cfg = OmegaConf.to_container(cfg, resolve=True)
+    except Exception:  # any problem shows when the job runs alone
+        return None
+    return stack_key(run_cfg)
+
+
+def run_stacked_jobs(configs: list[DictConfig]) -> list[dict]:
+    """The stacked launcher's group: sweep jobs (hydra node included, output dirs set) trained as one stacked
+    process (`run_stacked`); each job's directory, report, failure record and return value are what
+    `job.run_job` and `job.job_failed` give it alone."""
+    out: list = [None] * len(configs)
+    ready = []  # (index, task config, hydra config, spec, run config, run dir, .hydra writer)
+    for i, config in enumerate(configs):
+        HydraConfig.instance().set_config(config)
+        cfg = task_config(config)
+        try:
+            spec, run_cfg, run_dir, _ = prepare(cfg)
+            ready.append((i, cfg, HydraConfig.instance().cfg, spec, run_cfg, run_dir,
+                          write_hydra_files(cfg, HydraConfig.instance().cfg)))
+        except Exception as e:
+            out[i] = job_failed(e, cfg, HydraConfig.instance().cfg)
+    if ready:
+        HydraConfig.instance().set_config(configs[ready[0][0]])
+        try:
+            results = run_stacked([r[3] for r in ready], [r[4] for r in ready], [r[5] for r in ready],
+                                  force=bool(ready[0][1].get("force", False)), on_stale="move",
+                                  before_start=[r[6] for r in ready])
+        except RepcostError as e:
+            results = [e] * len(ready)
+        for (i, cfg, hydra_cfg, _, _, run_dir, _), r in zip(ready, results):
+            HydraConfig.instance().cfg = hydra_cfg
+            out[i] = job_failed(r, cfg, hydra_cfg) if isinstance(r, Exception) else done(r, run_dir)
+    return out

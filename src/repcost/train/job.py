@@ -1,0 +1,161 @@
+"""A Hydra job as a run: its config validated, its directory and `.hydra/` files, its failure record, its report.
+
+`repcost-train` (one job) and the stacked launcher (a group of jobs in one process, `train.stacked`)
+share these, so a job behaves the same whichever way it was launched.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.resources
+import logging
+import math
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from ..config import validate
+from ..config.schema import RunSpec
+from ..errors import RepcostError
+from ..rundir import RunDir
+from .run import run_training
+
+log = logging.getLogger("repcost")
+
+
+def place_sweep_job(spec: RunSpec, hc: DictConfig) -> None:
+    """In a multirun: share the CPU cores among parallel jobs, spread jobs over the GPUs."""
+    n_jobs = OmegaConf.select(hc, "launcher.n_jobs", default=None)
+    if n_jobs is not None:
+        n = os.cpu_count() or 1
+        n_jobs = n if n_jobs < 0 else n_jobs
+        torch.set_num_threads(max(1, n // max(1, min(n_jobs, n))))
+    if spec.device == "cuda" and torch.cuda.device_count() > 1:
+        spec.device = f"cuda:{hc.job.num % torch.cuda.device_count()}"
+
+
+def group_options(hc: DictConfig, group: str) -> list[str]:
+    """Options of a config group in every source of this run's search path (repcost's, --config-dir, hydra.searchpath)."""
+    names: set[str] = set()
+    for src in hc.runtime.config_sources:
+        if src.schema == "file":
+            folder = Path(src.path) / group
+            names |= {p.stem for p in folder.glob("*.yaml")} if folder.is_dir() else set()
+        elif src.schema == "pkg":
+            try:
+                folder = importlib.resources.files(src.path.replace("/", ".")) / group
+                names |= {p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")}
+            except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+                pass
+    return sorted(names)
+
+
+def check_experiment(hc: DictConfig) -> None:
+    """`experiment=<name>` must name a preset: Hydra's optional default would silently skip a typo."""
+    choice = hc.runtime.choices.get("experiment")
+    if choice in (None, "null"):
+        return
+    options = group_options(hc, "experiment")
+    if choice not in options:
+        near = difflib.get_close_matches(str(choice), options, n=3)
+        hint = f"; did you mean {', '.join(near)}?" if near else f"; presets: {', '.join(options)}"
+        raise RepcostError(f"unknown experiment '{choice}'{hint}")
+
+
+def write_hydra_files(cfg: DictConfig, hydra_cfg: DictConfig) -> Callable[[RunDir], None]:
+    """Writes .hydra/ (config, hydra config, overrides) once the run dir is ours: repcost owns the run
+    directory, so a run that is moved aside keeps its own .hydra/ (Hydra's own copy is switched off).
+    `hydra_cfg` is the job's `HydraConfig.instance().cfg` (a stacked group holds several jobs' at once)."""
+    hc = hydra_cfg.hydra
+
+    def write(rd: RunDir) -> None:
+        rd.write_bytes(".hydra/config.yaml", OmegaConf.to_yaml(cfg).encode())
+        rd.write_bytes(".hydra/hydra.yaml", OmegaConf.to_yaml(hydra_cfg).encode())
+        rd.write_bytes(".hydra/overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(list(hc.overrides.task))).encode())
+    return write
+
+
+def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, bool]:
+    """(spec, resolved run config, run dir, multirun) of the job whose Hydra config is current."""
+    hc = HydraConfig.get()
+    check_experiment(hc)
+    spec = validate(cfg)
+    run_cfg = OmegaConf.to_container(cfg, resolve=True)
+    run_cfg.pop("hydra", None)
+    multirun = hc.mode == RunMode.MULTIRUN
+    if multirun:
+        place_sweep_job(spec, hc)
+    return spec, run_cfg, Path(hc.runtime.output_dir), multirun
+
+
+def done(summary: dict, run_dir: Path) -> dict:
+    """A job's return value, its outcome logged (a reused run: one line; a trained one: `report`)."""
+    if summary.pop("reused", False):
+        log.info("already finished (force=true moves it aside and reruns): %s", run_dir)
+    else:
+        report(summary, run_dir)
+    return summary
+
+
+def run_job(cfg: DictConfig) -> dict:
+    """Validate a composed config and train it in Hydra's output dir (skip if finished, else resume or start fresh)."""
+    spec, run_cfg, run_dir, multirun = prepare(cfg)
+    summary = run_training(spec, run_cfg, run_dir, force=bool(cfg.get("force", False)),
+                           on_stale="move" if multirun else "refuse",
+                           before_start=write_hydra_files(cfg, HydraConfig.instance().cfg))
+    return done(summary, run_dir)
+
+
+def report(summary: dict, run_dir: Path) -> None:
+    """The outcome of a trained run, a few lines: its scalars, the certificate, its figures."""
+    if summary.get("status") != "finished":
+        log.info("run %s at step %s: %s (relaunch to resume)", summary.get("status"), summary.get("steps"), run_dir)
+        return
+    keys = ("train_loss", "test_loss", "objective", "param_sq_norm", "cost", "steps", "stop_reason", "wall_time_s")
+    parts = [f"{k}={summary[k]:.6g}" if isinstance(summary[k], float) else f"{k}={summary[k]}"
+             for k in keys if k in summary]
+    log.info("run finished: %s\n  %s", run_dir, "  ".join(parts))
+    if "critical_point" in summary:
+        clarke = ""
+        if "cert.clarke_stationarity" in summary:
+            c, n = summary["cert.clarke_stationarity"], summary["cert.kinks"]
+            clarke = (f", {c:.3g} over the slopes of {n} kinks" if math.isfinite(c)
+                      else f", not computed over the slopes of {n} kinks")
+        log.info(f"  critical point: {'yes' if summary['critical_point'] else 'no'} (stationarity "
+                 f"{summary['cert.stationarity']:.3g}{clarke}, unit gap {summary.get('cert.unit_gap', 0.0):.3g}; "
+                 "docs/ARCHITECTURE.md, Certificate)")
+        if "cert.duality_gap_rel" in summary:
+            log.info(f"  global minimum: the objective is at most {summary['cert.duality_gap_rel']:.3g} (relative) "
+                     "above it (duality gap of the convex 1-D problem; docs/ARCHITECTURE.md, Certificate)")
+        if "cert.descent_rel" in summary:
+            log.info(f"  descent check: L-BFGS lowers the objective by {summary['cert.descent_rel']:.3g} (relative) "
+                     f"in {summary['cert.descent_evals']} evaluations")
+    for fig in sorted((run_dir / "figures").glob("*.png")):
+        log.info("  figure: %s", fig)
+
+
+def job_failed(e: Exception, cfg: DictConfig, hydra_cfg: DictConfig) -> dict:
+    """A sweep job's failure: recorded in its directory (error.txt, traceback.txt for a bug), one stderr line;
+    the other jobs go on."""
+    hc = hydra_cfg.hydra
+    run_dir = RunDir(Path(hc.runtime.output_dir))
+    msg = f"{e}" if isinstance(e, RepcostError) else f"{e.__class__.__name__}: {e}"
+    # never touch a live run's directory, nor mark a finished run failed (e.g. a bad override on relaunch)
+    if "in use by a running repcost process" not in msg and run_dir.finished_hash() is None:
+        try:
+            if not run_dir.file(".hydra/overrides.yaml").exists():  # failed before the run started
+                write_hydra_files(cfg, hydra_cfg)(run_dir)
+            run_dir.record_failure(msg)
+            if not isinstance(e, RepcostError):
+                run_dir.write_bytes("traceback.txt", "".join(traceback.format_exception(e)).encode())
+        except RepcostError:
+            pass  # the directory itself cannot be written: the message below still says why
+    print(f"job failed: {run_dir.path}: {' '.join(msg.split())}", file=sys.stderr)
+    return {"status": "failed", "error": msg}
