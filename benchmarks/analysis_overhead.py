@@ -19,7 +19,7 @@ from repcost.analysis.hooks import AnalysisRunner
 from repcost.config import compose_config, validate
 from repcost.data import load_data
 from repcost.models import build_model
-from repcost.train.loop import Trainer
+from repcost.train.engine import Engine
 
 BASE = ["model=fc", "model.depth=10", "model.width=100", "data=rank_k", "data.n_train=2000", "data.n_test=0",
         "train=gd", "train.lam=2e-4", "train.phases.0.lr=0.01", "train.log_every=100", "train.progress=false",
@@ -37,8 +37,8 @@ def build(steps: int, every: int):
 def time_steps(steps: int, every: int = 0) -> float:
     """Wall seconds of `steps` training steps, with the periodic hook every `every` steps (0 = none)."""
     spec, data, model, runner = build(steps, every)
-    tr = Trainer(model, data, spec.train, seed=0, on_log=lambda r: None,
-                 hook=runner.periodic if every else None, hook_every=every)
+    tr = Engine([model], data, [spec.train], [0], on_logs=[lambda r: None],
+                hooks=[runner.periodic if every else None], hook_every=every)
     t = time.perf_counter()
     tr.run()
     return time.perf_counter() - t

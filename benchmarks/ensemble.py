@@ -2,7 +2,7 @@
 
 Setting (issue: stacked ensembles): K = 8 seeds of fc, L = 3, width 10 (--width), on MNIST
 N = 1000 with cross-entropy, full-batch Adam, float32, metrics every 100 steps. Both sides
-run repcost's own code in one process: `EnsembleTrainer` on the K models against `Trainer.run`
+run repcost's own code in one process: one `Engine` over the K models against K one-model engines
 on each model in turn (model building and data loading are outside the timed part). They
 alternate in rounds, so machine noise hits both; the script prints every round, the best of
 each side, the best-round and median-round speed-ups, and checks that the members' final
@@ -21,8 +21,7 @@ import torch
 from repcost.config import compose_config, validate
 from repcost.data import load_data
 from repcost.models import build_model
-from repcost.train.ensemble import EnsembleTrainer
-from repcost.train.loop import Trainer
+from repcost.train.engine import Engine
 
 
 def overrides(a) -> list[str]:
@@ -52,10 +51,10 @@ class Bench:
                 for s in range(self.a.k)]
 
     def stacked(self, steps: int) -> tuple[float, list[float]]:
-        """Seconds for one EnsembleTrainer run of K members; their final objectives."""
+        """Seconds for one stacked Engine run of K members; their final objectives."""
         models, logs = self.models(steps), []
-        et = EnsembleTrainer(models, self.data, self.spec.train, list(range(self.a.k)), on_log=logs.append,
-                             share_matmuls=not self.a.no_share)
+        et = Engine(models, self.data, [self.spec.train] * self.a.k, list(range(self.a.k)),
+                    on_logs=[logs.append] * self.a.k, share_matmuls=not self.a.no_share)
         sync(self.a.device)
         t = time.perf_counter()
         et.run()
@@ -64,16 +63,16 @@ class Bench:
         return dt, [tr.evaluate()["objective"] for tr in et.members]
 
     def sequential(self, steps: int) -> tuple[float, list[float]]:
-        """Seconds for K single Trainer runs one after another; their final objectives."""
+        """Seconds for K one-model Engine runs one after another; their final objectives."""
         models, logs, dt, objs = self.models(steps), [], 0.0, []
         for s, m in enumerate(models):
-            tr = Trainer(m, self.data, self.spec.train, s, on_log=logs.append)
+            tr = Engine([m], self.data, [self.spec.train], [s], on_logs=[logs.append])
             sync(self.a.device)
             t = time.perf_counter()
             tr.run()
             sync(self.a.device)
             dt += time.perf_counter() - t
-            objs.append(tr.evaluate()["objective"])
+            objs.append(tr.members[0].evaluate()["objective"])
         return dt, objs
 
 

@@ -22,7 +22,7 @@ from anchors import eager_loop, graph_loop, jax_loop, stacked_params, sync
 from repcost.config import compose_config, validate
 from repcost.data.bundle import DataBundle
 from repcost.models import build_model
-from repcost.train.loop import Trainer
+from repcost.train.engine import Engine
 
 LAM, LR, DEPTH, WIDTH, D, N = 2e-4, 1e-4, 10, 100, 50, 2000
 
@@ -45,7 +45,7 @@ def repcost_rate(data, spec, steps: int, compiled: bool, graphed: bool) -> tuple
     def run(n: int) -> float:
         spec.train.phases[0].steps = n
         m = build_model(spec.model, data.d_in, data.d_out, 0).to(data.x_train.device, torch.float32)
-        t = Trainer(m, data, spec.train, 0, compiled=compiled, graphed=graphed)
+        t = Engine([m], data, [spec.train], [0], compiled=compiled, graphed=graphed)
         sync(spec.device)
         t0 = time.perf_counter()
         t.run()

@@ -3,7 +3,7 @@
 Workload (issue 19): fc ReLU net with biases, L = 3, width 50, 784 inputs, 10 classes, N = 1000,
 cross-entropy + λ·‖θ‖², full-batch GD, float32. Inputs are uniform pixels and random labels of
 MNIST's shape (the arithmetic is MNIST's; no download needed). K members form a λ × seed grid
-(λ from 1e-4 to 1e-2, seeds 0, 1, …) trained by repcost's `EnsembleTrainer` (K = 1: `Trainer`)
+(λ from 1e-4 to 1e-2, seeds 0, 1, …) trained by repcost's `Engine` (stacked for K > 1)
 with its fast steps, eager for reference, and by JAX's jit + fori_loop over a vmapped step.
 Targets: repcost >= 0.3x JAX at every K; stacked K = 8 >= 6x one member run alone (sequential).
 Usage: python benchmarks/gpu_stacked.py [--device cuda|cpu] [--k 1 8 64] [--steps 2000] [--no-jax]
@@ -21,8 +21,7 @@ from anchors import jax_loop, stacked_params, sync
 from repcost.config import compose_config, validate
 from repcost.data.bundle import DataBundle
 from repcost.models import build_model
-from repcost.train.ensemble import EnsembleTrainer
-from repcost.train.loop import Trainer
+from repcost.train.engine import Engine
 
 N, D, C, WIDTH, LR = 1000, 784, 10, 50, 0.05
 
@@ -53,10 +52,10 @@ def repcost_rate(data, specs, steps: int, compiled: bool, graphed: bool) -> tupl
         models = [build_model(sp.model, data.d_in, data.d_out, sp.seed).to(data.x_train.device, torch.float32)
                   for sp in specs]
         if len(specs) == 1:
-            t = Trainer(models[0], data, specs[0].train, specs[0].seed, compiled=compiled, graphed=graphed)
+            t = Engine(models[:1], data, [specs[0].train], [specs[0].seed], compiled=compiled, graphed=graphed)
         else:
-            t = EnsembleTrainer(models, data, specs[0].train, [sp.seed for sp in specs],
-                                member_cfgs=[sp.train for sp in specs], compiled=compiled, graphed=graphed)
+            t = Engine(models, data, [sp.train for sp in specs], [sp.seed for sp in specs], compiled=compiled,
+                       graphed=graphed)
         sync(specs[0].device)
         t0 = time.perf_counter()
         t.run()

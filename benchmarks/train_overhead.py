@@ -16,7 +16,7 @@ import torch
 from repcost.config import compose_config, validate
 from repcost.data import load_data
 from repcost.models import build_model
-from repcost.train.loop import Trainer
+from repcost.train.engine import Engine
 
 OVERRIDES = ["model=fc", "model.depth=10", "model.width=100", "model.beta=1.0", "data=rank_k",
              "data.n_train=2000", "data.n_test=0", "train=gd", "train.lam=2e-4", "train.reg_scale=per_depth",
@@ -36,7 +36,7 @@ def time_repcost(steps: int) -> float:
     """Seconds for `steps` steps of repcost's Trainer (logging to an in-memory list)."""
     spec, data, model = setup(steps)
     logs = []
-    tr = Trainer(model, data, spec.train, seed=0, on_log=logs.append)
+    tr = Engine([model], data, [spec.train], [0], on_logs=[logs.append])
     t = time.perf_counter()
     tr.run()
     return time.perf_counter() - t

@@ -30,7 +30,7 @@ from repcost.analysis.spectra import hidden_spectra
 from repcost.api import load_run
 from repcost.errors import OneLineParser, RepcostError
 from repcost.figures.jacot23_fig1 import ratio
-from repcost.train.objective import objective
+from repcost.objective import objective
 
 
 def middle_max_ratio(model: torch.nn.Module, x: torch.Tensor, k: int) -> float:

@@ -68,7 +68,7 @@ def test_plateau_start():
 def test_optimisation_failures_and_zero_padding():
     """A wider net padded with zero units has a narrower net's objective exactly, so a higher trained loss is a failure."""
     from repcost.analysis.alignment import optimisation_failures
-    from repcost.train.objective import objective
+    from repcost.objective import objective
 
     assert optimisation_failures([1, 2, 15, 20, 30, 50, 100], [5, 2, 4.33e-5, 4.37e-5, 4.35e-5, 4.3e-3, 2.5e-4],
                                  rel_tol=0.05) == [50, 100]
@@ -90,7 +90,7 @@ def test_optimisation_failures_and_zero_padding():
 
 def test_identity_input_lower_bound():
     from repcost.analysis.alignment import identity_input_lower_bound
-    from repcost.train.objective import objective
+    from repcost.objective import objective
 
     g = torch.Generator().manual_seed(5)
     n, lam = 5, 0.02

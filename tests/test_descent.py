@@ -45,7 +45,7 @@ def test_progress_is_reported_and_the_objective_never_rises():
 def test_certify_descent_through_the_cli(tmp_path):
     d = tmp_path / "run"
     p = cli("repcost-train", "model=fc", "model.depth=3", "model.width=8", "data=teacher", "data.n_train=40",
-            "data.n_test=10", "train=adam", "train.phases.0.steps=100", "train.certify_descent=30",
+            "data.n_test=10", "train=adam", "train.phases.0.steps=100", "analysis.certificate.descent_evals=30",
             f"hydra.run.dir={d}", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     s = json.loads((d / "summary.json").read_text())

@@ -11,10 +11,9 @@ from omegaconf import OmegaConf
 from repcost.config import compose_config, validate
 from repcost.data import load_data
 from repcost.models import build_model
-from repcost.train.ensemble import EnsembleTrainer
-from repcost.train.loop import Trainer
-from repcost.train.run import fast_step_options, run_training
-from repcost.train.step import COMPILE_MIN_STEPS_CUDA, COMPILE_MIN_WORK_CPU, use_compile, use_graphs
+from repcost.train.engine import Engine
+from repcost.train.run import run_training
+from repcost.train.step import COMPILE_MIN_STEPS_CUDA, COMPILE_MIN_WORK_CPU, fast_step_options, use_compile, use_graphs
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 
@@ -78,10 +77,9 @@ def test_compiled_steps_match_eager_on_cpu(lams):
     for compiled in (False, True):
         models = [build_model(sp.model, data.d_in, data.d_out, sp.seed).double() for sp in specs]
         if len(specs) == 1:
-            Trainer(models[0], data, specs[0].train, specs[0].seed, compiled=compiled).run()
+            Engine(models[:1], data, [specs[0].train], [specs[0].seed], compiled=compiled).run()
         else:
-            EnsembleTrainer(models, data, specs[0].train, [sp.seed for sp in specs],
-                            member_cfgs=[sp.train for sp in specs], compiled=compiled).run()
+            Engine(models, data, [sp.train for sp in specs], [sp.seed for sp in specs], compiled=compiled).run()
         out.append([torch.cat([p.detach().flatten() for p in m.parameters()]) for m in models])
     for a, b in zip(*out):
         assert float((a - b).norm() / a.norm()) < 1e-10
@@ -105,7 +103,7 @@ def test_a_failing_compile_falls_back_to_eager(monkeypatch, caplog):
     for compiled in (False, True):
         m = build_model(spec.model, data.d_in, data.d_out, 0).double()
         with caplog.at_level("WARNING", logger="repcost"):
-            r = Trainer(m, data, spec.train, 0, compiled=compiled).run()
+            r = Engine([m], data, [spec.train], [0], compiled=compiled).run()[0]
         out.append((r.stop_reason, r.steps, [p.detach().clone() for p in m.parameters()]))
     assert out[0][:2] == out[1][:2]
     assert all(torch.equal(a, b) for a, b in zip(out[0][2], out[1][2]))

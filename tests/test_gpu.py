@@ -29,8 +29,7 @@ def test_cuda_training_and_analysis(tmp_path, dtype):
 # -- fast steps (issue 19): compiled and CUDA-graph-captured steps agree with eager ---------------------
 from repcost.data import load_data  # noqa: E402
 from repcost.models import build_model  # noqa: E402
-from repcost.train.ensemble import EnsembleTrainer  # noqa: E402
-from repcost.train.loop import Trainer  # noqa: E402
+from repcost.train.engine import Engine  # noqa: E402
 
 PHASES = ("train.phases=[{optimizer:adam,lr:0.02,steps:60,lam_factor:10},"
           "{optimizer:sgd,lr:0.02,steps:60,batch_size:16,momentum:0.9},"
@@ -48,11 +47,11 @@ def _train(specs, compiled, graphed):
     data = load_data(specs[0].data).to(torch.float64, torch.device("cuda"))
     models = [build_model(sp.model, data.d_in, data.d_out, sp.seed).to("cuda", torch.float64) for sp in specs]
     if len(specs) == 1:
-        t = Trainer(models[0], data, specs[0].train, specs[0].seed, compiled=compiled, graphed=graphed)
-        results = [t.run()]
+        t = Engine(models[:1], data, [specs[0].train], [specs[0].seed], compiled=compiled, graphed=graphed)
+        results = t.run()
     else:
-        t = EnsembleTrainer(models, data, specs[0].train, [sp.seed for sp in specs],
-                            member_cfgs=[sp.train for sp in specs], compiled=compiled, graphed=graphed)
+        t = Engine(models, data, [sp.train for sp in specs], [sp.seed for sp in specs], compiled=compiled,
+                   graphed=graphed)
         results = t.run()
     return [torch.cat([p.detach().flatten() for p in m.parameters()]).cpu() for m in models], results
 

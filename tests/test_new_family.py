@@ -1,8 +1,9 @@
 """A model family that is not in the package, in one class plus one YAML, runs everything through the CLI path.
 
 The family (a bias-free leaky-ReLU net with a width-k bottleneck layer) implements only the model
-protocol's required methods plus `family_costs`; the analyses, the engine, ensembles and the run
-directory work with it unchanged.
+protocol's required methods, declares its structure and registers a cost; the analyses, the engine,
+ensembles and the run directory work with it unchanged. A family with skip connections that declares
+no symmetry gets spectra and Jacobians but no balance or unit-gap numbers: those say "not applicable".
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repcost.models.base import Hidden, RepModel
+from repcost.analysis.family_costs import FAMILY_COSTS, register_family_costs
+from repcost.models.base import Hidden, RepModel, Structure
 from repcost.registry import MODELS
 
 from test_bad_inputs import train
@@ -40,6 +42,7 @@ class BottleneckConfig:
 
 class BottleneckLeaky(RepModel):
     family = "bottleneck_leaky"
+    structure = Structure(layer_rescaling=True, unit_rescaling=True)  # a plain chain of matrices, no biases
 
     def __init__(self, cfg: BottleneckConfig, d_in: int, d_out: int, gen: torch.Generator):
         super().__init__()
@@ -70,19 +73,23 @@ class BottleneckLeaky(RepModel):
     def regularised_params(self) -> list[torch.Tensor]:
         return list(self.weights)
 
-    def family_costs(self, x_train, y_train):
-        return {"costs.bottleneck_sq_norm": float((self.weights[1].detach() ** 2).sum())}, {}
+
+
+def bottleneck_costs(model, x_train, y_train):
+    return {"costs.bottleneck_sq_norm": float((model.weights[1].detach() ** 2).sum())}, {}
 
 
 @pytest.fixture
 def family(tmp_path):
     """Register the family and write its YAML into a user config dir; unregister afterwards."""
     MODELS.register("bottleneck_leaky", BottleneckConfig)(lambda cfg, d_in, d_out, gen: BottleneckLeaky(cfg, d_in, d_out, gen))
+    register_family_costs("bottleneck_leaky", bottleneck_costs)
     conf = tmp_path / "conf"
     (conf / "model").mkdir(parents=True)
     (conf / "model" / "bottleneck_leaky.yaml").write_text(YAML)
     yield conf
     MODELS._entries.pop("bottleneck_leaky")
+    FAMILY_COSTS.pop("bottleneck_leaky")
 
 
 QUICK = ("model=bottleneck_leaky", "train.phases.0.steps=60", "train.phases.1.steps=20", "train.progress=false")
@@ -145,3 +152,63 @@ def test_new_dataset_is_one_function_and_one_yaml(tmp_path):
         assert json.loads((tmp_path / "run" / "summary.json").read_text())["data"] == "circle"
     finally:
         DATASETS._entries.pop("circle")
+
+
+@dataclass
+class SkipConfig:
+    name: str = "skip_relu"
+    depth: int = 3
+    width: int = 6
+
+
+class SkipReLU(RepModel):
+    """h_{ℓ} = h_{ℓ-1} + relu(W_ℓ h_{ℓ-1}) between equal-width layers: identity skips break the per-unit and
+    per-layer rescaling symmetries, so the family declares none."""
+
+    family = "skip_relu"
+
+    def __init__(self, cfg: SkipConfig, d_in: int, d_out: int, gen: torch.Generator):
+        super().__init__()
+        self.depth = cfg.depth
+        dims = [d_in] + [cfg.width] * (cfg.depth - 1) + [d_out]
+        self.weights = nn.ParameterList(
+            nn.Parameter(torch.randn(dims[i + 1], dims[i], generator=gen, dtype=torch.float64) / dims[i] ** 0.5)
+            for i in range(cfg.depth))
+
+    def hidden(self, x: torch.Tensor) -> list[Hidden]:
+        out, h = [], x
+        for i, W in enumerate(list(self.weights)[:-1]):
+            z = h @ W.T
+            h = torch.relu(z) + (h if i > 0 else 0)
+            out.append(Hidden(z, h))
+        return out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.hidden(x)[-1].post @ self.weights[-1].T
+
+    def weight_matrices(self) -> list[torch.Tensor]:
+        return list(self.weights)
+
+    def regularised_params(self) -> list[torch.Tensor]:
+        return list(self.weights)
+
+
+def test_a_family_that_declares_no_symmetry_gets_no_balance_numbers(tmp_path):
+    MODELS.register("skip_relu", SkipConfig)(lambda cfg, d_in, d_out, gen: SkipReLU(cfg, d_in, d_out, gen))
+    conf = tmp_path / "conf"
+    (conf / "model").mkdir(parents=True)
+    (conf / "model" / "skip_relu.yaml").write_text("name: skip_relu\ndepth: 3\nwidth: 6\n")
+    try:
+        d = tmp_path / "skip"
+        code, _, err = train([f"--config-dir={conf}", "model=skip_relu", "train.phases.0.steps=40",
+                              "train.phases.1.steps=10", "train.progress=false", "data=teacher", "data.n_train=30",
+                              "data.n_test=10", "analysis=spectra", f"hydra.run.dir={d}"], tmp_path)
+        assert code == 0, err
+        s = json.loads((d / "summary.json").read_text())
+    finally:
+        MODELS._entries.pop("skip_relu")
+    assert {"hidden.min_rank", "weights.W2.rank", "jacobian.rank_max", "cert.stationarity"} <= set(s)
+    assert not {k for k in s if "unit_gap" in k or "layer_gap" in k or "neuron_gap" in k}
+    na = s["not_applicable"]
+    assert {"cert.unit_gap", "balance.layer_gap", "balance.neuron_gap"} <= set(na)
+    assert all("declares no" in why for why in na.values())

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from repcost.models import MODELS, build_model
-from repcost.train.objective import data_loss, objective
+from repcost.objective import data_loss, objective
 
 
 @pytest.mark.parametrize("reg_scale,s", [("one", 1.0), ("per_depth", 1 / 4), ("half", 0.5)])

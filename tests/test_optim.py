@@ -11,8 +11,7 @@ from repcost.config import compose_config, validate
 from repcost.data import load_data
 from repcost.errors import RepcostError
 from repcost.models import build_model
-from repcost.train.ensemble import EnsembleTrainer
-from repcost.train.loop import Trainer
+from repcost.train.engine import Engine
 from repcost.train.optim import Optimizer
 
 
@@ -111,11 +110,10 @@ def test_stacked_grid_members_equal_their_single_runs(extra):
     singles = []
     for sp in specs:
         m = build_model(sp.model, data.d_in, data.d_out, sp.seed).double()
-        r = Trainer(m, data, sp.train, sp.seed).run()
+        r = Engine([m], data, [sp.train], [sp.seed]).run()[0]
         singles.append((m, r))
     models = [build_model(sp.model, data.d_in, data.d_out, sp.seed).double() for sp in specs]
-    ens = EnsembleTrainer(models, data, specs[0].train, [sp.seed for sp in specs],
-                          member_cfgs=[sp.train for sp in specs])
+    ens = Engine(models, data, [sp.train for sp in specs], [sp.seed for sp in specs])
     results = ens.run()
     ens.unstack()
     for (m1, r1), m2, r2 in zip(singles, models, results):
@@ -131,7 +129,7 @@ def test_unstackable_members_are_refused():
     data = load_data(specs[0].data)
     models = [build_model(sp.model, data.d_in, data.d_out, sp.seed) for sp in specs]
     with pytest.raises(RepcostError, match="member 1 cannot be stacked: its train.phases differ"):
-        EnsembleTrainer(models, data, specs[0].train, [0, 1], member_cfgs=[sp.train for sp in specs])
+        Engine(models, data, [sp.train for sp in specs], [0, 1])
 
 
 def test_lr_schedule_factor_is_shared():

@@ -1,4 +1,4 @@
-"""Rebalancing (RepModel.rebalance, train.phases[*].rebalance): per-unit rescalings that keep the function,
+"""Rebalancing (analysis.units.rebalance, train.phases[*].rebalance): per-unit rescalings that keep the function,
 to the least penalty on the orbit, where every unit is balanced (Jacot 2023 Remark 6)."""
 
 from __future__ import annotations
@@ -7,11 +7,14 @@ import math
 
 import pytest
 import torch
+
+from repcost.analysis.units import rebalance
 from omegaconf import OmegaConf
 
 from repcost.config import compose_config, validate
 from repcost.errors import RepcostError
 from repcost.models import MODELS
+from repcost.models.base import Structure
 from repcost.train.run import run_training
 
 
@@ -36,7 +39,7 @@ def test_rebalance_keeps_the_function_and_balances_every_unit(family, d_in, kw):
     m = _model(family, d_in, **kw)
     x = torch.randn(40, d_in, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
     y0, sq0 = m(x).detach(), float(m.param_sq_norm().detach())
-    before, after = m.rebalance()
+    before, after = rebalance(m)
     assert before > 0.1 and after < 1e-9
     assert torch.allclose(m(x), y0, rtol=1e-10, atol=1e-12)
     assert float(m.param_sq_norm().detach()) < sq0
@@ -49,7 +52,7 @@ def test_two_layer_rebalance_reaches_the_path_norm():
     minimum is the path norm (Ongie & Willett eq. 13), computed here from the weights before rebalancing."""
     m = _model("linear_relu", 3, depth=2, width=11)
     path = float((m.a.detach().abs()[0] * m.linear[0].detach().norm(dim=1)).sum())
-    m.rebalance()
+    rebalance(m)
     assert math.isclose(float(m.param_sq_norm()), 2 * path, rel_tol=1e-12)
 
 
@@ -63,7 +66,7 @@ def test_a_family_with_its_own_unit_norms_needs_its_own_rescaling():
     m = _model("fc", 2, depth=3, width=4)
     m.__class__ = Odd
     with pytest.raises(NotImplementedError, match="rescale_units"):
-        m.rebalance()
+        rebalance(m)
 
 
 def _gd_args(*extra: str) -> list[str]:
@@ -91,8 +94,9 @@ def test_a_rebalanced_phase_ends_balanced_where_plain_gd_does_not(tmp_path):
 def test_rebalance_on_a_family_without_homogeneity_is_a_one_line_error(tmp_path, monkeypatch):
     from repcost.models.fc import FC
 
-    monkeypatch.setattr(FC, "positively_homogeneous", False)
-    with pytest.raises(RepcostError, match="rebalance=true: rebalancing needs a positively homogeneous"):
+    monkeypatch.setattr(FC, "structure", property(lambda self: Structure(layer_rescaling=True, unit_rescaling=True,
+                                                                          positively_homogeneous=False)))
+    with pytest.raises(RepcostError, match="rebalance=true: rebalancing needs a per-unit rescaling symmetry and a positively homogeneous"):
         _run(tmp_path, "x", "train.phases.0.steps=5", "train.phases.1.steps=5", "+train.phases.1.rebalance=true")
 
 
@@ -109,7 +113,7 @@ def test_units_weight_decay_killed_are_left_alone(family, d_in, kw):
             m.biases[0][0] = 0.5  # a free bias that c would scale up
     x = torch.randn(30, d_in, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
     y0 = m(x).detach()
-    m.rebalance()
+    rebalance(m)
     assert all(bool(torch.isfinite(p).all()) for p in m.parameters())
     assert max(float(p.detach().abs().max()) for p in m.parameters()) < 1e6
     assert torch.allclose(m(x), y0, rtol=1e-10, atol=1e-12)

@@ -5,7 +5,7 @@ import torch
 
 from repcost.analysis.reformulation import layer_terms, min_norm_model, reformulated_loss, representations
 from repcost.models.fc import FC, FCConfig
-from repcost.train.objective import objective
+from repcost.objective import objective
 
 
 def _net(seed, beta=1.0, depth=3, width=12, d_in=4, d_out=3, slope=0.0):

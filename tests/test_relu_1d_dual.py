@@ -1,4 +1,4 @@
-"""The duality gap of 1-D two-layer ReLU nets (analysis/relu_1d_dual.py, LinearReLU.global_gap): a lower bound on
+"""The duality gap of 1-D two-layer ReLU nets (analysis/relu_1d_dual.py, relu_1d_dual.duality_gap): a lower bound on
 the global minimum, tight at it, checked against an independent primal solve and Savarese Thm 3.3's spline."""
 
 from __future__ import annotations
@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+
+from repcost.analysis.relu_1d_dual import duality_gap
 from scipy.optimize import minimize
 
 from repcost.analysis import spline_min_cost
@@ -64,7 +66,7 @@ def test_the_gap_closes_at_the_minimum_an_independent_primal_solve_finds(rho):
     xt, yt = torch.tensor(x)[:, None], torch.tensor(y)[:, None]
     obj = float((((net(xt) - yt) ** 2).mean() + rho * net.param_sq_norm()).detach())
     assert obj == pytest.approx(p_star, rel=1e-9)  # the balanced net realises the lasso's objective
-    gap = net.global_gap(xt, yt, "mse", rho)
+    gap = duality_gap(net, xt, yt, "mse", rho)
     assert gap["dual_value"] <= p_star * (1 + 1e-9)  # weak duality
     assert gap["duality_gap_rel"] < 1e-6 and gap["dual_violation"] < 1 + 1e-3
 
@@ -77,7 +79,7 @@ def test_every_net_is_above_the_bound_and_the_bound_is_below_the_minimum():
     spec = MODELS.get("linear_relu")
     for seed in range(15):  # random nets, far from any minimum: D ≤ min ≤ objective, whatever the dual point
         net = spec.build(spec.schema(depth=2, width=9, kink_range=2.0), 1, 1, torch.Generator().manual_seed(seed)).double()
-        gap = net.global_gap(xt, yt, "mse", rho)
+        gap = duality_gap(net, xt, yt, "mse", rho)
         obj = float((((net(xt) - yt) ** 2).mean() + rho * net.param_sq_norm()).detach())
         assert gap["dual_value"] <= p_star * (1 + 1e-9) <= obj
         assert gap["duality_gap"] == pytest.approx(obj - gap["dual_value"], rel=1e-12)
@@ -113,11 +115,11 @@ def test_other_nets_report_no_gap():
     spec = MODELS.get("linear_relu")
     x, y = torch.zeros(5, 2, dtype=F64), torch.zeros(5, 1, dtype=F64)
     deep = spec.build(spec.schema(depth=3, width=4), 1, 1, torch.Generator().manual_seed(0)).double()
-    assert deep.global_gap(x[:, :1], y, "mse", 1e-3) == {}
+    assert duality_gap(deep, x[:, :1], y, "mse", 1e-3) == {}
     wide_in = spec.build(spec.schema(depth=2, width=4), 2, 1, torch.Generator().manual_seed(0)).double()
-    assert wide_in.global_gap(x, y, "mse", 1e-3) == {}
+    assert duality_gap(wide_in, x, y, "mse", 1e-3) == {}
     fc = MODELS.get("fc")
-    assert fc.build(fc.schema(depth=2, width=4), 1, 1, torch.Generator().manual_seed(0)).global_gap(
+    assert duality_gap(fc.build(fc.schema(depth=2, width=4), 1, 1, torch.Generator().manual_seed(0)),
         x[:, :1], y, "mse", 1e-3) == {}
 
 

@@ -9,7 +9,7 @@ import torch
 from repcost.config import compose_config, validate
 from repcost.data import load_data
 from repcost.models import build_model
-from repcost.train.loop import Trainer
+from repcost.train.engine import Engine
 from repcost.train.optim import Optimizer
 
 
@@ -49,8 +49,8 @@ def _run(flush: bool, tiny_rows: int = 3):
     with torch.no_grad():  # units weight decay has all but removed (no biases: once zero, they stay zero)
         m.weights[0][:tiny_rows] = 1e-40
         m.weights[1][:, :tiny_rows] = 1e-40
-    trainer = Trainer(m, data, spec.train, spec.seed)
-    return m, trainer.run(), trainer
+    trainer = Engine([m], data, [spec.train], [spec.seed])
+    return m, trainer.run()[0], trainer
 
 
 def _subnormal_count(m) -> int:
@@ -64,6 +64,6 @@ def test_a_cpu_run_ends_without_subnormal_weights_and_with_the_same_fit():
     assert _subnormal_count(kept) > 0  # without the flush they stay (so this test can fail)
     assert _subnormal_count(flushed) == 0
     assert r1.steps == r2.steps == 30
-    f1, f2 = t1.evaluate(), t2.evaluate()
+    f1, f2 = t1.members[0].evaluate(), t2.members[0].evaluate()
     assert abs(f1["objective"] - f2["objective"]) <= 1e-6 * abs(f2["objective"])
 

@@ -1,4 +1,4 @@
-"""Unit insertion (analysis/unit_features.py, RepModel.insert_units, train.phases[*].insert_units): the new unit
+"""Unit insertion (analysis/unit_features.py, analysis.units.insert_units, train.phases[*].insert_units): the new unit
 is the gap feature of largest MSE gradient, with the exact group-lasso step, placed in the net as that feature."""
 
 from __future__ import annotations
@@ -7,6 +7,8 @@ import json
 
 import pytest
 import torch
+
+from repcost.analysis.units import insert_units
 
 from conftest import cli
 from repcost.analysis.unit_features import best_unit_feature
@@ -79,7 +81,7 @@ def test_insertion_places_the_features_balanced_and_lowers_the_objective_each_ti
     live_before = [p.detach().clone() for p in (m.linear[0][:2], m.b[:2], m.a[:, :2])]
     grid = torch.linspace(-3, 3, 601, dtype=F64)[:, None]
     f_before, o_before = m(grid).detach(), obj()
-    feats = m.insert_units(x, y, 3, rho)
+    feats = insert_units(m, x, y, 3, rho)
     assert len(feats) == 3 and obj() < o_before
     # the net changed by exactly Σ η_k φ_k: the model's forward pass against the features' formula
     expect = f_before + sum(f.eta * torch.relu(f.sign * (grid - f.kink)) for f in feats)
@@ -93,7 +95,7 @@ def test_insertion_places_the_features_balanced_and_lowers_the_objective_each_ti
     obj2 = lambda: float((((m2(x) - y) ** 2).sum() / len(y) + rho * m2.param_sq_norm()).detach())  # noqa: E731
     objs = [obj2()]
     for _ in range(3):
-        m2.insert_units(x, y, 1, rho)
+        insert_units(m2, x, y, 1, rho)
         objs.append(obj2())
     assert all(b < a for a, b in zip(objs, objs[1:]))
 
@@ -104,16 +106,16 @@ def test_nothing_is_inserted_where_no_feature_helps_and_other_nets_are_refused()
     m = _net()
     y = m(x).detach()  # a perfect fit: no residual, no violated condition
     before = [p.detach().clone() for p in m.parameters()]
-    assert m.insert_units(x, y, 4, 1e-3) == []
+    assert insert_units(m, x, y, 4, 1e-3) == []
     assert all(torch.equal(p, q) for p, q in zip(before, m.parameters()))
     with pytest.raises(ValueError, match="depth 2 and 1-D inputs"):
-        _net(depth=3).insert_units(x, y, 1, 1e-3)
+        insert_units(_net(depth=3), x, y, 1, 1e-3)
     with pytest.raises(ValueError, match="depth 2 and 1-D inputs"):
-        _net(d_in=2).insert_units(torch.zeros(6, 2, dtype=F64), y, 1, 1e-3)
+        insert_units(_net(d_in=2), torch.zeros(6, 2, dtype=F64), y, 1, 1e-3)
     spec = MODELS.get("fc")
     fc = spec.build(spec.schema(depth=2, width=4), 1, 1, torch.Generator().manual_seed(0))
-    with pytest.raises(NotImplementedError, match="fc family has no unit insertion"):
-        fc.insert_units(x, y, 1, 1e-3)
+    with pytest.raises(ValueError, match="free biases"):
+        insert_units(fc, x, y, 1, 1e-3)
 
 
 # a first phase at 100·λ = 0.1 prunes most units, the second (lr 1e-12: it cannot move) starts with insertion
@@ -138,7 +140,7 @@ def test_insertion_through_the_engine_lowers_the_phase_objective_and_members_mat
 def test_insert_units_bad_values_are_one_line_errors(tmp_path):
     for args, needle in [(("+train.phases.0.insert_units=-1",), "train.phases.0.insert_units"),
                          (("+train.phases.0.insert_units=2", "model=fc", "data=teacher"),
-                          "insert_units=2: the fc family has no unit insertion"),
+                          "insert_units=2: needs depth 2 and 1-D inputs"),
                          (("+train.phases.0.insert_units=2", "model.depth=3"), "depth 2 and 1-D inputs"),
                          (("+train.phases.0.insert_units=2", "train.loss=cross_entropy", "data=mnist"),
                           "insert_units")]:

@@ -10,6 +10,7 @@ key with a default never changes an existing run's hash. `device` counts by what
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
@@ -89,8 +90,32 @@ def run_hash(cfg: dict) -> str:
 
 def member_config(cfg: dict, seed: int) -> dict:
     """The single-run config of an ensemble member: the ensemble's with `seed` and one member."""
-    import copy
     d = copy.deepcopy(cfg)
     d["seed"] = seed
     d.setdefault("train", {})["ensemble_size"] = 1
     return d
+
+
+# Runs that differ only in these keys can train as one stacked engine (train.engine, train.stacked)
+STACKABLE_KEYS = ("seed", "train.lam", "train.phases.N.lr", "model.init_scale")
+
+
+def without_stackable(cfg: dict) -> dict:
+    """A copy of a run config (or a part of one, e.g. {"train": ...}) without `STACKABLE_KEYS`."""
+    d = copy.deepcopy(cfg)
+    for key in STACKABLE_KEYS:
+        _drop(d, key.split("."))
+    return d
+
+
+def _drop(node, path: list[str]) -> None:
+    if not isinstance(node, dict) or not path:
+        return
+    head, rest = path[0], path[1:]
+    if not rest:
+        node.pop(head, None)
+    elif rest[0] == "N":
+        for item in node.get(head) or []:
+            _drop(item, rest[1:])
+    else:
+        _drop(node.get(head), rest)

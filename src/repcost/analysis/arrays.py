@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
 
 
 def as_f64(x: Any) -> np.ndarray:
@@ -47,3 +48,11 @@ def float64_model(model: Any) -> Any:
     if all(t.dtype == torch.float64 for t in tensors if t.is_floating_point()):
         return model
     return copy.deepcopy(model).to(torch.float64)
+
+
+def float64_inputs(model, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x (and y, unless class labels) as float64 on the model's device."""
+    p = next(iter(model.parameters()), None)
+    dev = p.device if p is not None else x.device
+    xd = x.to(device=dev, dtype=torch.float64)
+    return xd, (y.to(device=dev, dtype=torch.float64) if y.is_floating_point() else y.to(dev))

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .family_costs import family_gaps
 from .arrays import as_f64, float64_model
 
 __all__ = [
@@ -161,10 +162,26 @@ def balance_summary(model) -> dict[str, float]:
     subnet_gap_{max,mean} (sparsity.parallel_balance, with α_i² read as ‖α[:, i]‖² when d_out > 1).
     """
     model = float64_model(model)  # one float64 copy (if any) for every gap below
+    na = not_applicable(model)
     out = {}
-    out.update(_max_mean("layer", [b.gap for b in layer_balance(model)]))
-    out.update(_max_mean("neuron", [b.gap for b in neuron_balance(model)]))
+    if "layer_gap" not in na:
+        out.update(_max_mean("layer", [b.gap for b in layer_balance(model)]))
+    if "neuron_gap" not in na:
+        out.update(_max_mean("neuron", [b.gap for b in neuron_balance(model)]))
     out.update(_max_mean("linear", [b.gap for b in linear_layer_balance(model)]))
-    for name, gaps in float64_model(model).extra_balance_gaps().items():
+    for name, gaps in family_gaps(model).items():
         out.update(_max_mean(name, [gaps]))
+    return out
+
+
+def not_applicable(model) -> dict[str, str]:
+    """The balance statements whose symmetry the model does not declare (models/base.py Structure), with why."""
+    st, out = model.structure, {}
+    if not st.positively_homogeneous:
+        why = f"the {model.family} family's activation is not positively homogeneous"
+        return {"layer_gap": why, "neuron_gap": why}
+    if not st.layer_rescaling:
+        out["layer_gap"] = f"the {model.family} family declares no layer rescaling symmetry (Jacot 2023 Prop 12)"
+    if not st.unit_rescaling:
+        out["neuron_gap"] = f"the {model.family} family declares no per-unit rescaling symmetry (Jacot 2023 Remark 6)"
     return out

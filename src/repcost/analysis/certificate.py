@@ -26,10 +26,12 @@ the count made is reported back as `descent_evals`): near 0 where the point is a
 local minimum, clearly positive where training stopped on the way. It is reported beside the verdict,
 not part of it.
 
-Where the model's family has a convex reformulation whose dual it can evaluate (`RepModel.global_gap`:
-two-layer `linear_relu` nets on 1-D inputs with MSE), it also reports `duality_gap_rel`: an upper bound on
-how far the objective is above its global minimum over nets of any width, relative to the objective
-(analysis/relu_1d_dual.py). Also beside the verdict.
+Where the model is a two-layer ReLU net on 1-D inputs with free biases and the loss is MSE, it also
+reports `duality_gap_rel`: an upper bound on how far the objective is above its global minimum over nets
+of any width, relative to the objective (analysis/relu_1d_dual.py). Also beside the verdict.
+
+A term whose symmetry the model does not declare (models/base.py `Structure`) is not computed: it is
+listed in `not_applicable` with the reason instead.
 """
 
 from __future__ import annotations
@@ -39,9 +41,13 @@ import math
 import numpy as np
 import torch
 
-from .arrays import as_f64, float64_model
+from ..objective import objective, reg_scale_factor
+from .arrays import as_f64, float64_inputs, float64_model
 from .balance import linear_layer_balance
-from .clarke import clarke_gradient_norm
+from .clarke import MAX_KINKS, clarke_gradient_norm
+from .descent import lbfgs_descent
+from .family_costs import family_gaps
+from .relu_1d_dual import duality_gap
 
 STATIONARITY_TOL = 1e-2
 GAP_TOL = 1e-2
@@ -57,7 +63,6 @@ def weighted_gap(incoming, outgoing) -> float:
 def objective_gradient_norms(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float,
                              reg_scale: str) -> dict[str, float]:
     """‖∇objective‖, ‖θ‖ (all trainable parameters) and ‖∇ of the λ-term‖ = 2λs‖θ_reg‖, in float64."""
-    from ..train.objective import objective, reg_scale_factor
 
     m = float64_model(model)
     params = [p for p in m.parameters() if p.requires_grad]
@@ -73,8 +78,9 @@ def objective_gradient_norms(model, x: torch.Tensor, y: torch.Tensor, loss: str,
 
 def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
                                stationarity_tol: float = STATIONARITY_TOL, gap_tol: float = GAP_TOL,
-                               descent_evals: int = 0) -> dict:
-    """The certificate's scalars (prefixed `cert.` in summaries): gradient norms, stationarity, gaps, verdict."""
+                               descent_evals: int = 0, max_kinks: int = MAX_KINKS) -> dict:
+    """The certificate's scalars (prefixed `cert.` in summaries): gradient norms, stationarity, gaps, verdict;
+    `not_applicable` maps each term the model's structure does not support to the reason."""
     m = float64_model(model)  # one float64 copy (if any) for the gradient and the gaps
     norms = objective_gradient_norms(m, x, y, loss, lam, reg_scale)
     g, theta, reg = norms["grad_norm"], norms["param_norm"], norms["reg_grad_norm"]
@@ -83,20 +89,23 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
         return grad / reg if reg > 0 else (grad / theta if theta > 0 else grad)
 
     out = {"grad_norm": g, "grad_norm_rel": g / theta if theta > 0 else g, "stationarity": relative(g)}
-    gaps = {}
-    if m.positively_homogeneous:
-        units = m.unit_norms()
-        gaps["unit_gap"] = max((weighted_gap(u.incoming, u.outgoing) for u in units), default=0.0)
+    gaps, na = {}, {}
+    st = m.structure
+    if st.unit_rescaling and st.positively_homogeneous:
+        gaps["unit_gap"] = max((weighted_gap(u.incoming, u.outgoing) for u in m.unit_norms()), default=0.0)
+    else:
+        na["unit_gap"] = (f"the {m.family} family declares no per-unit rescaling symmetry with a positively "
+                          "homogeneous activation (Structure.unit_rescaling)")
     lin = linear_layer_balance(m)
     if lin:
         gaps["linear_gap"] = max(b.gap for b in lin)
     out.update(gaps)
-    for name, arr in m.extra_balance_gaps().items():  # reported; unweighted, so not part of the verdict
+    for name, arr in family_gaps(m).items():  # reported; unweighted, so not part of the verdict
         out[f"{name}_gap_max"] = float(np.max(as_f64(arr))) if np.size(arr) else 0.0
     finite = all(math.isfinite(v) for v in out.values())
     stationary = out["stationarity"] <= stationarity_tol
     if finite and not stationary:  # pre-activations on a ReLU kink: the least gradient over their slopes
-        clarke, kinks = clarke_gradient_norm(m, *float64_inputs(m, x, y), loss, lam, reg_scale)
+        clarke, kinks = clarke_gradient_norm(m, *float64_inputs(m, x, y), loss, lam, reg_scale, max_kinks=max_kinks)
         if kinks:
             out["kinks"] = kinks
             out["clarke_stationarity"] = relative(clarke)
@@ -104,30 +113,20 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
     # without a penalty (λ = 0) nothing forces balance: only the gradient counts
     balanced = lam == 0 or all(v <= gap_tol for v in gaps.values())
     out["critical_point"] = bool(finite and stationary and balanced)
-    if finite:  # where the family has a convex reformulation: how far above the global minimum (not a verdict)
+    if finite:  # a two-layer 1-D ReLU net: how far above the global minimum (not part of the verdict)
         out.update(global_gap(m, x, y, loss, lam, reg_scale))
     if descent_evals > 0 and finite:
-        from .descent import lbfgs_descent
-
         d = lbfgs_descent(m, x, y, loss, lam, reg_scale, descent_evals)
         out["descent_rel"], out["descent_evals"] = d["descent_rel"], d["evaluations"]
+    if na:
+        out["not_applicable"] = na
     return out
 
 
 def global_gap(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str) -> dict[str, float]:
-    """`RepModel.global_gap` at the objective's ρ = λ·s, in float64: `duality_gap_rel` bounds how far the objective
-    is above its global minimum (relative); {} where the family has no convex reformulation or λ = 0."""
-    from ..train.objective import reg_scale_factor
-
+    """`relu_1d_dual.duality_gap` at the objective's ρ = λ·s, in float64: `duality_gap_rel` bounds how far the
+    objective is above its global minimum (relative); {} where no convex reformulation applies or λ = 0."""
     if lam <= 0:
         return {}
     m = float64_model(model)
-    return m.global_gap(*float64_inputs(m, x, y), loss, lam * reg_scale_factor(reg_scale, m.depth))
-
-
-def float64_inputs(model, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """x (and y, unless class labels) as float64 on the model's device."""
-    p = next(iter(model.parameters()), None)
-    dev = p.device if p is not None else x.device
-    xd = x.to(device=dev, dtype=torch.float64)
-    return xd, (y.to(device=dev, dtype=torch.float64) if y.is_floating_point() else y.to(dev))
+    return duality_gap(m, *float64_inputs(m, x, y), loss, lam * reg_scale_factor(reg_scale, m.depth))

@@ -35,6 +35,8 @@ import torch.nn.functional as F
 from scipy.optimize import lsq_linear, minimize
 from torch.overrides import TorchFunctionMode
 
+from ..objective import objective
+
 KINK_TOL = 1e-5  # relative to the unit's largest |z|: float32 training puts kinks on data points to ~1e-6
 EXACT_KINKS = 256  # up to this many: exact Jacobian columns, one gradient evaluation each
 MAX_KINKS = 200_000  # beyond: not computed (between: matrix-free L-BFGS-B)
@@ -86,7 +88,6 @@ class _Slopes(TorchFunctionMode):
 def _gradient_graph(model, params, x, y, loss, lam, reg_scale, masks, slopes: torch.Tensor,
                     create_graph: bool = True) -> torch.Tensor:
     """G(slopes) as one flat tensor (differentiable in `slopes` with create_graph)."""
-    from ..train.objective import objective
 
     with torch.enable_grad(), _Slopes(0.0, masks, slopes):
         obj = objective(model, x, y, loss, lam, reg_scale)[0]
@@ -121,7 +122,6 @@ def _least_norm_matrix_free(model, params, x, y, loss, lam, reg_scale, masks, s0
 
 def _live(model, x, y, loss, lam, reg_scale, masks, slopes) -> list[torch.Tensor]:
     """The kink masks without the kinks whose activation output gets an exactly zero ∂obj/∂out."""
-    from ..train.objective import objective
 
     mode = _Slopes(0.0, masks, slopes)
     with torch.enable_grad(), mode:

@@ -18,7 +18,8 @@ from collections.abc import Callable
 
 import torch
 
-from .certificate import float64_inputs
+from ..objective import objective
+from .arrays import float64_inputs
 
 HISTORY = 50  # L-BFGS curvature pairs kept
 
@@ -32,8 +33,6 @@ def lbfgs_descent(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float
     on_progress(evaluations done, the copy, its objective) every `every` evaluations (one L-BFGS history
     throughout).
     """
-    from ..train.objective import objective
-
     if evals < 1:
         raise ValueError(f"evals must be >= 1, got {evals}")
     m = copy.deepcopy(model).to(torch.float64)

@@ -5,28 +5,32 @@ Each analysis registers itself (`ANALYSES.register(name, OptionsDataclass)`) wit
 (analysis/<name>.npz) and tidy per-layer rows (analysis/layers.csv), plus a check of whether it
 applies to the model (an analysis that does not apply is an error before training). Its options
 are a dataclass: `analysis.options.*` is validated against the options of every registered
-analysis before any work starts (`validate_options`), so a misspelt option is one line, exit 2.
+analysis before any work starts (`config.schema.validate_options`), so a misspelt option is one
+line, exit 2. The certificate is one of them, run at the end of every finished run unless
+`analysis.certificate.enabled=false` (its options: `analysis.certificate.*`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
-from omegaconf import OmegaConf
 
-from ..config.schema import AnalysisConfig
-from ..errors import ConfigError, RepcostError, check
-from ..models.base import RepModel
+from ..config.schema import AnalysisConfig, CertificateOptions, validate_options
+from ..errors import RepcostError, check
+from ..objective import training_targets
 from ..registry import ANALYSES
 from ..runio import atomic_write_bytes, csv_bytes
 from .arrays import float64_model
-from .balance import balance_summary, layer_balance
+from .balance import balance_summary, layer_balance, not_applicable
+from .certificate import critical_point_certificate
+from .family_costs import FAMILY_COSTS, family_costs
 from .jacobians import jacobian_rank_measures, jacobian_spectra, prop3_bound, schatten_cost
 from .spectra import hidden_spectra, weight_spectra
 
@@ -59,6 +63,7 @@ class Result:
     scalars: dict = field(default_factory=dict)
     arrays: dict = field(default_factory=dict)
     rows: list = field(default_factory=list)
+    not_applicable: dict = field(default_factory=dict)  # summary key -> why the model does not support it
 
 
 def _hidden(model, x, opts: HiddenOptions, ctx) -> Result:
@@ -109,18 +114,53 @@ def _jacobian(model, x, opts: CommonOptions, ctx) -> Result:
 
 
 def _balance(model, x, opts: CommonOptions, ctx) -> Result:
-    rows = [{"analysis": "balance", "layer": b.layer, "u": b.u, "v": b.v, "gap": b.gap} for b in layer_balance(model)]
-    return Result({f"balance.{k}": v for k, v in balance_summary(model).items()}, {}, rows)
+    na = not_applicable(model)
+    rows = ([] if "layer_gap" in na else
+            [{"analysis": "balance", "layer": b.layer, "u": b.u, "v": b.v, "gap": b.gap} for b in layer_balance(model)])
+    return Result({f"balance.{k}": v for k, v in balance_summary(model).items()}, {}, rows,
+                  {f"balance.{k}": why for k, why in na.items()})
 
 
 def _costs(model, x, opts: CommonOptions, ctx) -> Result:
-    scalars, arrays = float64_model(model).family_costs(ctx.data.x_train, ctx.data.y_train)
+    scalars, arrays = family_costs(float64_model(model), ctx.data.x_train, ctx.data.y_train)
     return Result(scalars, arrays)
 
 
+def _certificate(model, x, opts: CertificateOptions, ctx) -> Result:
+    t = ctx.train
+    cert = critical_point_certificate(model, ctx.data.x_train, ctx.y_train, t.loss, t.lam, t.reg_scale,
+                                      opts.stationarity_tol, opts.gap_tol, opts.descent_evals, opts.max_kinks)
+    na = cert.pop("not_applicable", {})
+    scalars = {f"cert.{k}": v for k, v in cert.items() if k != "critical_point"}
+    scalars["critical_point"] = cert["critical_point"]
+    return Result(scalars, not_applicable={f"cert.{k}": why for k, why in na.items()})
+
+
+def describe_certificate(summary: dict) -> list[str]:
+    """The certificate in a few lines for the CLI (docs/recipes-and-certificates.md says how to read it)."""
+    if "critical_point" not in summary:
+        return []
+    clarke = ""
+    if "cert.clarke_stationarity" in summary:
+        c, n = summary["cert.clarke_stationarity"], summary["cert.kinks"]
+        clarke = (f", {c:.3g} over the slopes of {n} kinks" if math.isfinite(c)
+                  else f", not computed over the slopes of {n} kinks")
+    gap = f", unit gap {summary['cert.unit_gap']:.3g}" if "cert.unit_gap" in summary else ""
+    lines = [f"critical point: {'yes' if summary['critical_point'] else 'no'} (stationarity "
+             f"{summary['cert.stationarity']:.3g}{clarke}{gap}; docs/recipes-and-certificates.md)"]
+    if "cert.duality_gap_rel" in summary:
+        lines.append(f"global minimum: the objective is at most {summary['cert.duality_gap_rel']:.3g} (relative) above "
+                     "it (duality gap of the convex 1-D problem)")
+    if "cert.descent_rel" in summary:
+        lines.append(f"descent check: L-BFGS lowers the objective by {summary['cert.descent_rel']:.3g} (relative) in "
+                     f"{summary['cert.descent_evals']} evaluations")
+    return lines
+
+
 def _needs_scalar_output(model, data) -> Optional[str]:
-    if type(model).family_costs is RepModel.family_costs:
-        return f"the {model.family} family defines no representation costs (RepModel.family_costs)"
+    if model.family not in FAMILY_COSTS:
+        return (f"the {model.family} family has no registered representation costs "
+                "(analysis.family_costs.register_family_costs)")
     if data.d_out != 1:
         return f"needs a scalar output (d_out = 1), got d_out = {data.d_out}"
     return None
@@ -131,6 +171,7 @@ class Analysis:
     fn: Callable
     applies: Callable = lambda model, data: None  # -> None, or why it does not apply
     cheap: bool = True  # cheap enough to run every k steps
+    describe: Optional[Callable[[dict], list[str]]] = None  # summary -> lines the CLI prints after a run
 
 
 @dataclass(frozen=True)
@@ -139,12 +180,20 @@ class AnalysisContext:
 
     data: Any
     n_points: int
+    train: Any = None  # the run's TrainConfig (loss, λ, s)
+    y_train: Any = None  # the training targets as the objective sees them (one-hot for MSE classification)
 
 
 def register_analysis(name: str, options: type, fn: Callable, applies: Optional[Callable] = None,
-                      cheap: bool = True) -> None:
-    """Register an analysis (also from a plugin): `fn(model, x, options, ctx) -> Result`, options a dataclass."""
-    ANALYSES.register(name, options)(Analysis(fn, applies or (lambda model, data: None), cheap))
+                      cheap: bool = True, describe: Optional[Callable[[dict], list[str]]] = None) -> None:
+    """Register an analysis (also from a plugin): `fn(model, x, options, ctx) -> Result`, options a dataclass;
+    `describe(summary)` gives the lines `repcost-train` prints about it after a run."""
+    ANALYSES.register(name, options)(Analysis(fn, applies or (lambda model, data: None), cheap, describe))
+
+
+def descriptions(summary: dict) -> list[str]:
+    """Every registered analysis's lines about a run's summary."""
+    return [line for n in ANALYSES.names() if (d := ANALYSES.get(n).build.describe) for line in d(summary)]
 
 
 register_analysis("hidden", HiddenOptions, _hidden)
@@ -152,33 +201,7 @@ register_analysis("weights", CommonOptions, _weights)
 register_analysis("jacobian", CommonOptions, _jacobian)
 register_analysis("balance", CommonOptions, _balance)
 register_analysis("costs", CommonOptions, _costs, _needs_scalar_output, cheap=False)
-
-
-def validate_options(cfg: AnalysisConfig) -> dict[str, Any]:
-    """Check `analysis.analyses` and `analysis.options` against the registered analyses; the options with defaults.
-
-    Keys are checked against the options of every registered analysis (so one options block can
-    serve several presets); values against each analysis's dataclass.
-    """
-    names = ANALYSES.names()
-    for name in cfg.analyses:
-        check(name in names, "analysis.analyses", name, "a list of " + ", ".join(names))
-    schemas = {ANALYSES.get(n).schema for n in names}
-    known = {f.name: f for s in schemas for f in dataclasses.fields(s)}
-    given = dict(cfg.options or {})
-    for key in given:
-        check(key in known, f"analysis.options.{key}", "<unknown option>", "options " + ", ".join(sorted(known)))
-    for schema in schemas:
-        mine = {k: v for k, v in given.items() if k in {f.name for f in dataclasses.fields(schema)}}
-        try:
-            OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), mine))
-        except ConfigError as e:
-            raise e.with_prefix("analysis.options") from None
-        except Exception as e:  # a wrong type (OmegaConf's validation)
-            key = getattr(e, "full_key", None) or getattr(e, "key", "?")
-            raise ConfigError(f"analysis.options.{key}", getattr(e, "value", None), str(e).splitlines()[0]) from None
-    defaults = {k: f.default for k, f in known.items()}
-    return {**defaults, **given}
+register_analysis("certificate", CertificateOptions, _certificate, cheap=False, describe=describe_certificate)
 
 
 def _options(schema: type, opts: dict[str, Any]):
@@ -200,7 +223,7 @@ def analysis_points(cfg: AnalysisConfig, data) -> torch.Tensor:
 class AnalysisRunner:
     """Periodic scalars into metrics.jsonl; final scalars into summary.json, arrays into analysis/."""
 
-    def __init__(self, cfg: AnalysisConfig, model, data, run_dir: Path):
+    def __init__(self, cfg: AnalysisConfig, model, data, run_dir: Path, train=None):
         self.cfg, self.data, self.run_dir = cfg, data, Path(run_dir)
         opts = validate_options(cfg)
         for name in cfg.analyses:
@@ -209,7 +232,10 @@ class AnalysisRunner:
                 raise RepcostError(f"analysis '{name}' does not apply to this run: {why}")
         self.x = analysis_points(cfg, data) if cfg.analyses else None
         self.options = {n: _options(ANALYSES.get(n).schema, opts) for n in cfg.analyses}
-        self.ctx = AnalysisContext(data, cfg.n_points)
+        self.certify = cfg.certificate.enabled and train is not None
+        self.options["certificate"] = cfg.certificate
+        y = training_targets(data, data.y_train, train.loss) if train is not None else data.y_train
+        self.ctx = AnalysisContext(data, cfg.n_points, train, y)
 
     @property
     def enabled_periodic(self) -> bool:
@@ -223,6 +249,7 @@ class AnalysisRunner:
             out.scalars.update(r.scalars)
             out.arrays.update({f"{name}/{k}": v for k, v in r.arrays.items()})
             out.rows += r.rows
+            out.not_applicable.update(r.not_applicable)
         return out
 
     def periodic(self, model, step: int) -> dict:
@@ -230,10 +257,14 @@ class AnalysisRunner:
         return self._run(model, [n for n in self.cfg.analyses if ANALYSES.get(n).build.cheap]).scalars
 
     def final(self, model) -> dict:
-        """Run every selected analysis; write analysis/*.npz and analysis/layers.csv; return the scalars."""
-        if not self.cfg.analyses or not self.cfg.at_end:
+        """The certificate and every selected analysis; writes analysis/*.npz and analysis/layers.csv; returns
+        the scalars (with `not_applicable`: what the model's structure does not support, and why)."""
+        names = ["certificate"] if self.certify else []
+        if self.cfg.at_end:
+            names += list(self.cfg.analyses)
+        if not names:
             return {}
-        r = self._run(model, self.cfg.analyses)
+        r = self._run(model, names)
         out_dir = self.run_dir / "analysis"
         by_name: dict[str, dict] = {}
         for key, arr in r.arrays.items():
@@ -245,4 +276,4 @@ class AnalysisRunner:
             atomic_write_bytes(out_dir / f"{name}.npz", buf.getvalue())
         if r.rows:
             atomic_write_bytes(out_dir / "layers.csv", csv_bytes(r.rows))
-        return r.scalars
+        return {**r.scalars, **({"not_applicable": r.not_applicable} if r.not_applicable else {})}

@@ -18,7 +18,7 @@ from typing import List, Sequence
 
 import torch
 
-from ..train.objective import data_loss, reg_scale_factor
+from ..objective import data_loss, reg_scale_factor
 
 
 def augment(h: torch.Tensor, beta: float) -> torch.Tensor:

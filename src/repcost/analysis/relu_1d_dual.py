@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..models.base import RepModel
+from ..objective import data_loss
 from .unit_features import unit_features
 
 
@@ -69,3 +71,38 @@ def relu_1d_duality_gap(x: torch.Tensor, f: torch.Tensor, y: torch.Tensor, rho: 
     gap = objective - best
     return {"dual_value": best, "duality_gap": gap, "duality_gap_rel": gap / objective if objective > 0 else gap,
             "dual_violation": sup}
+
+
+def two_layer_1d(model: RepModel, x: torch.Tensor, writable: bool = False
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(W (m, 1), b (m,), a (d_out, m)) of a two-layer ReLU net on 1-D inputs with free hidden biases, read
+    through `affine_chain()`; ValueError naming what the model lacks otherwise. `writable`: the tensors must
+    be the model's own parameters (an algorithm will change them in place)."""
+    st = model.structure
+    if not st.chain:
+        raise ValueError(f"needs a chain of affine maps (the {model.family} family declares none)")
+    chain = model.affine_chain()
+    if model.depth != 2 or len(chain.weights) != 2 or x.shape[1] != 1:
+        raise ValueError(f"needs depth 2 and 1-D inputs (this net: depth {model.depth}, {x.shape[1]}-D inputs)")
+    if chain.slope != 0 or st.biases != "free" or not chain.biases:
+        raise ValueError(f"needs a ReLU layer with free biases (the {model.family} net: slope {chain.slope}, "
+                         f"biases {st.biases})")
+    W, b, a = chain.weights[0], chain.biases[0], chain.weights[1]
+    if writable and not all(isinstance(t, torch.nn.Parameter) for t in (W, b, a)):
+        raise ValueError(f"the {model.family} family's chain tensors are not its parameters")
+    return W, b, a
+
+
+def duality_gap(model: RepModel, x: torch.Tensor, y: torch.Tensor, loss: str, rho: float) -> dict[str, float]:
+    """`relu_1d_duality_gap` of a two-layer ReLU net on 1-D inputs with free biases and MSE (ρ = λ·s > 0) at its
+    parameters; {} where the model or the loss is not of that kind."""
+    if loss != "mse" or not rho > 0:
+        return {}
+    try:
+        two_layer_1d(model, x)
+    except (ValueError, NotImplementedError):
+        return {}
+    with torch.no_grad():
+        f = model(x)
+        obj = float(data_loss(f, y, "mse") + rho * model.param_sq_norm())
+    return relu_1d_duality_gap(x[:, 0], f, y, rho, obj)

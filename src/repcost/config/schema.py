@@ -19,7 +19,7 @@ from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 from ..errors import ConfigError, check
 from ..loggers import check_logger
 from ..plugins import load_plugins
-from ..registry import DATASETS, MODELS
+from ..registry import ANALYSES, DATASETS, MODELS
 
 OPTIMIZERS = ("gd", "sgd", "adam")
 SCHEDULES = ("constant", "cosine", "linear", "exponential")
@@ -98,7 +98,6 @@ class TrainConfig:
     # the certificate's descent check: full-batch L-BFGS from the final parameters with this many objective
     # evaluations reports the relative decrease it finds (`cert.descent_rel`; 0 = off). It reads the trained
     # model and changes nothing, so it is not part of the run's identity
-    certify_descent: int = field(default=0, metadata={"identity": False})
 
     def __post_init__(self):
         check(math.isfinite(self.lam) and self.lam >= 0, "lam", self.lam, "a finite regularisation strength λ >= 0")
@@ -119,8 +118,6 @@ class TrainConfig:
         check(self.ensemble_size >= 1, "ensemble_size", self.ensemble_size, "an integer >= 1")
         check(self.checkpoint_every >= 0, "checkpoint_every", self.checkpoint_every, "an integer >= 0")
         check(self.grad_tol is None or self.grad_tol > 0, "grad_tol", self.grad_tol, "null or a number > 0")
-        check(self.certify_descent >= 0, "certify_descent", self.certify_descent,
-              "an integer >= 0 (L-BFGS evaluations of the descent check; 0 = off)")
         check(self.diverge_factor == 0 or self.diverge_factor > 1, "diverge_factor", self.diverge_factor,
               "0 (off) or a factor > 1")
         for key in ("compile", "cuda_graphs"):
@@ -133,6 +130,24 @@ class TrainConfig:
 
 
 @dataclass
+class CertificateOptions:
+    """The certificate (analysis/certificate.py), computed at the end of every finished run unless disabled."""
+
+    enabled: bool = True
+    descent_evals: int = 0  # > 0: L-BFGS evaluations of the descent check (cert.descent_rel)
+    max_kinks: int = 200_000  # Clarke stationarity over at most this many kinks (beyond: not computed)
+    stationarity_tol: float = 1e-2  # critical point: ‖∇objective‖ ≤ tol · 2λs‖θ_reg‖
+    gap_tol: float = 1e-2  # critical point: unit and linear balance gaps ≤ tol
+
+    def __post_init__(self):
+        check(self.descent_evals >= 0, "descent_evals", self.descent_evals,
+              "an integer >= 0 (L-BFGS evaluations of the descent check; 0 = off)")
+        check(self.max_kinks >= 0, "max_kinks", self.max_kinks, "an integer >= 0")
+        check(self.stationarity_tol > 0, "stationarity_tol", self.stationarity_tol, "a tolerance > 0")
+        check(self.gap_tol > 0, "gap_tol", self.gap_tol, "a tolerance > 0")
+
+
+@dataclass
 class AnalysisConfig:
     name: str = "none"
     analyses: List[str] = field(default_factory=list)  # which analyses run (see repcost.analysis.hooks)
@@ -140,6 +155,8 @@ class AnalysisConfig:
     at_end: bool = True
     n_points: int = 10  # points at which Jacobians are taken
     options: Any = field(default_factory=dict)  # per-analysis options (thresholds, centring, …)
+    # the certificate reports on a run, it does not change it: not part of the run's identity
+    certificate: CertificateOptions = field(default_factory=CertificateOptions, metadata={"identity": False})
 
     def __post_init__(self):
         check(self.every >= 0, "every", self.every, "an integer >= 0")
@@ -235,8 +252,33 @@ def validate(cfg: DictConfig) -> RunSpec:
     check(train.cuda_graphs != "on" or device.startswith("cuda"), "train.cuda_graphs", "on",
           "auto or off on a CPU run (CUDA graphs need device=cuda)")
     analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
-    from ..analysis.hooks import validate_options  # the analyses register their option schemas there
-
     validate_options(analysis)
     logger = check_logger(cfg.get("logger", "none"))
     return RunSpec(model, data, train, analysis, seed, device, dtype, logger)
+
+
+def validate_options(cfg: AnalysisConfig) -> dict[str, Any]:
+    """Check `analysis.analyses` and `analysis.options` against the registered analyses; the options with defaults.
+
+    Keys are checked against the options of every registered analysis (so one options block can
+    serve several presets); values against each analysis's dataclass.
+    """
+    names = ANALYSES.names()
+    for name in cfg.analyses:
+        check(name in names, "analysis.analyses", name, "a list of " + ", ".join(names))
+    schemas = {ANALYSES.get(n).schema for n in names} - {CertificateOptions}  # its options: analysis.certificate
+    known = {f.name: f for s in schemas for f in dataclasses.fields(s)}
+    given = dict(cfg.options or {})
+    for key in given:
+        check(key in known, f"analysis.options.{key}", "<unknown option>", "options " + ", ".join(sorted(known)))
+    for schema in schemas:
+        mine = {k: v for k, v in given.items() if k in {f.name for f in dataclasses.fields(schema)}}
+        try:
+            OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), mine))
+        except ConfigError as e:
+            raise e.with_prefix("analysis.options") from None
+        except Exception as e:  # a wrong type (OmegaConf's validation)
+            key = getattr(e, "full_key", None) or getattr(e, "key", "?")
+            raise ConfigError(f"analysis.options.{key}", getattr(e, "value", None), str(e).splitlines()[0]) from None
+    defaults = {k: f.default for k, f in known.items()}
+    return {**defaults, **given}

@@ -11,7 +11,7 @@ from torch import nn
 
 from ..errors import check
 from ..registry import MODELS
-from .base import AffineChain, Hidden, RepModel, UnitNorms
+from .base import AffineChain, Hidden, RepModel, Structure, UnitNorms
 from .init import gaussian_param, zeros_param
 
 
@@ -58,6 +58,12 @@ class FC(RepModel):
             for i in range(cfg.depth))
         self.biases = nn.ParameterList(zeros_param((dims[i + 1],)) for i in range(cfg.depth)) \
             if cfg.beta > 0 else nn.ParameterList()
+
+    @property
+    def structure(self) -> Structure:
+        biases = "none" if self.beta == 0 else ("regularised" if self.bias_regularised else "free")
+        return Structure(chain=True, layer_rescaling=True, unit_rescaling=True, positively_homogeneous=True,
+                         biases=biases)
 
     def activation(self, z: torch.Tensor) -> torch.Tensor:
         return F.leaky_relu(z, self.slope) if self.slope else torch.relu(z)

@@ -8,10 +8,9 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ..analysis.unit_features import UnitFeature, best_unit_feature
 from ..errors import ConfigError, check
 from ..registry import MODELS
-from .base import AffineChain, Hidden, RepModel, UnitNorms
+from .base import AffineChain, Hidden, RepModel, Structure, UnitNorms
 from .init import gaussian_param, zeros_param
 
 
@@ -52,6 +51,7 @@ class LinearReLU(RepModel):
     """h(x) = aᵀ[W_{L−1}⋯W_1 x + b]₊ + c; regularised: W_i and a (biases free); C_L = ‖θ‖²/L."""
 
     family = "linear_relu"
+    structure = Structure(chain=True, layer_rescaling=True, unit_rescaling=True, positively_homogeneous=True, biases="free")
 
     def __init__(self, cfg: LinearReLUConfig, d_in: int, d_out: int, gen: torch.Generator):
         super().__init__()
@@ -94,44 +94,6 @@ class LinearReLU(RepModel):
         gap = torch.randint(pts.numel() - 1, (K,), generator=gen)
         u = torch.rand(K, generator=gen, dtype=torch.float64)
         self._kinks_through((pts[gap] + u * (pts[gap + 1] - pts[gap]))[:, None])
-
-    def global_gap(self, x: torch.Tensor, y: torch.Tensor, loss: str, rho: float) -> dict[str, float]:
-        """Depth 2, 1-D inputs, MSE: the duality gap of the convex problem over measures (relu_1d_duality_gap)."""
-        if self.depth != 2 or x.shape[1] != 1 or loss != "mse" or not rho > 0:
-            return {}
-        from ..analysis.relu_1d_dual import relu_1d_duality_gap
-        from ..train.objective import data_loss
-
-        with torch.no_grad():
-            f = self(x)
-            obj = float(data_loss(f, y, "mse") + rho * self.param_sq_norm())
-        return relu_1d_duality_gap(x[:, 0], f, y, rho, obj)
-
-    def insert_units(self, x: torch.Tensor, y: torch.Tensor, n: int, rho: float) -> list[UnitFeature]:
-        """Depth 2, 1-D inputs: one at a time, the idle unit of least path mass |w_k|·‖a_k‖ (≤ 1e-3 of the
-        net's) becomes the best gap feature for the current residual (`best_unit_feature`), balanced
-        (|w_k| = ‖a_k‖ = √‖η‖), while that feature violates the dual condition; the rest is unchanged."""
-        if self.depth != 2 or x.shape[1] != 1:
-            raise ValueError(f"unit insertion needs depth 2 and 1-D inputs (this net: depth {self.depth}, "
-                             f"{x.shape[1]}-D inputs)")
-        W, b, a = self.linear[0], self.b, self.a
-        inserted: list[UnitFeature] = []
-        with torch.no_grad():
-            mass = W[:, 0].detach().double().abs() * a.detach().double().norm(dim=0)
-            idle = [k for k in torch.argsort(mass).tolist() if mass[k] <= _IDLE * float(mass.sum())]
-            for k in idle[:n]:
-                saved = W[k].clone(), b[k].clone(), a[:, k].clone()
-                a[:, k] = 0
-                feat = best_unit_feature(x[:, 0], self(x) - y, rho)
-                if feat is None or not feat.violation > 1:
-                    W[k], b[k], a[:, k] = saved
-                    break
-                t = float(feat.eta.norm()) ** 0.5
-                W[k, 0] = feat.sign * t
-                b[k] = -feat.sign * feat.kink * t
-                a[:, k] = (feat.eta / t).to(a.dtype)
-                inserted.append(feat)
-        return inserted
 
     def _inner(self, x: torch.Tensor) -> list[torch.Tensor]:
         hs, h = [], x
@@ -189,24 +151,6 @@ class LinearReLU(RepModel):
     def affine_chain(self) -> AffineChain:
         c = self.c if self.c is not None else torch.zeros(self.a.shape[0], dtype=self.a.dtype, device=self.a.device)
         return AffineChain([self.effective_matrix(), self.a], [self.b, c], 0.0)
-
-    def family_costs(self, x_train: torch.Tensor, y_train: torch.Tensor) -> tuple[dict[str, float], dict]:
-        """Path norm (Ongie eq. 13), Φ_L (Lemma 3.4); in 1-D at L = 2 also R̄ and the spline minimum (Savarese Thm 3.1, 3.3)."""
-        from ..analysis import costs as C
-        from ..analysis import splines as SP
-        from ..analysis.arrays import as_f64
-        from ..analysis.phi import phi_L
-
-        W, a = as_f64(self.effective_matrix()), as_f64(self.a)[0]
-        out = {"costs.path_norm": C.path_norm(W, a), "costs.phi_L": phi_L(W, a, self.depth)}
-        if W.shape[1] == 1 and self.depth == 2:
-            c = float(as_f64(self.c)[0]) if self.c is not None else 0.0
-            out["costs.rbar"] = SP.relu_net_1d_cost(W[:, 0], as_f64(self.b), a, c)
-            out["costs.spline_min_cost"] = SP.spline_min_cost(as_f64(x_train)[:, 0], as_f64(y_train)[:, 0])
-        return out, {}
-
-
-_IDLE = 1e-3  # a unit carrying at most this fraction of the net's path mass may be re-placed (insert_units)
 
 
 @MODELS.register("linear_relu", LinearReLUConfig)

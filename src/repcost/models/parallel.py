@@ -9,7 +9,7 @@ from torch import nn
 
 from ..errors import check
 from ..registry import MODELS
-from .base import Hidden, RepModel, UnitNorms
+from .base import Hidden, RepModel, Structure, UnitNorms
 from .init import gaussian_param
 
 
@@ -32,6 +32,7 @@ class Parallel(RepModel):
     """h(x) = Σ_i α_i v(W_i, x), v = ReLU∘W_i^{(L−1)}∘…∘ReLU∘W_i^{(1)}; stacked (k, out, in) weights."""
 
     family = "parallel"
+    structure = Structure(layer_rescaling=True, unit_rescaling=True, positively_homogeneous=True, biases="none")
 
     def __init__(self, cfg: ParallelConfig, d_in: int, d_out: int, gen: torch.Generator):
         super().__init__()
@@ -90,23 +91,6 @@ class Parallel(RepModel):
                 Ws[layer].div_(c.to(Ws[layer].dtype)[:, None, :])
             else:
                 self.alpha.div_(c[:, 0].to(self.alpha.dtype)[None, :])
-
-    def extra_balance_gaps(self) -> dict:
-        """Per sub-network, Savarese Cor C.2: ‖W_i^{(1)}‖² = … = ‖W_i^{(L−1)}‖² = α_i² (α_i² read as ‖α[:, i]‖²)."""
-        from ..analysis.arrays import as_f64
-        from ..analysis.sparsity import parallel_balance
-
-        return {"subnet": parallel_balance([as_f64(w) for w in self.sub], as_f64(self.alpha.norm(dim=0)))}
-
-    def family_costs(self, x_train: torch.Tensor, y_train: torch.Tensor) -> tuple[dict[str, float], dict]:
-        """ℓ_{2/L} quasi-norm of the normalised output weights and the active sub-networks (Savarese App. C)."""
-        from ..analysis import sparsity as S
-        from ..analysis.arrays import as_f64
-
-        Ws, alpha = [as_f64(w) for w in self.sub], as_f64(self.alpha)[0]
-        bar = S.parallel_alpha_normalised(Ws, alpha)
-        return ({"costs.l2L_quasinorm": S.l2L_quasinorm(bar, self.depth),
-                 "costs.active_subnetworks": S.active_subnetworks(Ws, alpha)}, {"alpha_normalised": bar})
 
 
 @MODELS.register("parallel", ParallelConfig)

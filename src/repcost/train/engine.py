@@ -1,11 +1,11 @@
 """The one training loop (docs/ARCHITECTURE.md, "The engine").
 
-`Engine` trains K ≥ 1 members in lockstep: optimiser phases in sequence, the explicit λ-term,
+`Engine` trains K ≥ 1 models in lockstep: optimiser phases in sequence, the explicit λ-term,
 learning-rate schedules, stop rules, logging, periodic hooks, checkpoints, NaN rollback and
-preemption. A single run is K = 1 over the model itself (`terms.ModelTerms`); an ensemble is
-K stacked members (`terms.StackedTerms`). What is per member (position, minibatch generator,
-plateau record, last finite state, result) lives in `Member`, so every member stops exactly
-where its own single run would.
+preemption. K = 1 evaluates the model itself (`terms.ModelTerms`); K > 1 stacks the models
+(`terms.StackedTerms`). The members still training share the engine's one `Position`; what is a
+member's own (stop-rule record, minibatch generator, last finite state, result, where it stopped)
+lives in `Member`, so every member stops exactly where its own single run would.
 """
 
 from __future__ import annotations
@@ -14,35 +14,43 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Protocol
+from dataclasses import asdict, dataclass, fields
 
 import torch
 from tqdm.auto import tqdm
 
+from ..analysis.units import insert_units, rebalance
 from ..config.schema import PhaseConfig, TrainConfig
 from ..data.bundle import DataBundle
 from ..errors import RepcostError
+from ..identity import STACKABLE_KEYS, without_stackable
 from ..models.base import RepModel
-from .objective import data_loss, objective, reg_scale_factor
+from ..objective import data_loss, objective, reg_scale_factor, training_targets
 from .optim import Optimizer
 from .preempt import StopFlag
 from .schedule import lr_factor
 from .step import Stepper
+from .terms import ModelTerms, StackedTerms
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Position:
-    """Where a run is: enough, with the model/optimiser/RNG state, to resume exactly."""
+    """Where training is: phase, step within it, step overall."""
 
     phase: int = 0
     step_in_phase: int = 0
     step: int = 0
+
+
+@dataclass
+class Record:
+    """A member's stop-rule record: the plateau rule's best objective and the divergence rule's reference."""
+
     best_objective: float = math.inf
     best_step: int = 0
-    first_objective: float = math.nan  # the objective at the first check (the divergence rule's reference)
+    first_objective: float = math.nan  # the objective at the first check
 
 
 FAILED_REASONS = ("non_finite", "diverged")
@@ -72,18 +80,29 @@ def minibatch_indices(n: int, batch_size: int, gen: torch.Generator) -> torch.Te
     return torch.randperm(n, generator=gen)[:batch_size]
 
 
-def training_targets(data: DataBundle, y: torch.Tensor, loss: str) -> torch.Tensor:
-    """Class indices become one-hot rows for MSE on a classification dataset."""
-    if loss == "mse" and data.task == "classification":
-        return torch.nn.functional.one_hot(y, data.n_classes).to(data.x_train.dtype)
-    return y
+def check_stackable(cfgs: Sequence[TrainConfig]) -> None:
+    """Members may differ only in `identity.STACKABLE_KEYS` (and in keys that are no part of a run's identity)."""
+    bookkeeping = [f.name for f in fields(TrainConfig) if f.metadata.get("identity", True) is False]
+
+    def shape(c: TrainConfig) -> dict:
+        d = without_stackable({"train": asdict(c)})["train"]
+        for key in bookkeeping:
+            d.pop(key, None)
+        return d
+
+    ref = shape(cfgs[0])
+    for i, c in enumerate(cfgs):
+        if shape(c) != ref:
+            diff = sorted(k for k in ref if shape(c)[k] != ref[k])
+            raise RepcostError(f"member {i} cannot be stacked: its train.{', train.'.join(diff)} differ; "
+                               f"stacked members may differ only in {', '.join(STACKABLE_KEYS)}")
 
 
 class Member:
-    """One trained model's own state inside the engine: position, minibatch order, stop rules, logs.
+    """One trained model's own state inside the engine: stop-rule record, minibatch order, result, logs.
 
-    `model` may hold views into stacked tensors (an ensemble member); everything here reads and
-    writes it as an ordinary model, so a member behaves exactly as its single run.
+    `model` may hold views into stacked tensors; everything here reads and writes it as an
+    ordinary model, so a member behaves exactly as its single run.
     """
 
     def __init__(self, model: RepModel, data: DataBundle, cfg: TrainConfig, seed: int,
@@ -94,26 +113,16 @@ class Member:
         self.y_train = training_targets(data, data.y_train, cfg.loss)
         self.y_test = training_targets(data, data.y_test, cfg.loss) if data.has_test else None
         self.reg_coef = cfg.lam * reg_scale_factor(cfg.reg_scale, model.depth)
-        self.pos = Position()
+        self.record = Record()
         self.gen = torch.Generator().manual_seed(seed)  # minibatch order
         self.result: TrainResult | None = None
-        self.optimizer_state: dict | None = None  # this member's optimiser state, once it stopped
+        self.stopped_at: Position | None = None  # where it stopped; None while it trains at the engine's position
+        self.optimizer_state: dict | None = None  # its optimiser state at the stop
         self.good_step = -1  # the last step whose check found the objective finite (-1: none yet)
+        self.last_logged = -1
         # (tensors, index): where the engine keeps the last parameters seen finite (index: this
         # member's slice of stacked tensors, None for a single model's own)
         self.restore_from: tuple[list[torch.Tensor], int | None] | None = None
-
-    # -- state ---------------------------------------------------------------------------------
-    def state_dict(self, optimizer_state: dict | None) -> dict:
-        """The single-run checkpoint entry: model, optimiser, position, minibatch RNG."""
-        return {"model": {k: v.clone() for k, v in self.model.state_dict().items()},
-                "optimizer": optimizer_state, "position": asdict(self.pos), "generator": self.gen.get_state()}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restore a `state_dict()` (the optimiser state is the engine's business)."""
-        self.model.load_state_dict(state["model"])
-        self.pos = Position(**state["position"])
-        self.gen.set_state(state["generator"])
 
     # -- evaluation ----------------------------------------------------------------------------
     @torch.no_grad()
@@ -127,29 +136,36 @@ class Member:
         return out
 
     # -- stop rules ----------------------------------------------------------------------------
-    def check(self, step: int, o: float, d: float, grad_rel: float | None, last_phase: bool) -> TrainResult | None:
-        """Non-finite, divergence, target-loss, gradient and plateau rules (every `check_every` steps)."""
-        cfg = self.cfg
+    def failure(self, step: int, o: float, d: float) -> TrainResult | None:
+        """The non-finite and divergence rules (these fail a run)."""
         if not (math.isfinite(o) and math.isfinite(d)):
             last = self.restore_good()
             where = f"restored to step {last}, the last finite state" if last >= 0 else "not restored (no finite state was seen)"
             return TrainResult("non_finite", step, f"objective became {o} at step {step}; the model was {where} "
                                "(try a smaller learning rate)")
-        if math.isnan(self.pos.first_objective):
-            self.pos.first_objective = o
-        elif cfg.diverge_factor and o > cfg.diverge_factor * max(self.pos.first_objective, 1e-300):
-            return TrainResult("diverged", step, f"objective {o:.4g} at step {step} exceeds {cfg.diverge_factor:g} times "
-                               f"its first value {self.pos.first_objective:.4g} (train.diverge_factor); "
-                               "try a smaller learning rate")
+        factor, first = self.cfg.diverge_factor, self.record.first_objective
+        if factor and not math.isnan(first) and o > factor * max(first, 1e-300):
+            return TrainResult("diverged", step, f"objective {o:.4g} at step {step} exceeds {factor:g} times "
+                               f"its first value {first:.4g} (train.diverge_factor); try a smaller learning rate")
+        return None
+
+    def check(self, step: int, o: float, d: float, grad_rel: float | None, last_phase: bool) -> TrainResult | None:
+        """Non-finite, divergence, target-loss, gradient and plateau rules (every `check_every` steps)."""
+        cfg, rec = self.cfg, self.record
+        failed = self.failure(step, o, d)
+        if failed is not None:
+            return failed
+        if math.isnan(rec.first_objective):
+            rec.first_objective = o
         self.good_step = step  # the engine snapshots the parameters after the checks
         if cfg.target_loss is not None and d <= cfg.target_loss:
             return TrainResult("target_loss", step, f"train loss {d:.3g} <= {cfg.target_loss}")
         if cfg.grad_tol is not None and last_phase and grad_rel is not None and grad_rel <= cfg.grad_tol:
             return TrainResult("grad_tol", step, f"relative gradient norm {grad_rel:.3g} <= {cfg.grad_tol:g}")
         if cfg.plateau_window:
-            if o < self.pos.best_objective * (1 - cfg.plateau_rel_tol):
-                self.pos.best_objective, self.pos.best_step = o, step
-            elif step - self.pos.best_step >= cfg.plateau_window:
+            if o < rec.best_objective * (1 - cfg.plateau_rel_tol):
+                rec.best_objective, rec.best_step = o, step
+            elif step - rec.best_step >= cfg.plateau_window:
                 return TrainResult("plateau", step, f"objective improved by < {cfg.plateau_rel_tol:g} "
                                    f"(relative) over {cfg.plateau_window} steps")
         return None
@@ -165,23 +181,15 @@ class Member:
                 p.copy_(t if i is None else t[i])
         return self.good_step
 
-    def final_check(self) -> TrainResult:
-        """The result of a member whose step budget ran out."""
-        ev = self.evaluate()
-        if not math.isfinite(ev["objective"]):
-            last = self.restore_good()
-            return TrainResult("non_finite", self.pos.step, f"objective became {ev['objective']} by the end; "
-                               f"the model was restored to step {last}, the last finite state")
-        return TrainResult("budget", self.pos.step)
-
     # -- logging -------------------------------------------------------------------------------
-    def log(self, step: int, lr: float, o: float, d: float, sq: float, t0: float) -> None:
-        """One metrics record (test loss included) to `on_log`."""
-        rec = {"step": step, "phase": self.pos.phase, "lr": lr, "objective": o, "train_loss": d,
-               "param_sq_norm": sq, "time_s": time.perf_counter() - t0}
-        if self.y_test is not None:
+    def log(self, rec: dict) -> None:
+        """One metrics record (test loss added) to `on_log`."""
+        if self.on_log is None:
+            return
+        if self.y_test is not None and "test_loss" not in rec:
             with torch.no_grad():
                 rec["test_loss"] = data_loss(self.model(self.data.x_test), self.y_test, self.cfg.loss).item()
+        self.last_logged = rec["step"]
         self.on_log(rec)
 
     def run_hook(self, step: int) -> None:
@@ -192,86 +200,258 @@ class Member:
                 self.on_log({"step": step, **rec})
 
 
-class Terms(Protocol):
-    """How the engine evaluates its K members: their data loss and Σ‖p‖², and their parameters."""
-
-    params: list[torch.Tensor]  # what the optimiser steps
-    stacked: bool  # whether params carry a leading member axis
-
-    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None
-                 ) -> tuple[torch.Tensor, torch.Tensor]: ...  # (K,) data losses, (K,) Σ‖p‖²
-
-
 class Engine:
-    """Minimises data loss + λ·s·Σ‖p‖² for K members at once, phase after phase; one loop for every run.
+    """Minimises data loss + λ·s·Σ‖p‖² for K models at once, phase after phase; one loop for every run.
 
-    Members may differ in seed, λ (`cfg.lam`), learning rates (`cfg.phases[*].lr`) and
+    Members may differ in seed, λ (`cfgs[i].lam`), learning rates (`cfgs[i].phases[*].lr`) and
     initialisation; everything else (the phases' optimisers, steps, schedules, minibatch sizes,
-    stop rules) is `cfg`'s. How a step is executed (eager, compiled, CUDA graph) is `stepper`'s.
+    stop rules) is the first config's. How a step is executed (eager, compiled, CUDA graph) is the
+    `Stepper`'s. `on_checkpoint()` is called every `train.checkpoint_every` steps.
     """
 
-    def __init__(self, members: Sequence[Member], terms: Terms, cfg: TrainConfig,
-                 stop_flag: StopFlag | None = None, on_checkpoint: Callable[[], None] | None = None,
-                 compiled: bool = False, graphed: bool = False):
-        self.members, self.terms, self.cfg = list(members), terms, cfg
-        self.K = len(self.members)
+    def __init__(self, models: Sequence[RepModel], data: DataBundle, cfgs: Sequence[TrainConfig],
+                 seeds: Sequence[int], on_logs: Sequence[Callable[[dict], None] | None] | None = None,
+                 hooks: Sequence[Callable | None] | None = None, hook_every: int = 0,
+                 stop_flag: StopFlag | None = None, compiled: bool = False, graphed: bool = False,
+                 share_matmuls: bool = True):
+        self.K = len(models)
+        if not self.K or not (len(cfgs) == len(seeds) == self.K):
+            raise ValueError(f"need one config and one seed per model: {self.K}, {len(cfgs)}, {len(seeds)}")
+        if len({type(m) for m in models}) != 1:
+            raise RepcostError("stacked members must be models of one family")
+        check_stackable(cfgs)
+        self.cfg = cfgs[0]
+        on_logs = list(on_logs) if on_logs is not None else [None] * self.K
+        hooks = list(hooks) if hooks is not None else [None] * self.K
+        self.members = [Member(m, data, c, s, on_log=on_logs[i], hook=hooks[i], hook_every=hook_every)
+                        for i, (m, c, s) in enumerate(zip(models, cfgs, seeds))]
+        self.terms = (ModelTerms(models[0], self.cfg.loss) if self.K == 1
+                      else StackedTerms(models, self.cfg.loss, share_matmuls))
         self.stop_flag = stop_flag if stop_flag is not None else StopFlag()
-        self.on_checkpoint = on_checkpoint
+        self.on_checkpoint: Callable[[], None] | None = None
         self.pos = Position()
         self.optimizer: Optimizer | None = None
-        self.resume_optimizer: dict | None = None  # the stacked (or single-run) optimiser state to resume
-        self.resume_member_optimizers: dict[int, dict] = {}  # member i's single-run optimiser state to resume
+        self.resume_optimizers: dict[int, dict | None] = {}  # member i's single-run optimiser state to resume
+        self._logging = any(m.on_log is not None for m in self.members)
+        self._hooked = any(m.hook is not None and m.hook_every for m in self.members)  # else no call per step
         m0 = self.members[0]
-        self.stepper = Stepper(terms, m0.data.x_train, m0.y_train, self.K, compiled=compiled, graphed=graphed,
-                               want_grad=cfg.grad_tol is not None)
+        self.stepper = Stepper(self.terms, m0.data.x_train, m0.y_train, self.K, compiled=compiled, graphed=graphed,
+                               want_grad=self.cfg.grad_tol is not None)
         # subnormal floats cost a CPU 10-100x per operation (Optimizer.flush_subnormals); a GPU runs them at speed
-        self._flush = cfg.flush_subnormals and terms.params[0].device.type == "cpu"
-        self._snapshot = [p.detach().clone() for p in terms.params]  # the last parameters seen finite
+        self._flush = self.cfg.flush_subnormals and self.terms.params[0].device.type == "cpu"
+        self._snapshot = [p.detach().clone() for p in self.terms.params]  # the last parameters seen finite
         for i, m in enumerate(self.members):
-            m.restore_from = (self._snapshot, i if terms.stacked else None)
+            m.restore_from = (self._snapshot, i if self.terms.stacked else None)
 
+    # -- members -------------------------------------------------------------------------------
     @property
     def active(self) -> list[int]:
         """Members still training."""
         return [i for i in range(self.K) if self.members[i].result is None]
 
-    def sync_positions(self) -> None:
-        """Active members' positions are the engine's (the loop advances only the engine's, one member
-        bookkeeping less per step); copy it into theirs before anything reads them."""
-        for i in self.active:
-            p = self.members[i].pos
-            p.phase, p.step_in_phase, p.step = self.pos.phase, self.pos.step_in_phase, self.pos.step
+    def position(self, i: int) -> Position:
+        """Member i's position: where it stopped, or the engine's while it trains."""
+        return self.members[i].stopped_at or self.pos
 
     def stop(self, i: int, result: TrainResult, opt_state: dict | None = None) -> None:
         """Freeze member i at its current parameters (already restored if it went non-finite)."""
         m = self.members[i]
-        if m.result is None and self.optimizer is not None:  # stopped while training: it stops here
-            p = m.pos
-            p.phase, p.step_in_phase, p.step = self.pos.phase, self.pos.step_in_phase, self.pos.step
         if opt_state is None and self.optimizer is not None:
             opt_state = self.optimizer.member_state_dict(i)
+        m.stopped_at = m.stopped_at or Position(**asdict(self.pos))
         m.optimizer_state, m.result = opt_state, result
         if self.optimizer is not None:
             self.optimizer.active[i] = False
 
-    def optimizer_state(self, i: int) -> dict | None:
-        """Member i's optimiser state in a single run's format (its state at its stop, if it stopped)."""
+    def state_dict(self, i: int) -> dict:
+        """Member i's checkpoint entry (a single run's): model, optimiser, position, minibatch RNG."""
         m = self.members[i]
-        if m.optimizer_state is not None or self.optimizer is None:
-            return m.optimizer_state
-        return self.optimizer.member_state_dict(i)
+        opt = m.optimizer_state if m.result is not None or self.optimizer is None else self.optimizer.member_state_dict(i)
+        if opt is None:
+            opt = self.resume_optimizers.get(i)  # resumed and not yet stepped: the state it came with
+        return {"model": {k: v.clone() for k, v in m.model.state_dict().items()}, "optimizer": opt,
+                "position": {**asdict(self.position(i)), **asdict(m.record)}, "generator": m.gen.get_state()}
+
+    def load_state_dict(self, i: int, state: dict) -> None:
+        """Resume member i from a `state_dict(i)`; every member resumed must be at the same position."""
+        m = self.members[i]
+        m.model.load_state_dict(state["model"])  # copies into the stacked tensors through the views
+        p = state["position"]
+        self.pos = Position(**{f.name: p[f.name] for f in fields(Position)})
+        m.record = Record(**{f.name: p[f.name] for f in fields(Record) if f.name in p})
+        m.gen.set_state(state["generator"])
+        self.resume_optimizers[i] = state.get("optimizer")
+        self._take_snapshot()
+
+    def unstack(self) -> None:
+        """Give every member model its own parameter storage (after training)."""
+        if self.terms.stacked:
+            self.terms.unstack()
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self) -> list[TrainResult]:
+        """Train from the current position until every member has stopped; returns each member's result."""
+        cfg = self.cfg
+        self._bar = tqdm(total=cfg.total_steps, initial=self.pos.step, disable=None if cfg.progress else True,
+                         dynamic_ncols=True, leave=False)
+        self._t0 = time.perf_counter()
+        try:
+            while self.pos.phase < len(cfg.phases) and self.active:
+                if not self._run_phase(cfg.phases[self.pos.phase]):
+                    break
+                self._final_check("end of phase")
+                self.pos.phase += 1
+                self.pos.step_in_phase = 0
+        finally:
+            self._bar.close()
+        for i in self.active:  # the budget ran out
+            self.stop(i, TrainResult("budget", self.pos.step))
+        for i, m in enumerate(self.members):  # the state each member ends in is the last line of its metrics
+            if m.result.status == "finished" and m.last_logged != self.position(i).step:
+                self._log_final(i)
+        return [m.result for m in self.members]
+
+    def _run_phase(self, ph: PhaseConfig) -> bool:
+        """The steps of one phase from the current position; False if training ends inside it (every
+        member stopped, or preempted), True when the phase is done."""
+        if self.pos.step_in_phase == 0:
+            self._before_phase(ph)
+        bs = self._start_phase(ph)
+        last_phase = self.pos.phase == len(self.cfg.phases) - 1
+        lr = _LrSchedule(ph, self._base_lr, self.optimizer.lr)
+        while self.pos.step_in_phase < ph.steps:
+            if self.stop_flag:
+                for i in self.active:
+                    self.stop(i, TrainResult("preempted", self.pos.step, f"signal {self.stop_flag.signal}"))
+                return False
+            outcome = self._step(lr, bs, last_phase)
+            if outcome == "all_stopped":
+                return False
+            if outcome == "phase_done":
+                break
+        return bool(self.active)
+
+    def _step(self, lr: _LrSchedule, bs: int | None, last_phase: bool) -> str:
+        """One step: schedule, minibatch, gradients, checks, logs, hooks, update. Returns "" or why the
+        phase ends here ("phase_done": every member at a critical point of this phase's objective;
+        "all_stopped")."""
+        cfg, members, step = self.cfg, self.members, self.pos.step
+        lr.set(self.pos.step_in_phase)
+        obj, dl, sq = self.stepper.grads(self._minibatch(bs))
+        check = step % cfg.check_every == 0
+        logs = self._logging and step % cfg.log_every == 0
+        vals = torch.stack([obj, dl, sq]).cpu().tolist() if check or logs else None
+        phase_done = check and self._check(step, vals, last_phase)
+        active = self.active
+        if logs:
+            lr_host = self.optimizer.lr.tolist()
+            for i in active:
+                members[i].log({"step": step, "phase": self.pos.phase, "lr": lr_host[i], "objective": vals[0][i],
+                                "train_loss": vals[1][i], "param_sq_norm": vals[2][i],
+                                "time_s": time.perf_counter() - self._t0})
+        if self._hooked:
+            for i in active:
+                members[i].run_hook(step)
+        if not active:
+            return "all_stopped"
+        self.stepper.update()
+        self.pos.step_in_phase += 1
+        self.pos.step += 1
+        self._bar.update(1)
+        if check:
+            best = min(vals[0][i] for i in active)
+            self._bar.set_postfix(obj=f"{best:.4g}", active=f"{len(active)}/{self.K}", refresh=False)
+        if cfg.checkpoint_every and self.pos.step % cfg.checkpoint_every == 0 and self.on_checkpoint is not None:
+            self.on_checkpoint()
+        return "phase_done" if phase_done else ""
+
+    def _minibatch(self, bs: int | None) -> torch.Tensor | None:
+        """(K, bs) row indices, each active member's from its own generator; None for full batch."""
+        if bs is None:
+            return None
+        n = self.members[0].data.x_train.shape[0]
+        idx = torch.stack([minibatch_indices(n, bs, m.gen) if m.result is None else torch.arange(bs)
+                           for m in self.members])
+        return idx if self.stepper.graphed else idx.to(self.stepper.x.device)
+
+    def _check(self, step: int, vals: list[list[float]], last_phase: bool) -> bool:
+        """The stop rules for every active member; True if every member left sits at a critical point of
+        this (not last) phase's objective, so the phase ends early."""
+        cfg = self.cfg
+        grad_rel = None
+        if cfg.grad_tol is not None:
+            g2, p2 = self.stepper.grad_norms()
+            grad_rel = (g2.sqrt() / p2.sqrt().clamp_min(1e-300)).cpu().tolist()
+        for i in self.active:
+            r = self.members[i].check(step, vals[0][i], vals[1][i], grad_rel[i] if grad_rel else None, last_phase)
+            if r is not None:
+                self.stop(i, r)
+        if self._flush:
+            self.optimizer.flush_subnormals()
+        self._take_snapshot()
+        return (grad_rel is not None and not last_phase and bool(self.active)
+                and all(grad_rel[i] <= cfg.grad_tol for i in self.active))
+
+    def _final_check(self, where: str) -> None:
+        """The non-finite and divergence rules on the state a phase ends in, whatever `check_every` is."""
+        for i in self.active:
+            m = self.members[i]
+            ev = m.evaluate()
+            r = m.failure(self.pos.step, ev["objective"], ev["train_loss"])
+            if r is not None:
+                r.message += f" ({where})"
+                self.stop(i, r)
+
+    def _log_final(self, i: int) -> None:
+        m = self.members[i]
+        if m.on_log is None:
+            return
+        ev = m.evaluate()
+        m.log({"step": self.position(i).step, "phase": min(self.position(i).phase, len(self.cfg.phases) - 1), **ev,
+               "time_s": time.perf_counter() - self._t0})  # the state after the last step: no step, no lr
+
+    # -- phases --------------------------------------------------------------------------------
+    def _before_phase(self, ph: PhaseConfig) -> None:
+        """What a phase does to the models before its first step: unit insertion, rebalancing."""
+        if ph.insert_units:
+            for i in self.active:
+                m = self.members[i]
+                try:
+                    feats = insert_units(m.model, m.data.x_train, m.y_train, ph.insert_units,
+                                         m.reg_coef * ph.lam_factor)
+                except (ValueError, NotImplementedError) as e:
+                    raise RepcostError(f"train.phases[{self.pos.phase}].insert_units={ph.insert_units}: {e}") from None
+                if feats:
+                    log.info("member %d (seed %d), phase %d: inserted %d units, largest dual violation %.3g",
+                             i, m.seed, self.pos.phase, len(feats), max(f.violation for f in feats))
+        if ph.rebalance:
+            for i in self.active:
+                self._rebalance(i)
+        if ph.insert_units or ph.rebalance:
+            self._take_snapshot()
+
+    def _rebalance(self, i: int) -> None:
+        m = self.members[i]
+        loss0 = m.evaluate()["train_loss"]
+        try:
+            before, after = rebalance(m.model)
+        except (ValueError, NotImplementedError) as e:
+            raise RepcostError(f"train.phases[{self.pos.phase}].rebalance=true: {e}") from None
+        loss1 = m.evaluate()["train_loss"]
+        if not abs(loss1 - loss0) <= 1e-4 * abs(loss0) + 1e-12:  # a family whose rescaling is not a symmetry
+            raise RepcostError(f"rebalancing the {m.model.family} model changed its train loss {loss0:.6g} -> "
+                               f"{loss1:.6g}: its rescale_units does not keep the function")
+        log.info("member %d (seed %d), phase %d: rebalanced, largest unit gap %.3g -> %.3g",
+                 i, m.seed, self.pos.phase, before, after)
 
     def _start_phase(self, ph: PhaseConfig) -> int | None:
         """A fresh optimiser for phase `ph` (resumed state applied), the stepper told; returns the batch size."""
         members, dev = self.members, self.terms.params[0].device
         opt = Optimizer(ph.optimizer, self.terms.params, ph.momentum, self.K, self.terms.stacked)
-        if self.resume_optimizer is not None:
-            opt.load_state_dict(self.resume_optimizer)
-            self.resume_optimizer = None
-        for i, sd in self.resume_member_optimizers.items():
+        for i, sd in self.resume_optimizers.items():
             if sd is not None:
                 opt.load_member_state_dict(i, sd)
-        self.resume_member_optimizers = {}
+        self.resume_optimizers = {}
         for i in range(self.K):
             if members[i].result is not None:
                 opt.active[i] = False
@@ -286,143 +466,21 @@ class Engine:
         self.stepper.start_phase(opt, stated, trained, bs)
         return bs
 
-    def run(self) -> list[TrainResult]:
-        """Train from the current position until every member has stopped; returns each member's result."""
-        cfg, members = self.cfg, self.members
-        n = members[0].data.x_train.shape[0]
-        want_grad = cfg.grad_tol is not None
-        stepper = self.stepper
-        hooked = any(m.hook is not None and m.hook_every for m in members)  # else no per-member call per step
-        bar = tqdm(total=cfg.total_steps, initial=self.pos.step, disable=None if cfg.progress else True,
-                   dynamic_ncols=True, leave=False)
-        t0 = time.perf_counter()
-        try:
-            while self.pos.phase < len(cfg.phases) and self.active:
-                ph = cfg.phases[self.pos.phase]
-                last_phase = self.pos.phase == len(cfg.phases) - 1
-                if ph.insert_units and self.pos.step_in_phase == 0:
-                    self._insert_units(ph)
-                if ph.rebalance and self.pos.step_in_phase == 0:
-                    self._rebalance()
-                bs = self._start_phase(ph)
-                lr_now, last_factor = self.optimizer.lr, None
-                phase_done = False
-                active = self.active
-                while self.pos.step_in_phase < ph.steps and not phase_done:
-                    if not active:
-                        break
-                    if self.stop_flag:
-                        self.sync_positions()
-                        for i in active:
-                            members[i].result = TrainResult("preempted", self.pos.step, f"signal {self.stop_flag.signal}")
-                        break
-                    factor = lr_factor(ph.schedule, ph.final_lr_ratio, self.pos.step_in_phase, ph.steps)
-                    if factor != last_factor:  # a constant schedule launches nothing per step
-                        torch.mul(self._base_lr, factor, out=lr_now)
-                        last_factor = factor
-                    idx = None
-                    if bs is not None:  # each active member draws its own rows from its own generator
-                        idx = torch.stack([minibatch_indices(n, bs, members[i].gen) if members[i].result is None
-                                           else torch.arange(bs) for i in range(self.K)])
-                        if not stepper.graphed:
-                            idx = idx.to(stepper.x.device)
-                    obj, dl, sq = stepper.grads(idx)
-                    step = self.pos.step
-                    check = step % cfg.check_every == 0
-                    logs = step % cfg.log_every == 0 and members[0].on_log is not None
-                    vals = torch.stack([obj, dl, sq]).cpu().tolist() if check or logs else None
-                    if check:
-                        grad_rel = None
-                        if want_grad:
-                            g2, p2 = stepper.grad_norms()
-                            grad_rel = (g2.sqrt() / p2.sqrt().clamp_min(1e-300)).cpu().tolist()
-                        stopped = False
-                        for i in active:
-                            r = members[i].check(step, vals[0][i], vals[1][i], grad_rel[i] if grad_rel else None,
-                                                 last_phase)
-                            if r is not None:
-                                self.stop(i, r)
-                                stopped = True
-                        if self._flush:
-                            self.optimizer.flush_subnormals()
-                        self._take_snapshot()
-                        if grad_rel is not None and not last_phase and all(
-                                grad_rel[i] <= cfg.grad_tol for i in self.active):
-                            phase_done = True  # every member sits at a critical point of this phase's objective
-                        if stopped:
-                            active = self.active
-                    if logs:
-                        self.sync_positions()
-                        lr_host = lr_now.tolist()
-                        for i in active:
-                            members[i].log(step, lr_host[i], vals[0][i], vals[1][i], vals[2][i], t0)
-                    if hooked:
-                        for i in active:
-                            members[i].run_hook(step)
-                    if not active:
-                        break
-                    stepper.update()
-                    self.pos.step_in_phase += 1
-                    self.pos.step += 1
-                    bar.update(1)
-                    if check:
-                        best = min(vals[0][i] for i in active)
-                        bar.set_postfix(obj=f"{best:.4g}", active=f"{len(active)}/{self.K}", refresh=False)
-                    if cfg.checkpoint_every and self.pos.step % cfg.checkpoint_every == 0 \
-                            and self.on_checkpoint is not None:
-                        self.sync_positions()
-                        self.on_checkpoint()
-                else:
-                    self._next_phase()
-                    continue
-                if phase_done:
-                    self._next_phase()
-                    continue
-                break  # the inner loop broke: everyone stopped, or preempted
-        finally:
-            bar.close()
-            self.sync_positions()
-        for i in self.active:  # the budget ran out
-            self.stop(i, members[i].final_check())
-        return [m.result for m in members]
-
-    def _rebalance(self) -> None:
-        """Every active member to the least-penalty point of its rescaling orbit (PhaseConfig.rebalance)."""
-        for i in self.active:
-            m = self.members[i]
-            loss0 = m.evaluate()["train_loss"]
-            try:
-                before, after = m.model.rebalance()
-            except (ValueError, NotImplementedError) as e:
-                raise RepcostError(f"train.phases[{self.pos.phase}].rebalance=true: {e}") from None
-            loss1 = m.evaluate()["train_loss"]
-            if not abs(loss1 - loss0) <= 1e-4 * abs(loss0) + 1e-12:  # a family whose rescaling is not a symmetry
-                raise RepcostError(f"rebalancing the {m.model.family} model changed its train loss {loss0:.6g} -> "
-                                   f"{loss1:.6g}: its rescale_units does not keep the function")
-            log.info("member %d (seed %d), phase %d: rebalanced, largest unit gap %.3g -> %.3g",
-                     i, m.seed, self.pos.phase, before, after)
-        self._take_snapshot()
-
-    def _insert_units(self, ph: PhaseConfig) -> None:
-        """Every active member re-places idle units where a new one lowers this phase's objective
-        (PhaseConfig.insert_units)."""
-        for i in self.active:
-            m = self.members[i]
-            try:
-                feats = m.model.insert_units(m.data.x_train, m.y_train, ph.insert_units, m.reg_coef * ph.lam_factor)
-            except (ValueError, NotImplementedError) as e:
-                raise RepcostError(f"train.phases[{self.pos.phase}].insert_units={ph.insert_units}: {e}") from None
-            if feats:
-                log.info("member %d (seed %d), phase %d: inserted %d units, largest dual violation %.3g",
-                         i, m.seed, self.pos.phase, len(feats), max(f.violation for f in feats))
-        self._take_snapshot()
-
     @torch.no_grad()
     def _take_snapshot(self) -> None:
         """The parameters just checked finite (members restored on a non-finite check hold their old ones)."""
         torch._foreach_copy_(self._snapshot, [p.detach() for p in self.terms.params])
 
-    def _next_phase(self) -> None:
-        self.pos.phase += 1
-        self.pos.step_in_phase = 0
-        self.sync_positions()
+
+class _LrSchedule:
+    """The phase's schedule written into the optimiser's (K,) learning rates; a constant schedule launches
+    nothing per step."""
+
+    def __init__(self, ph: PhaseConfig, base: torch.Tensor, out: torch.Tensor):
+        self.ph, self.base, self.out, self.last = ph, base, out, None
+
+    def set(self, step_in_phase: int) -> None:
+        factor = lr_factor(self.ph.schedule, self.ph.final_lr_ratio, step_in_phase, self.ph.steps)
+        if factor != self.last:
+            torch.mul(self.base, factor, out=self.out)
+            self.last = factor

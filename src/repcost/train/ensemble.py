@@ -1,134 +1,105 @@
-"""Several seeds trained in one process as one stacked model (docs/ARCHITECTURE.md, Ensembles).
+"""`train.ensemble_size = K`: K member jobs and the aggregation step that writes the best-of-K run.
 
-`train.ensemble_size=K` trains members i = 0 … K−1 with seeds `seed + i`: same model config,
-same data, same optimiser phases. Member i is, up to float round-off, the run `seed=seed+i`
-would give alone: its initialisation comes from `build_model(..., seed + i)`, its minibatch
-order from its own generator, and it goes through the same engine (`engine.Engine`) as a single
-run; only the evaluation of the objective is stacked (`terms.StackedTerms`).
-
-A member stops when its own rule fires, at the step its single run would stop; a stopped member
-is frozen (the optimiser step masks it out, its generator is not advanced)
-and the ensemble stops when every member has. The run directory's layout is in `train.run`.
+Member i is the single run with seed `seed + i` in `members/<i>/` (its own `.hydra/config.yaml`,
+checkpoint, summary with the config_hash of its single-run config, analyses), trained with the
+others as one stacked group (`run.train_runs`), so it equals that single run to round-off and a
+relaunch resumes or reuses each member by itself. The top directory then gets:
+  summary.json    the best member's summary (lowest final objective among members that did not
+                  fail) plus ensemble_size, best_member, member_objectives, member_seeds,
+                  member_status, failed_members (Jacot et al. 2022's min-over-trials protocol)
+  metrics.jsonl   every member's lines, each with `member` and `seed`
+  checkpoint.pt   the best member's, in the single-run format, with `best_member`
+  analysis/       a copy of the best member's
 """
 
 from __future__ import annotations
 
+import copy
+import json
+import logging
+import math
+import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from pathlib import Path
 
-from ..config.schema import TrainConfig
-from ..data.bundle import DataBundle
+from omegaconf import OmegaConf
+
+from ..config.schema import RunSpec
 from ..errors import RepcostError
-from ..models.base import RepModel
-from .engine import Engine, Member, Position, TrainResult
-from .preempt import StopFlag
-from .terms import StackedTerms, _ShareMatmuls, shared_matmul  # noqa: F401 (re-exported)
+from ..identity import member_config
+from ..rundir import MEMBERS, METRICS, SUMMARY, RunDir
 
-MEMBERS = "members"
+log = logging.getLogger("repcost")
 
 
-class EnsembleTrainer:
-    """Trains K models of one shape as one stacked model; member i behaves as Trainer(models[i], seeds[i]).
+def member_jobs(spec: RunSpec, cfg_dict: dict, rd: RunDir
+                ) -> tuple[list[RunSpec], list[dict], list[Path], list[Callable[[RunDir], None]]]:
+    """(specs, configs, directories, .hydra writers) of the K member runs of an ensemble in `rd`."""
+    K = spec.train.ensemble_size
+    specs, cfgs, dirs, writers = [], [], [], []
+    for i in range(K):
+        sp = copy.deepcopy(spec)
+        sp.seed, sp.train.ensemble_size = spec.seed + i, 1
+        mcfg = member_config(cfg_dict, sp.seed)
+        specs.append(sp)
+        cfgs.append(mcfg)
+        dirs.append(rd.path / MEMBERS / str(i))
+        writers.append(_config_writer(mcfg))
+    return specs, cfgs, dirs, writers
 
-    `members[i]` (an engine `Member`) holds member i's model (views into the stacked tensors),
-    position, minibatch generator, plateau state and last finite state; its `evaluate()` is a
-    single run's. `on_log` receives the single-run metrics records with `member` and `seed`
-    added; `hooks[i]` is member i's periodic analysis.
+
+def _config_writer(mcfg: dict) -> Callable[[RunDir], None]:
+    def write(md: RunDir) -> None:
+        md.write_bytes(".hydra/config.yaml", OmegaConf.to_yaml(OmegaConf.create(mcfg)).encode())
+    return write
+
+
+def aggregate(rd: RunDir, cfg_dict: dict, chash: str, seeds: Sequence[int], results: Sequence[dict | Exception]
+              ) -> dict:
+    """The ensemble's own files from its members' outcomes; returns its summary (or a preempted record).
+
+    A member that could not even start (its directory refused or locked) is an error of the ensemble.
     """
-
-    def __init__(self, models: Sequence[RepModel], data: DataBundle, cfg: TrainConfig, seeds: Sequence[int],
-                 on_log: Callable[[dict], None] | None = None,
-                 on_checkpoint: Callable[[dict], None] | None = None,
-                 hooks: Sequence[Callable | None] | None = None, hook_every: int = 0,
-                 stop_flag: StopFlag | None = None, share_matmuls: bool = True,
-                 member_cfgs: Sequence[TrainConfig] | None = None, compiled: bool = False, graphed: bool = False):
-        if len(models) != len(seeds) or not models:
-            raise ValueError(f"need one seed per model, got {len(models)} models and {len(seeds)} seeds")
-        if len({type(m) for m in models}) != 1:
-            raise RepcostError("ensemble members must be models of one family")
-        self.K, self.cfg, self.data, self.seeds = len(models), cfg, data, list(seeds)
-        member_cfgs = list(member_cfgs) if member_cfgs is not None else [cfg] * self.K
-        check_stackable(cfg, member_cfgs)
-        hooks = list(hooks) if hooks is not None else [None] * self.K
-        members = [Member(m, data, c, s, on_log=_tagged(on_log, i, s), hook=hooks[i], hook_every=hook_every)
-                   for i, (m, s, c) in enumerate(zip(models, seeds, member_cfgs))]
-        self.terms = StackedTerms(models, cfg.loss, share_matmuls)
-        self.engine = Engine(members, self.terms, cfg, stop_flag, compiled=compiled, graphed=graphed)
-        if on_checkpoint is not None:
-            self.engine.on_checkpoint = lambda: on_checkpoint(self.state_dict())
-
-    @property
-    def members(self) -> list[Member]:
-        return self.engine.members
-
-    @property
-    def pos(self) -> Position:
-        return self.engine.pos
-
-    @property
-    def stop_flag(self) -> StopFlag:
-        return self.engine.stop_flag
-
-    @property
-    def results(self) -> list[TrainResult | None]:
-        return [m.result for m in self.members]
-
-    def member_state_dict(self, i: int) -> dict:
-        """Member i's state in the single-run `Trainer.state_dict()` format (tensors copied out of the stack)."""
-        return self.members[i].state_dict(self.engine.optimizer_state(i))
-
-    def state_dict(self) -> dict:
-        """Everything needed to resume the ensemble."""
-        return {"members": [m.state_dict(m.optimizer_state) for m in self.members],
-                "optimizer": self.engine.optimizer.state_dict() if self.engine.optimizer is not None else None,
-                "position": asdict(self.engine.pos),
-                "results": [asdict(m.result) if m.result is not None and m.result.stop_reason != "preempted" else None
-                            for m in self.members]}  # a preempted member goes on when resumed
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restore a `state_dict()`; the stacked optimiser state is applied when its phase starts."""
-        for m, st in zip(self.members, state["members"]):
-            m.load_state_dict(st)  # copies into the stacked tensors through the views
-        self.engine.pos = Position(**state["position"])
-        self.engine.resume_optimizer = state.get("optimizer")
-        for i, r in enumerate(state["results"]):
-            if r is not None:
-                self.engine.stop(i, TrainResult(**r), opt_state=state["members"][i].get("optimizer"))
-
-    def unstack(self) -> None:
-        """Give every member model its own parameter storage (after training; the stack is left as is)."""
-        self.terms.unstack()
-
-    def run(self) -> list[TrainResult]:
-        """Train from the current position until every member has stopped; returns each member's result."""
-        return self.engine.run()
-
-    run_all = run
+    K = len(seeds)
+    preempted = [r for r in results if isinstance(r, dict) and r.get("status") == "preempted"]
+    if preempted:
+        return {**preempted[0], "ensemble_size": K}
+    members = [RunDir(rd.path / MEMBERS / str(i)) for i in range(K)]
+    for i, r in enumerate(results):
+        if isinstance(r, Exception) and not members[i].file(SUMMARY).exists():
+            raise r
+    summaries = [members[i].summary() for i in range(K)]
+    statuses = [s.get("status", "failed") for s in summaries]
+    objectives = [s["objective"] for s in summaries]
+    ok = [i for i in range(K) if statuses[i] == "finished"] or list(range(K))
+    best = min(ok, key=lambda i: objectives[i] if math.isfinite(objectives[i]) else math.inf)
+    failed = [i for i in range(K) if statuses[i] == "failed"]
+    top = {**summaries[best], "ensemble_size": K, "best_member": best, "member_objectives": objectives,
+           "member_seeds": list(seeds), "member_status": statuses, "failed_members": failed, "config_hash": chash}
+    if (members[best].path / "analysis").is_dir():  # the best member's arrays/tables, where a single run has them
+        shutil.copytree(members[best].path / "analysis", rd.path / "analysis", dirs_exist_ok=True)
+    if failed and top["status"] != "failed":
+        log.warning("ensemble members %s failed (%s); the best member is %d (seed %d)", failed,
+                    "; ".join(f"{i}: {summaries[i].get('message', '')}" for i in failed), best, seeds[best])
+    rd.write_bytes(METRICS, _member_metrics(members, seeds))
+    ck = members[best].load_checkpoint()
+    rd.save_checkpoint({**ck, "config_hash": chash, "config": cfg_dict, "status": top["status"], "best_member": best})
+    rd.write_json(SUMMARY, top)
+    if top["status"] == "failed":
+        why = f"every ensemble member failed (member 0: {summaries[0].get('message', '')})"
+        rd.record_failure(why)
+        raise RepcostError(f"run failed: {why}; summary and checkpoint in {rd.path} (a relaunch starts over)")
+    rd.mark_finished(chash)
+    return top
 
 
-STACKABLE = "seed, train.lam, train.phases[*].lr and the model's init_scale"
+def _member_metrics(members: Sequence[RunDir], seeds: Sequence[int]) -> bytes:
+    """Every member's metrics.jsonl lines, tagged with `member` and `seed`, member by member."""
+    lines = []
+    for i, md in enumerate(members):
+        path = md.file(METRICS)
+        for line in (path.read_text().splitlines() if path.exists() else []):
+            if line.strip():
+                lines.append(json.dumps({**json.loads(line), "member": i, "seed": seeds[i]}))
+    return ("\n".join(lines) + "\n").encode() if lines else b""
 
-
-def check_stackable(cfg: TrainConfig, member_cfgs: Sequence[TrainConfig]) -> None:
-    """Members may differ only in λ and the phases' learning rates (besides seed and initialisation)."""
-    def shape(c: TrainConfig) -> dict:
-        d = asdict(c)
-        d.pop("lam")
-        d.pop("progress", None)
-        d.pop("checkpoint_every", None)
-        for ph in d["phases"]:
-            ph.pop("lr")
-        return d
-
-    ref = shape(cfg)
-    for i, c in enumerate(member_cfgs):
-        if shape(c) != ref:
-            diff = sorted(k for k in ref if shape(c)[k] != ref[k])
-            raise RepcostError(f"member {i} cannot be stacked: its train.{', train.'.join(diff)} differ; "
-                               f"stacked members may differ only in {STACKABLE}")
-
-
-def _tagged(on_log, i: int, seed: int):
-    if on_log is None:
-        return None
-    return lambda rec: on_log({**rec, "member": i, "seed": seed})

@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import importlib.resources
 import logging
-import math
 import os
 import sys
 import traceback
@@ -21,6 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from ..analysis.hooks import descriptions
 from ..config import validate
 from ..config.schema import RunSpec
 from ..errors import RepcostError
@@ -114,7 +114,7 @@ def run_job(cfg: DictConfig) -> dict:
 
 
 def report(summary: dict, run_dir: Path) -> None:
-    """The outcome of a trained run, a few lines: its scalars, the certificate, its figures."""
+    """The outcome of a trained run, a few lines: its scalars, what its analyses say of it, its figures."""
     if summary.get("status") != "finished":
         log.info("run %s at step %s: %s (relaunch to resume)", summary.get("status"), summary.get("steps"), run_dir)
         return
@@ -122,21 +122,8 @@ def report(summary: dict, run_dir: Path) -> None:
     parts = [f"{k}={summary[k]:.6g}" if isinstance(summary[k], float) else f"{k}={summary[k]}"
              for k in keys if k in summary]
     log.info("run finished: %s\n  %s", run_dir, "  ".join(parts))
-    if "critical_point" in summary:
-        clarke = ""
-        if "cert.clarke_stationarity" in summary:
-            c, n = summary["cert.clarke_stationarity"], summary["cert.kinks"]
-            clarke = (f", {c:.3g} over the slopes of {n} kinks" if math.isfinite(c)
-                      else f", not computed over the slopes of {n} kinks")
-        log.info(f"  critical point: {'yes' if summary['critical_point'] else 'no'} (stationarity "
-                 f"{summary['cert.stationarity']:.3g}{clarke}, unit gap {summary.get('cert.unit_gap', 0.0):.3g}; "
-                 "docs/ARCHITECTURE.md, Certificate)")
-        if "cert.duality_gap_rel" in summary:
-            log.info(f"  global minimum: the objective is at most {summary['cert.duality_gap_rel']:.3g} (relative) "
-                     "above it (duality gap of the convex 1-D problem; docs/ARCHITECTURE.md, Certificate)")
-        if "cert.descent_rel" in summary:
-            log.info(f"  descent check: L-BFGS lowers the objective by {summary['cert.descent_rel']:.3g} (relative) "
-                     f"in {summary['cert.descent_evals']} evaluations")
+    for line in descriptions(summary):  # the certificate and any analysis that describes itself
+        log.info("  %s", line)
     for fig in sorted((run_dir / "figures").glob("*.png")):
         log.info("  figure: %s", fig)
 

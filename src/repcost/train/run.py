@@ -1,42 +1,36 @@
-"""One run end to end: data, model(s), training, outputs (docs/ARCHITECTURE.md, "The path of one run").
+"""The one run path: run directories opened, trained in one engine, written (docs/ARCHITECTURE.md).
 
-`run_training` serves a single run (K = 1) and an ensemble of K stacked members alike; both go
-through the same run-directory protocol (`repcost.rundir.RunDir`): lock, decide (skip a
-finished run, resume a checkpoint, move aside what is in the way), train, write. `train_jobs`
-is the one single-run path, for one run or several stacked ones (`train.stacked.run_stacked`).
-
-Ensemble outputs (K = `train.ensemble_size` > 1, seeds seed … seed+K−1)
-  members/<i>/        a single run's files for member i (.hydra/config.yaml, checkpoint.pt,
-                      summary.json with the config_hash of its own single-run config, analysis/)
-  metrics.jsonl       the single-run lines, each with `member` and `seed`
-  summary.json        the best member's summary (lowest final objective among members that did
-                      not fail) plus ensemble_size, best_member, member_objectives, member_seeds,
-                      member_status, failed_members (Jacot et al. 2022's min-over-trials protocol)
-  checkpoint.pt       the stacked state under "ensemble" plus the best member's single-run entry
-  analysis/           a copy of the best member's
+Every training is a list of run jobs, one directory each. `train_runs` opens the directories
+(`open_run`: reuse a finished run, resume a checkpoint, move aside what is in the way) and trains
+the ones left in one `Engine` per starting position (stacked when several); each directory gets
+exactly its single run's files. `run_training` is one job; `train.ensemble_size = K` is K member
+jobs plus one aggregation step (`ensemble.py`); a stacked sweep group is several jobs
+(`stacked.py`).
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import shutil
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 
+from ..analysis.hooks import AnalysisRunner
 from ..config.schema import RunSpec
 from ..data import load_data
 from ..errors import RepcostError
-from ..identity import member_config, run_hash
+from ..identity import run_hash
 from ..models import build_model
-from ..rundir import CHECKPOINT, ERROR, MEMBERS, SUMMARY, RunDir
+from ..rundir import CHECKPOINT, ERROR, SUMMARY, RunDir
 from ..runio import git_commit
+from .engine import Engine, TrainResult
+from .ensemble import aggregate, member_jobs
 from .preempt import StopFlag, stop_on_signals
+from .step import fast_step_options
 
 log = logging.getLogger("repcost")
 
@@ -64,12 +58,14 @@ def _finished_identity(rd: RunDir, chash: str) -> bool:
         return False
 
 
-def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refuse") -> tuple[str, dict | None]:
+def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refuse",
+             ensemble: bool = False) -> tuple[str, dict | None]:
     """What to do in `rd` for a config of identity `chash`: ("finished", None), ("resume", ckpt) or ("fresh", None).
 
     Never deletes: a run in the way is moved aside (`RunDir.move_aside`). A finished run of another
     config is refused (RepcostError) unless `force` or `on_stale="move"` (sweep jobs, whose
-    directories are named by their overrides, so an edited preset lands on its old jobs).
+    directories are named by their overrides, so an edited preset lands on its old jobs). An
+    `ensemble` keeps its state in its members' directories: those decide for themselves.
     """
     rd.remove_temp_files()
     if force and rd.has_results():
@@ -94,91 +90,16 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
     if rd.file(CHECKPOINT).exists():
         ck = rd.load_checkpoint()  # an unreadable checkpoint is a one-line error naming it
         same = _has_identity(ck, chash)
-        if same and ck.get("status") in ("running", "preempted"):
+        if same and ck.get("status") in ("running", "preempted") and "trainer" in ck and not ensemble:
             return "resume", ck
-        aside = rd.move_aside(f"unfinished run of another config (hash {ck.get('config_hash')})" if not same
-                              else f"a {ck.get('status')} attempt")
+        why = (f"unfinished run of another config (hash {ck.get('config_hash')})" if not same
+               else f"a {ck.get('status')} attempt" + (" in an older ensemble format" if "ensemble" in ck else ""))
+        aside = rd.move_aside(why)
         log.warning("the unfinished run in %s was moved to %s", rd.path, aside)
         return "fresh", None
-    if rd.has_results():
+    if rd.has_results() and not (ensemble and not rd.file(SUMMARY).exists()):
         rd.move_aside("leftovers without a checkpoint")
     return "fresh", None
-
-
-# -- summaries and figures -----------------------------------------------------------------------
-def run_summary(member, result, wall: float, spec: RunSpec, seed: int, chash: str, commit: str,
-                data_name: str) -> dict:
-    """summary.json of one trained model: final objective terms, cost, stop reason, provenance."""
-    from ..analysis.certificate import critical_point_certificate
-
-    model, ev = member.model, member.evaluate()
-    cfg = spec.train
-    cert = critical_point_certificate(model, member.data.x_train, member.y_train, cfg.loss, cfg.lam, cfg.reg_scale,
-                                      descent_evals=cfg.certify_descent)
-    return {
-        **ev,
-        **{f"cert.{k}": v for k, v in cert.items() if k != "critical_point"},
-        "critical_point": cert["critical_point"],
-        "param_sq_norm_per_depth": ev["param_sq_norm"] / model.depth,
-        "cost": float(model.cost().detach()),
-        "depth": model.depth,
-        "steps": member.pos.step,
-        "stop_reason": result.stop_reason,
-        "status": result.status,
-        "message": result.message,
-        "wall_time_s": wall,
-        "device": str(torch.device(spec.device)),
-        "dtype": spec.dtype,
-        "seed": seed,
-        "git_commit": commit,
-        "config_hash": chash,
-        "model": model.family,
-        "data": data_name,
-    }
-
-
-def _plot_fit_1d(model, data, path: Path, summary: dict) -> None:
-    """figures/fit.png: the learned 1-D function over the data range (and a margin) with the points."""
-    import matplotlib.pyplot as plt
-
-    from ..plots.fit_1d import fit_1d_figure
-
-    x = data.x_train[:, 0].detach().cpu().double()
-    lo, hi = float(x.min()), float(x.max())
-    pad = 0.25 * (hi - lo or 1.0)
-    grid = torch.linspace(lo - pad, hi + pad, 600, dtype=data.x_train.dtype, device=data.x_train.device)
-    with torch.no_grad():
-        f = model(grid[:, None])[:, 0].cpu().double().numpy()
-    fig = fit_1d_figure(grid.cpu().double().numpy(), f, x.numpy(), data.y_train[:, 0].cpu().double().numpy(),
-                        f"{model.family} L={model.depth}: train loss {summary['train_loss']:.3g}, "
-                        f"cost {summary['cost']:.4g}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-# -- training --------------------------------------------------------------------------------------
-def fast_step_options(cfg, device: torch.device, K: int, n: int, model) -> dict:
-    """compiled/graphed for the trainers, from train.compile and train.cuda_graphs (train.step's rules)."""
-    from .step import use_compile, use_graphs
-
-    n_params = sum(p.numel() for p in model.parameters())
-    return {"compiled": use_compile(cfg.compile, device, cfg.total_steps, K, n, n_params),
-            "graphed": use_graphs(cfg.cuda_graphs, device)}
-
-
-class _Tee:
-    """One metrics record to the run's metrics.jsonl and to an experiment tracker."""
-
-    def __init__(self, writer, also: Callable[[dict], None]):
-        self.writer, self.also = writer, also
-
-    def __call__(self, rec: dict) -> None:
-        self.writer(rec)
-        self.also(rec)
-
-    def close(self) -> None:
-        self.writer.close()
 
 
 @dataclass
@@ -198,13 +119,19 @@ class RunJob:
 
     @property
     def start(self) -> tuple[int, int, int]:
-        """(phase, step in phase, step) where training starts: runs stacked in one process must share it."""
+        """(phase, step in phase, step) where training starts: runs stacked in one engine must share it."""
         if self.resume is None:
             return (0, 0, 0)
-        p = self.resume["ensemble" if "ensemble" in self.resume else "trainer"]["position"]
+        p = self.resume["trainer"]["position"]
         return (p["phase"], p["step_in_phase"], p["step"])
 
+    def checkpoint(self, state: dict, status: str, wall: float, family: str) -> dict:
+        """checkpoint.pt: the engine's state of this run plus what identifies and resumes it."""
+        return {"trainer": state, "config_hash": self.chash, "status": status, "family": family,
+                "config": self.cfg_dict, "wall_time_s": wall}
 
+
+# -- opening and training run directories --------------------------------------------------------
 def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: StopFlag | None = None,
                  chash: str | None = None, force: bool = False, on_stale: str = "refuse",
                  before_start: Callable[[RunDir], None] | None = None) -> dict:
@@ -213,31 +140,105 @@ def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: StopFl
     A finished run of the same identity is not retrained (its summary is returned, with
     `"reused": True`); a preempted one resumes from its checkpoint. `before_start(run_dir)` runs
     once the directory is ready and before training (the CLI writes `.hydra/` there).
-    Several runs differing only in seed, λ, learning rates and init scale: `train.stacked.run_stacked`.
     """
-    rd = RunDir(run_dir)
-    chash = chash or run_hash(cfg_dict)
+    if spec.train.ensemble_size > 1:
+        return _train_ensemble(spec, cfg_dict, RunDir(run_dir), stop_flag, chash or run_hash(cfg_dict), force,
+                               on_stale, before_start)
+    out = train_runs([spec], [cfg_dict], [run_dir], stop_flag, force=force, on_stale=on_stale,
+                     before_start=[before_start], chashes=[chash] if chash else None)[0]
+    if isinstance(out, Exception):
+        raise out
+    return out
+
+
+def _train_ensemble(spec: RunSpec, cfg_dict: dict, rd: RunDir, stop_flag: StopFlag | None, chash: str, force: bool,
+                    on_stale: str, before_start: Callable[[RunDir], None] | None) -> dict:
+    """K member jobs (members/<i>/, seeds seed … seed+K−1, each its single run) trained as one stacked group,
+    then the best-of-K summary at the top (`ensemble.aggregate`)."""
     with rd.locked():
-        what, resume = open_run(rd, chash, force=force, on_stale=on_stale)
+        what, _ = open_run(rd, chash, force=force, on_stale=on_stale, ensemble=True)
         if what == "finished":
             return {**rd.summary(), "reused": True}
         if before_start is not None:
             before_start(rd)
-        job = RunJob(spec, cfg_dict, rd, chash, resume)
-        if spec.train.ensemble_size > 1:
-            return _train_ensemble(job, stop_flag)
-        out = train_jobs([job], stop_flag)[0]
-        if isinstance(out, Exception):
-            raise out
-        return out
+        specs, cfgs, dirs, writers = member_jobs(spec, cfg_dict, rd)
+        results = train_runs(specs, cfgs, dirs, stop_flag, on_stale="move", before_start=writers)
+        return aggregate(rd, cfg_dict, chash, [s.seed for s in specs], results)
 
 
-# -- pieces shared by single runs, stacked runs and ensembles ------------------------------------
+def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Sequence[Path],
+               stop_flag: StopFlag | None = None, force: bool = False, on_stale: str = "refuse",
+               before_start: Sequence[Callable[[RunDir], None] | None] | None = None,
+               chashes: Sequence[str] | None = None) -> list[dict | Exception]:
+    """Open and train runs in one process, each in its own directory (stacked where they start together).
+
+    Returns, per run, its summary (`"reused": True` for a finished one), `{"status": "preempted", ...}`, or
+    the exception its single run would raise (a failed run, a directory refused by `open_run` or locked by
+    another process): one run's failure never stops the others. Every directory stays locked until all
+    are written. Runs must differ only in stackable keys (`stacked.STACKABLE_KEYS`).
+    """
+    n = len(specs)
+    before_start = list(before_start) if before_start is not None else [None] * n
+    paths = [Path(d).resolve() for d in run_dirs]
+    if len(set(paths)) < n:
+        raise RepcostError("stacked runs need one run directory each; two of them are the same")
+    for sp in specs[1:]:  # one device for the process (a sweep job's placement is the first job's)
+        sp.device = specs[0].device
+    flag = stop_flag if stop_flag is not None else StopFlag()
+    out: list[dict | Exception | None] = [None] * n
+    with ExitStack() as held:
+        jobs: dict[int, RunJob] = {}
+        for i in range(n):
+            rd, chash = RunDir(paths[i]), (chashes[i] if chashes else run_hash(cfg_dicts[i]))
+            try:
+                held.enter_context(rd.locked())
+                what, resume = open_run(rd, chash, force=force, on_stale=on_stale)
+            except RepcostError as e:
+                out[i] = e
+                continue
+            if what == "finished":
+                out[i] = {**rd.summary(), "reused": True}
+            else:
+                jobs[i] = RunJob(specs[i], cfg_dicts[i], rd, chash, resume)
+        by_start: dict[tuple[int, int, int], list[int]] = {}
+        for i, job in jobs.items():
+            by_start.setdefault(job.start, []).append(i)
+        for start, idx in by_start.items():
+            if flag.signal is not None:  # preempted in an earlier group: left for the relaunch
+                for i in idx:
+                    out[i] = {"status": "preempted", "steps": start[2]}
+                continue
+            for i in idx:
+                if before_start[i] is not None:
+                    before_start[i](jobs[i].rd)
+            try:
+                results = train_jobs([jobs[i] for i in idx], flag)
+            except Exception as e:  # a problem of the whole group (e.g. its data): each run's outcome
+                results = [e] * len(idx)
+            for i, r in zip(idx, results):
+                out[i] = r
+    return out  # type: ignore[return-value]
+
+
 def _load_data(spec: RunSpec):
     data = load_data(spec.data)
     if spec.train.loss == "cross_entropy" and data.task != "classification":
         raise RepcostError(f"train.loss=cross_entropy needs a classification dataset; data={data.name} is regression")
     return data
+
+
+class _Tee:
+    """One metrics record to the run's metrics.jsonl and to an experiment tracker."""
+
+    def __init__(self, writer, also: Callable[[dict], None]):
+        self.writer, self.also = writer, also
+
+    def __call__(self, rec: dict) -> None:
+        self.writer(rec)
+        self.also(rec)
+
+    def close(self) -> None:
+        self.writer.close()
 
 
 def _metrics(rd: RunDir, spec: RunSpec, keep_before: int):
@@ -251,32 +252,13 @@ def _metrics(rd: RunDir, spec: RunSpec, keep_before: int):
     return metrics, tracker
 
 
-def _checkpoint(state: dict, job: RunJob, status: str, wall: float, family: str) -> dict:
-    """A single run's checkpoint.pt: the trainer state plus what identifies and resumes it."""
-    return {"trainer": state, "config_hash": job.chash, "status": status, "family": family,
-            "config": job.cfg_dict, "wall_time_s": wall}
-
-
-def _hand_back(flag) -> None:
-    hand_back = getattr(flag, "hand_back", None)
-    if hand_back is not None:
-        hand_back()  # a launcher's own handler (submitit: requeue and exit) now that the checkpoints are safe
-
-
-# -- single runs (one, or several stacked) ---------------------------------------------------------
 def train_jobs(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> list[dict | Exception]:
-    """Train opened single runs in one process (K = 1: `Trainer`; K > 1: one stacked `EnsembleTrainer`).
+    """Train opened runs that start at one position in one engine (K = len(jobs), stacked when K > 1).
 
-    The runs must differ only in stackable keys (`train.stacked`) and start at the same position.
     Each run's directory gets exactly its single run's files (`_complete`); a preempted run gets a
-    checkpoint with status `preempted`. Returns per run its summary, `{"status": "preempted", ...}`,
-    or the RepcostError its single run raises (a failed run: error.txt is written).
+    checkpoint with status `preempted`. Returns per run its summary, `{"status": "preempted", ...}`, or the
+    RepcostError its single run raises (a failed run: error.txt is written).
     """
-    from ..analysis.hooks import AnalysisRunner  # analysis builds on models; import lazily
-    from .engine import Position
-    from .ensemble import EnsembleTrainer
-    from .loop import Trainer
-
     t_start = time.perf_counter()
     spec, K = jobs[0].spec, len(jobs)
     if len({j.start for j in jobs}) > 1:
@@ -287,80 +269,87 @@ def train_jobs(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> lis
               for j in jobs]
     data = data.to(dtype, device)
     family = models[0].family
-    runners = [AnalysisRunner(j.spec.analysis, m, data, j.rd.path) for m, j in zip(models, jobs)]
+    runners = [AnalysisRunner(j.spec.analysis, m, data, j.rd.path, j.spec.train) for m, j in zip(models, jobs)]
     outs = [_metrics(j.rd, j.spec, j.start[2]) for j in jobs]
-    hooks = [r.periodic if r.enabled_periodic else None for r in runners]
-    fast = fast_step_options(spec.train, device, K, data.x_train.shape[0], models[0])
-    if K == 1:
-        trainer = Trainer(models[0], data, spec.train, spec.seed, on_log=outs[0][0], hook=hooks[0],
-                          hook_every=spec.analysis.every, stop_flag=stop_flag, **fast)
-        if jobs[0].resume is not None:
-            trainer.load_state_dict(jobs[0].resume["trainer"])
-    else:
-        def on_log(rec: dict) -> None:  # member i's record, as its single run logs it, to its own metrics.jsonl
-            i = rec.pop("member")
-            rec.pop("seed", None)
-            outs[i][0](rec)
-
-        trainer = EnsembleTrainer(models, data, spec.train, [j.spec.seed for j in jobs], on_log=on_log, hooks=hooks,
-                                  hook_every=spec.analysis.every, stop_flag=stop_flag,
-                                  member_cfgs=[j.spec.train for j in jobs], **fast)
-        for i, j in enumerate(jobs):  # each from its own single-run checkpoint, at the common position
-            if j.resume is not None:
-                trainer.members[i].load_state_dict(j.resume["trainer"])
-                trainer.engine.resume_member_optimizers[i] = j.resume["trainer"].get("optimizer")
-        trainer.engine.pos = Position(*jobs[0].start)
-
-    def wall(i: int) -> float:
-        return jobs[i].wall_before + time.perf_counter() - t_start
-
-    def periodic() -> None:  # members still training; a stopped one is written when the process ends
-        for i, j in enumerate(jobs):
-            if trainer.members[i].result is None:
-                j.rd.save_checkpoint(_checkpoint(trainer.member_state_dict(i), j, "running", wall(i), family))
-
-    trainer.engine.on_checkpoint = periodic
-    for j in jobs:
+    engine = Engine(models, data, [j.spec.train for j in jobs], [j.spec.seed for j in jobs],
+                    on_logs=[o[0] for o in outs], hooks=[r.periodic if r.enabled_periodic else None for r in runners],
+                    hook_every=spec.analysis.every, stop_flag=stop_flag,
+                    **fast_step_options(spec.train, device, K, data.x_train.shape[0], models[0]))
+    for i, j in enumerate(jobs):  # each from its own checkpoint, at the common position
         if j.resume is not None:
+            engine.load_state_dict(i, j.resume["trainer"])
             log.info("resuming %s from step %d (%.0f s trained before)", j.rd.path, j.start[2], j.wall_before)
+
+    def checkpoint_running() -> None:  # runs still training; a stopped one is written when the process ends
+        for i, j in enumerate(jobs):
+            if engine.members[i].result is None:
+                wall = j.wall_before + time.perf_counter() - t_start
+                j.rd.save_checkpoint(j.checkpoint(engine.state_dict(i), "running", wall, family))
+
+    engine.on_checkpoint = checkpoint_running
     try:
-        with stop_on_signals(trainer.stop_flag):
-            results = trainer.run_all()
+        with stop_on_signals(engine.stop_flag):
+            results = engine.run()
     finally:
         for metrics, _ in outs:
             metrics.close()
-
     elapsed = time.perf_counter() - t_start  # the training time of every run of this process
-    if K > 1:
-        trainer.unstack()
-    commit = git_commit()
+    engine.unstack()
     out: list[dict | Exception] = []
-    for i, (j, member, r) in enumerate(zip(jobs, trainer.members, results)):
-        w = j.wall_before + elapsed
+    for i, (j, r) in enumerate(zip(jobs, results)):
+        wall = j.wall_before + elapsed
         if r.status == "preempted":
-            j.rd.save_checkpoint(_checkpoint(trainer.member_state_dict(i), j, "preempted", w, family))
-            out.append({"status": "preempted", "steps": member.pos.step})
+            j.rd.save_checkpoint(j.checkpoint(engine.state_dict(i), "preempted", wall, family))
+            out.append({"status": "preempted", "steps": r.steps, "total_steps": j.spec.train.total_steps,
+                        "signal": engine.stop_flag.signal})
         else:
-            out.append(_complete(j, member, r, trainer.member_state_dict(i), runners[i], outs[i][1], data, family,
-                                 w, commit))
-    preempted = [r for r in results if r.status == "preempted"]
-    if preempted:
-        log.warning("preempted (%s) at step %d; checkpoint saved, relaunch to resume", preempted[0].message,
-                    trainer.pos.step)
-        _hand_back(trainer.stop_flag)
+            out.append(_complete(j, engine, i, r, runners[i], outs[i][1], data, wall))
+    if any(r.status == "preempted" for r in results):
+        log.warning("preempted (signal %s) at step %d; checkpoint saved, relaunch to resume",
+                    engine.stop_flag.signal, engine.pos.step)
+        hand_back = getattr(engine.stop_flag, "hand_back", None)
+        if hand_back is not None:
+            hand_back()  # a launcher's own handler (submitit: requeue and exit) now that the checkpoints are safe
     return out
 
 
-def _complete(job: RunJob, member, result, state: dict, runner, tracker, data, family: str, wall: float,
-              commit: str) -> dict | RepcostError:
-    """A single run's final files: summary.json (final analyses included), checkpoint.pt, figures/fit.png,
-    then FINISHED, or error.txt for a failed run (returned as the RepcostError its run raises)."""
-    summary = run_summary(member, result, wall, job.spec, member.seed, job.chash, commit, data.name)
+def run_summary(engine: Engine, i: int, result: TrainResult, job: RunJob, data_name: str, wall: float) -> dict:
+    """summary.json's training part: final objective terms, cost, stop reason, provenance."""
+    m = engine.members[i]
+    model, ev, spec = m.model, m.evaluate(), job.spec
+    return {
+        **ev,
+        "param_sq_norm_per_depth": ev["param_sq_norm"] / model.depth,
+        "cost": float(model.cost().detach()),
+        "depth": model.depth,
+        "steps": engine.position(i).step,
+        "stop_reason": result.stop_reason,
+        "status": result.status,
+        "message": result.message,
+        "wall_time_s": wall,
+        "device": str(torch.device(spec.device)),
+        "dtype": spec.dtype,
+        "seed": m.seed,
+        "git_commit": git_commit(),
+        "config_hash": job.chash,
+        "model": model.family,
+        "data": data_name,
+    }
+
+
+def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: AnalysisRunner, tracker, data,
+              wall: float) -> dict | RepcostError:
+    """A run's final files: summary.json (the certificate and final analyses included), checkpoint.pt,
+    figures/fit.png, then FINISHED; or error.txt for a failed run (returned as the RepcostError it raises)."""
+    model = engine.members[i].model
+    summary = run_summary(engine, i, result, job, data.name, wall)
     if result.status == "finished":
-        summary.update(runner.final(member.model))
-    job.rd.save_checkpoint(_checkpoint(state, job, result.status, wall, family))
+        t0 = time.perf_counter()
+        summary.update(runner.final(model))
+        summary["analysis_time_s"] = time.perf_counter() - t0
+    job.rd.save_checkpoint(job.checkpoint(engine.state_dict(i), result.status, wall, model.family))
     if result.status == "finished" and data.task == "regression" and data.d_in == 1 and data.d_out == 1:
-        _plot_fit_1d(member.model, data, job.rd.path / "figures" / "fit.png", summary)
+        _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary)
     job.rd.write_json(SUMMARY, summary)
     if tracker is not None:
         tracker.hparams(job.cfg_dict, summary)
@@ -373,88 +362,21 @@ def _complete(job: RunJob, member, result, state: dict, runner, tracker, data, f
     return summary
 
 
-# -- ensembles (train.ensemble_size = K > 1 in one run directory) ---------------------------------
-def _train_ensemble(job: RunJob, stop_flag: StopFlag | None) -> dict:
-    from ..analysis.hooks import AnalysisRunner
-    from .ensemble import EnsembleTrainer
+def _plot_fit(model, data, path: Path, summary: dict) -> None:
+    """figures/fit.png: the learned 1-D function over the data range (and a margin) with the points."""
+    import matplotlib.pyplot as plt
 
-    t_start = time.perf_counter()
-    spec, cfg_dict, rd, chash, resume = job.spec, job.cfg_dict, job.rd, job.chash, job.resume
-    device, dtype = torch.device(spec.device), spec.torch_dtype
-    K = spec.train.ensemble_size
-    seeds = [spec.seed + i for i in range(K)]
-    data = _load_data(spec)
-    models = [build_model(spec.model, data.d_in, data.d_out, s, data.x_train).to(device=device, dtype=dtype)
-              for s in seeds]
-    data = data.to(dtype, device)
-    family = models[0].family
-    member_dirs = [RunDir(rd.path / MEMBERS / str(i)) for i in range(K)]
-    runners = [AnalysisRunner(spec.analysis, m, data, d.path) for m, d in zip(models, member_dirs)]
-    metrics, tracker = _metrics(rd, spec, job.start[2])
-    hooks = [r.periodic if r.enabled_periodic else None for r in runners]
-    fast = fast_step_options(spec.train, device, K, data.x_train.shape[0], models[0])
-    trainer = EnsembleTrainer(models, data, spec.train, seeds, on_log=metrics, hooks=hooks,
-                              hook_every=spec.analysis.every, stop_flag=stop_flag, **fast)
+    from ..plots.fit_1d import fit_1d_figure
 
-    def wall() -> float:
-        return job.wall_before + time.perf_counter() - t_start
-
-    def checkpoint(status: str, best: int = 0) -> dict:
-        return {**_checkpoint(trainer.member_state_dict(best), job, status, wall(), family),
-                "ensemble": trainer.state_dict()}
-
-    trainer.engine.on_checkpoint = lambda: rd.save_checkpoint(checkpoint("running"))
-    if resume is not None:
-        trainer.load_state_dict(resume["ensemble"])
-        log.info("resuming %s from step %d (%.0f s trained before)", rd.path, trainer.pos.step, job.wall_before)
-    try:
-        with stop_on_signals(trainer.stop_flag):
-            results = trainer.run_all()
-    finally:
-        metrics.close()
-
-    statuses = [r.status for r in results]
-    if "preempted" in statuses:
-        rd.save_checkpoint(checkpoint("preempted"))
-        log.warning("preempted (%s) at step %d; checkpoint saved, relaunch to resume",
-                    next(r.message for r in results if r.status == "preempted"), trainer.pos.step)
-        _hand_back(trainer.stop_flag)
-        return {"status": "preempted", "steps": trainer.pos.step, "ensemble_size": K}
-
-    trainer.unstack()
-    commit, elapsed = git_commit(), wall()
-    summaries = []
-    for i, (member, r) in enumerate(zip(trainer.members, results)):
-        mcfg = member_config(cfg_dict, seeds[i])
-        summary = run_summary(member, r, elapsed, spec, seeds[i], run_hash(mcfg), commit, data.name)
-        if r.status == "finished":
-            summary.update(runners[i].final(member.model))
-        md = member_dirs[i]
-        md.write_bytes(".hydra/config.yaml", OmegaConf.to_yaml(OmegaConf.create(mcfg)).encode())
-        md.save_checkpoint(_checkpoint(trainer.member_state_dict(i), RunJob(spec, mcfg, md, summary["config_hash"]),
-                                       r.status, elapsed, family))
-        md.write_json(SUMMARY, summary)
-        summaries.append(summary)
-
-    objectives = [s["objective"] for s in summaries]
-    ok = [i for i in range(K) if statuses[i] == "finished"] or list(range(K))
-    best = min(ok, key=lambda i: objectives[i] if math.isfinite(objectives[i]) else math.inf)
-    failed = [i for i in range(K) if statuses[i] == "failed"]
-    top = {**summaries[best], "ensemble_size": K, "best_member": best, "member_objectives": objectives,
-           "member_seeds": seeds, "member_status": statuses, "failed_members": failed, "config_hash": chash}
-    if (member_dirs[best].path / "analysis").is_dir():  # the best member's arrays/tables, where a single run has them
-        shutil.copytree(member_dirs[best].path / "analysis", rd.path / "analysis", dirs_exist_ok=True)
-    if failed and top["status"] != "failed":
-        log.warning("ensemble members %s failed (%s); the best member is %d (seed %d)", failed,
-                    "; ".join(f"{i}: {results[i].message}" for i in failed), best, seeds[best])
-    rd.save_checkpoint({**checkpoint(top["status"], best), "best_member": best})
-    rd.write_json(SUMMARY, top)
-    if tracker is not None:
-        tracker.hparams(cfg_dict, top)
-        tracker.close()
-    if top["status"] == "failed":
-        why = f"every ensemble member failed (member 0: {results[0].message})"
-        rd.record_failure(why)
-        raise RepcostError(f"run failed: {why}; summary and checkpoint in {rd.path} (a relaunch starts over)")
-    rd.mark_finished(chash)
-    return top
+    x = data.x_train[:, 0].detach().cpu().double()
+    lo, hi = float(x.min()), float(x.max())
+    pad = 0.25 * (hi - lo or 1.0)
+    grid = torch.linspace(lo - pad, hi + pad, 600, dtype=data.x_train.dtype, device=data.x_train.device)
+    with torch.no_grad():
+        f = model(grid[:, None])[:, 0].cpu().double().numpy()
+    fig = fit_1d_figure(grid.cpu().double().numpy(), f, x.numpy(), data.y_train[:, 0].cpu().double().numpy(),
+                        f"{model.family} L={model.depth}: train loss {summary['train_loss']:.3g}, "
+                        f"cost {summary['cost']:.4g}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

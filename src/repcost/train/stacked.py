@@ -1,19 +1,11 @@
-"""Several complete runs trained as one stacked process, each written to its own run directory.
+"""Sweep jobs trained as stacked groups (hydra/launcher=stacked), each written to its own run directory.
 
-Runs whose configs differ only in stackable keys (`STACKABLE_KEYS`: seed, λ, the phases' learning
-rates, the model's init scale) are one `EnsembleTrainer` with per-member train configs. What each
-directory receives is exactly what its own single run writes (`run.train_jobs`, `run._complete`):
-summary.json with its own config_hash, checkpoint.pt in the single-run format, analyses,
-figures/fit.png, metrics.jsonl, FINISHED or error.txt. So `run_training` on such a directory
-afterwards reuses it, and a sweep can mix stacked and single results.
-
-The run-directory protocol is `run_training`'s: every directory is locked for the whole process
-and decided by `open_run` (finished: reused; a checkpoint of the same run: resumed; anything else
-in the way: moved aside). Runs that start at different positions (fresh ones, and resumed ones at
-their checkpoints' steps) train as separate stacked groups, one after another. On preemption each
-run still training gets a single-run checkpoint (status `preempted`) and each run that had already
-stopped is written as finished, so a relaunch, stacked or not, resumes every run from its own
-checkpoint.
+Runs whose configs differ only in stackable keys (`identity.STACKABLE_KEYS`: seed, λ, the phases'
+learning rates, the model's init scale) are one group; a group is a list of run jobs on the one run
+path (`run.train_runs`), so each directory receives exactly what its own single run writes, a
+relaunch (stacked or not) resumes or reuses every run by itself, and a sweep can mix stacked and
+single results. This module holds the grouping (`stack_key`, `plan_groups`) and the launcher's side
+of a group (`stack_key_of_job`, `run_stacked_jobs`).
 """
 
 from __future__ import annotations
@@ -22,7 +14,6 @@ import copy
 import json
 import math
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
@@ -31,28 +22,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from ..config import validate
 from ..config.schema import RunSpec
 from ..errors import RepcostError
-from ..identity import run_hash
+from ..identity import STACKABLE_KEYS, without_stackable
 from ..rundir import RunDir
 from .job import check_experiment, done, job_failed, prepare, write_hydra_files
 from .preempt import StopFlag
-from .run import RunJob, open_run, train_jobs
-
-STACKABLE_KEYS = ("seed", "train.lam", "train.phases.N.lr", "model.init_scale")
-
-
-def _without_stackable(cfg_dict: dict) -> dict:
-    d = copy.deepcopy(cfg_dict)
-    d.pop("seed", None)
-    train, model = d.get("train"), d.get("model")
-    if isinstance(train, dict):
-        train.pop("lam", None)
-        for ph in train.get("phases") or []:
-            if isinstance(ph, dict):
-                ph.pop("lr", None)
-    if isinstance(model, dict):
-        model.pop("init_scale", None)
-    return d
-
+from .run import train_runs
 
 def stack_key(cfg_dict: dict) -> str | None:
     """What runs stacked in one process must share: the resolved run config without its stackable keys.
@@ -62,7 +36,7 @@ def stack_key(cfg_dict: dict) -> str | None:
     train = cfg_dict.get("train")
     if isinstance(train, dict) and int(train.get("ensemble_size", 1) or 1) != 1:
         return None
-    return json.dumps(_without_stackable(cfg_dict), sort_keys=True, default=str)
+    return json.dumps(without_stackable(cfg_dict), sort_keys=True, default=str)
 
 
 def _first_difference(a, b, prefix: str = "") -> str:
@@ -132,49 +106,10 @@ def run_stacked(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: S
         raise RepcostError("ensemble runs (train.ensemble_size > 1) cannot be stacked with other runs")
     for i in range(1, n):
         if keys[i] != keys[0]:
-            diff = _first_difference(_without_stackable(cfg_dicts[0]), _without_stackable(cfg_dicts[i]))
+            diff = _first_difference(without_stackable(cfg_dicts[0]), without_stackable(cfg_dicts[i]))
             raise RepcostError(f"run {i} cannot be stacked with run 0: its {diff} differs; stacked runs may differ "
                                f"only in {', '.join(STACKABLE_KEYS)}")
-    paths = [Path(d).resolve() for d in run_dirs]
-    if len(set(paths)) < n:
-        raise RepcostError("stacked runs need one run directory each; two of them are the same")
-    for sp in specs[1:]:  # one device for the stacked process (a sweep job's placement is the first job's)
-        sp.device = specs[0].device
-    flag = stop_flag if stop_flag is not None else StopFlag()
-    out: list[dict | Exception | None] = [None] * n
-    with ExitStack() as held:  # every directory stays locked until all its runs are written
-        jobs: dict[int, RunJob] = {}
-        for i in range(n):
-            rd = RunDir(paths[i])
-            chash = run_hash(cfg_dicts[i])
-            try:
-                held.enter_context(rd.locked())
-                what, resume = open_run(rd, chash, force=force, on_stale=on_stale)
-            except RepcostError as e:
-                out[i] = e
-                continue
-            if what == "finished":
-                out[i] = {**rd.summary(), "reused": True}
-            else:
-                jobs[i] = RunJob(specs[i], cfg_dicts[i], rd, chash, resume)
-        by_start: dict[tuple[int, int, int], list[int]] = {}
-        for i, job in jobs.items():
-            by_start.setdefault(job.start, []).append(i)
-        for start, idx in by_start.items():
-            if flag:  # preempted in an earlier group: leave these for the relaunch
-                for i in idx:
-                    out[i] = {"status": "preempted", "steps": start[2]}
-                continue
-            for i in idx:
-                if before_start[i] is not None:
-                    before_start[i](jobs[i].rd)
-            try:
-                results = train_jobs([jobs[i] for i in idx], flag)
-            except Exception as e:  # a problem of the whole group (e.g. its data): each run's outcome
-                results = [e] * len(idx)
-            for i, r in zip(idx, results):
-                out[i] = r
-    return out  # type: ignore[return-value]
+    return train_runs(specs, cfg_dicts, run_dirs, stop_flag, force=force, on_stale=on_stale, before_start=before_start)
 
 
 # -- the stacked launcher's jobs (hydra/launcher=stacked) ------------------------------------------

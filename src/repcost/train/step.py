@@ -60,6 +60,13 @@ def use_graphs(setting: str, device: torch.device) -> bool:
     return device.type == "cuda" and setting != "off"
 
 
+def fast_step_options(cfg, device: torch.device, K: int, n: int, model) -> dict:
+    """{compiled, graphed} for an engine, from train.compile and train.cuda_graphs (the rules above)."""
+    n_params = sum(p.numel() for p in model.parameters())
+    return {"compiled": use_compile(cfg.compile, device, cfg.total_steps, K, n, n_params),
+            "graphed": use_graphs(cfg.cuda_graphs, device)}
+
+
 def objective_terms(terms, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None, stated_coef: torch.Tensor,
                     trained_coef: torch.Tensor):
     """(K,) stated objective, data loss and Σ‖p‖², and the scalar the phase descends (summed over members).

@@ -30,7 +30,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..errors import RepcostError
 from ..models.base import RepModel
-from .objective import data_loss
+from ..objective import data_loss
 
 
 def functional_terms(template: nn.Module, loss: str, stacked: bool, state: dict, x: torch.Tensor, y: torch.Tensor,

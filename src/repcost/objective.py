@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 
-from ..models.base import RepModel
+if TYPE_CHECKING:  # a leaf: every layer imports this module, it imports none of them
+    from .models.base import RepModel
 
 
 def reg_scale_factor(reg_scale: str, depth: int) -> float:
@@ -20,9 +23,16 @@ def data_loss(out: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
     return F.cross_entropy(out, y)
 
 
-def objective(model: RepModel, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float,
+def objective(model: "RepModel", x: torch.Tensor, y: torch.Tensor, loss: str, lam: float,
               reg_scale: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(objective, data loss, Σ‖p‖²) at the model's current parameters."""
     dl = data_loss(model(x), y, loss)
     sq = model.param_sq_norm()
     return dl + lam * reg_scale_factor(reg_scale, model.depth) * sq, dl, sq
+
+
+def training_targets(data, y: torch.Tensor, loss: str) -> torch.Tensor:
+    """Class indices become one-hot rows for MSE on a classification dataset."""
+    if loss == "mse" and data.task == "classification":
+        return torch.nn.functional.one_hot(y, data.n_classes).to(data.x_train.dtype)
+    return y
