@@ -103,6 +103,7 @@ def test_mnist_too_many_samples_names_keys_and_count():
     with pytest.raises(ConfigError) as err:
         load("mnist", digits=[7, 8, 9], n_train=1000, n_test=600)
     assert err.value.key == "data.n_test" and "1500" in str(err.value) and "at most 500" in str(err.value)
+    assert "data.source=full" in str(err.value)  # the way to more digits
     with pytest.raises(ConfigError) as err:
         load("mnist", digits=[7, 8, 9], n_train=1600, n_test=0)
     assert err.value.key == "data.n_train" and "1500" in str(err.value)

@@ -218,10 +218,10 @@ def _select(pool: Tuple[np.ndarray, np.ndarray], digits: List[int], seed: int, s
 
 def _too_many(key: str, value: int, limit: int, digits: List[int], total: int, where: str) -> ConfigError:
     """ConfigError for a split larger than the samples available for the requested digits."""
+    more = ", or use data.source=full (after `repcost-data fetch mnist`)" if where.startswith("the embedded") else ""
     return ConfigError(f"data.{key}", value,
                        f"at most {limit} (digits {digits} have {total} samples in {where}); "
-                       "lower data.n_train/data.n_test, add digits, or use data.source=full "
-                       "(after `repcost-data fetch mnist`)")
+                       f"lower data.n_train/data.n_test or add digits{more}")
 
 
 @DATASETS.register("mnist", MnistConfig)
