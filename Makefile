@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/repcost-train
 
-# The full MNIST (60,000 + 10,000 digits) as IDX files in $$REPCOST_DATA/mnist (default ~/.cache/repcost/mnist),
+# The full MNIST (60,000 + 10,000 digits) as IDX files in $REPCOST_DATA/mnist (default ~/.cache/repcost/mnist),
 # for data=mnist data.source=full; a second run is a no-op (docs/data.md)
 data-mnist: setup
 	$(VENV)/bin/repcost-data fetch mnist
