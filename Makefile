@@ -6,7 +6,7 @@ FULL ?=
 LAUNCHER ?= parallel
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all lint test-wheel bench bench-gpu figures clean check-recipes
+.PHONY: setup demo data-mnist test test-slow test-all lint test-wheel bench bench-gpu figures clean check-recipes
 
 setup: $(STAMP)
 
@@ -14,11 +14,16 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev,cluster,tensorboard]'
+	$(PY) -m pip install -q -e '.[dev,cluster,tensorboard,convex]'
 	touch $(STAMP)
 
 demo: setup
 	$(VENV)/bin/repcost-train
+
+# The full MNIST (60,000 + 10,000 digits) as IDX files in $REPCOST_DATA/mnist (default ~/.cache/repcost/mnist),
+# for data=mnist data.source=full; a second run is a no-op (docs/data.md)
+data-mnist: setup
+	$(VENV)/bin/repcost-data fetch mnist
 
 # two pytest workers (pytest-xdist): the suite is mostly single-threaded process start-up and small nets
 test: setup

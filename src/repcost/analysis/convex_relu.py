@@ -47,6 +47,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from ..errors import RepcostError
 from .arrays import as_f64
 from .two_rays import TwoLayerNet
 
@@ -179,7 +180,11 @@ def min_r2_interpolant(x, y, solver: str = "CLARABEL", prune_rtol: float = 1e-8)
     (R2 scales as y / x).  Returns the value, an independent dual lower bound, the balanced
     minimising net and its interpolation residual.
     """
-    import cvxpy as cp  # optional heavy dependency: imported only here
+    try:
+        import cvxpy as cp  # optional heavy dependency (the `convex` extra): imported only here
+    except ImportError:
+        raise RepcostError("min_r2_interpolant needs cvxpy: pip install 'repcost[convex]' (or pip install cvxpy)") \
+            from None
 
     x = _inputs(x)
     y = as_f64(y).reshape(-1)

