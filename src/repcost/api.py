@@ -13,13 +13,16 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import RepcostError
 from .rundir import CHECKPOINT, MEMBERS, METRICS, SUMMARY
 from .sweep import read_table
+
+if TYPE_CHECKING:
+    import torch
 
 
 def checkpoint_file(run_dir: str | Path) -> Path:
@@ -139,7 +142,7 @@ class Run:
 
         return load_data(self.spec.data)
 
-    def model(self, dtype: str | Any = "float64", spec: Any = None, data: Any = None):
+    def model(self, dtype: str | torch.dtype = "float64", spec: Any = None, data: Any = None):
         """The trained model from the run's checkpoint, in `dtype` (float64 by default, as analyses use), in eval mode.
 
         This is repcost's one checkpoint loader (figures and repcost-analyze use it too). `spec` and `data` (a

@@ -168,7 +168,7 @@ def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
         try:
             r = job_record(j, sweep_dir)
         except RepcostError as e:
-            skipped.append(f"skipped job {j.relative_to(sweep_dir)}: {e}")
+            skipped.append(f"{e}; job left out of {RUNS_CSV}")
             continue
         if last is not None:  # job dirs left from an earlier version of the sweep (e.g. before a preset was edited)
             r["last_sweep"] = r["job"] in last
@@ -176,7 +176,7 @@ def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
         try:
             layers += _layer_rows(j, {"job": r["job"], **job_overrides(j)})
         except RepcostError as e:
-            skipped.append(f"left out the per-layer table of job {r['job']}: {e}")
+            skipped.append(f"{e}; left out of {LAYERS_CSV}")
     if not rows:
         raise RepcostError(f"{sweep_dir}: none of its {len(jobs)} job(s) could be read ({skipped[0]})")
     atomic_write_bytes(sweep_dir / RUNS_CSV, csv_bytes(rows))

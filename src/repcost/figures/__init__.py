@@ -78,7 +78,8 @@ def finished_rows(sweep_dir: Path) -> list[dict]:
     rows = load_sweep(sweep_dir)
     bad = [r for r in rows if r.get("status") != "finished"]
     if bad:
-        raise RepcostError(f"{len(bad)} job(s) of {sweep_dir} did not finish, e.g. {bad[0]['job']}: {bad[0].get('error')}")
+        raise RepcostError(f"{len(bad)} job(s) of {sweep_dir} did not finish, e.g. {bad[0]['job']}: "
+                           f"{bad[0].get('error') or bad[0].get('status')}")
     return rows
 
 
