@@ -7,7 +7,9 @@ a few cases that need a separate process (a file-size limit) run through the CLI
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
+import json
 import os
 import pickle
 import resource
@@ -133,6 +135,74 @@ def test_collect_misuse(tmp_path, argv, needle):
     argv = [str(tmp_path / "nope") if a == "NOPE" else str(tmp_path / "empty") if a == "EMPTY" else a for a in argv]
     code, _, err = _main(collect_cli.main, "repcost-collect", argv, tmp_path)
     assert_one_line(code, err, needle)
+
+
+@pytest.mark.parametrize("out", ["RUN", "RUN/analysis", "RUN/sub/x", "RUN/.hydra", "RUN/reanalysis/../analysis"])
+def test_analyze_refuses_an_out_inside_the_run(tmp_path, preempted_run, out):
+    """--out inside a run directory is allowed only under RUN/reanalysis/: one line, exit 2, nothing written."""
+    d = tmp_path / "run"
+    shutil.copytree(preempted_run, d)
+    before = sorted(p.relative_to(d) for p in d.rglob("*"))
+    code, _, err = _main(analyze_cli.main, "repcost-analyze",
+                         [str(d), "--out", out.replace("RUN", str(d)), "analysis.n_points=3"], tmp_path)
+    assert_one_line(code, err, "--out", "inside the run directory", str(d / "reanalysis"))
+    assert sorted(p.relative_to(d) for p in d.rglob("*")) == before
+
+
+def test_analyze_out_under_reanalysis_with_overrides_after_the_options(tmp_path, preempted_run):
+    d = tmp_path / "run"
+    shutil.copytree(preempted_run, d)
+    before = {p.relative_to(d): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+    code, out, err = _main(analyze_cli.main, "repcost-analyze", [str(d), "analysis=spectra", "--out",
+                           str(d / "reanalysis" / "mine"), "analysis.n_points=3"], tmp_path)
+    assert code == 0, err
+    summary = json.loads((d / "reanalysis" / "mine" / "analysis" / "summary.json").read_text())
+    assert summary["overrides"] == ["analysis=spectra", "analysis.n_points=3"]
+    after = {p.relative_to(d): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+    assert {k: v for k, v in after.items() if k.parts[0] != "reanalysis"} == before
+    (tmp_path / "f").write_text("x")
+    code, _, err = _main(analyze_cli.main, "repcost-analyze", [str(d), "--out", str(tmp_path / "f")], tmp_path)
+    assert_one_line(code, err, "is a file")
+
+
+def _job(sweep: Path, name: str, summary: str | None = '{"objective": 1.5, "status": "finished"}',
+         overrides: str = "- seed=0\n") -> Path:
+    d = sweep / name
+    (d / ".hydra").mkdir(parents=True)
+    (d / ".hydra" / "overrides.yaml").write_text(overrides)
+    if summary is not None:
+        (d / "summary.json").write_text(summary)
+    (d / "FINISHED").write_text("x")
+    return d
+
+
+def test_collect_skips_unreadable_jobs_with_one_warning_each(tmp_path):
+    sweep = tmp_path / "sweep"
+    _job(sweep, "good")
+    _job(sweep, "truncated", summary='{"objective": 1.5, "sta')
+    _job(sweep, "notdict", summary="[1, 2]")
+    _job(sweep, "badyaml", overrides="- seed=0\n  - : [\n")
+    _job(sweep, "yamldict", overrides="seed: 0\n")
+    _job(sweep, "binary", summary=None).joinpath("summary.json").write_bytes(b"\xff\xfe\x00garbage")
+    code, out, err = _main(collect_cli.main, "repcost-collect", [str(sweep)], tmp_path)
+    assert code == 0 and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 5 and all(ln.startswith("repcost-collect: warning: ") and ln.endswith("; job left out of runs.csv")
+                               for ln in lines)
+    for job, file in (("truncated", "summary.json"), ("notdict", "summary.json"), ("binary", "summary.json"),
+                      ("badyaml", ".hydra/overrides.yaml"), ("yamldict", ".hydra/overrides.yaml")):
+        assert sum(str(sweep / job / file) in ln for ln in lines) == 1, (job, err)
+    rows = list(csv.DictReader(open(sweep / "runs.csv")))
+    assert [r["job"] for r in rows] == ["good"] and "1 jobs (1 finished)" in out
+
+
+def test_collect_with_no_readable_job_is_one_line(tmp_path):
+    sweep = tmp_path / "sweep"
+    _job(sweep, "a", summary="{")
+    _job(sweep, "b", overrides="[")
+    code, _, err = _main(collect_cli.main, "repcost-collect", [str(sweep)], tmp_path)
+    assert_one_line(code, err, "none of its 2 job(s) could be read", "summary.json")
+    assert not (sweep / "runs.csv").exists()
 
 
 # -- checkpoints ------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ def _rows(sweep: Path) -> list[dict]:
 def test_figure_rows_are_the_last_multiruns_jobs_only(tmp_path):
     """Job dirs left by an earlier multirun into the same sweep dir (e.g. a preset edited since) stay on disk and in
     runs.csv (last_sweep=False) but are not part of the figure rows."""
-    from repcost.figures import read_rows
+    from repcost.figures import finished_rows
 
     sweep = tmp_path / "outputs" / "sweeps" / "t"
     base = TRAIN + ["-m", "name=t", "model.width=4", "train=adam", "train.phases.0.steps=3", "train.progress=false"]
@@ -39,7 +39,7 @@ def test_figure_rows_are_the_last_multiruns_jobs_only(tmp_path):
         assert p.returncode == 0, p.stderr[-2000:]
     assert {r["seed"]: r["last_sweep"] for r in _rows(sweep)} == {"0": "False", "1": "True", "2": "True"}
     assert "1 of them from an earlier multirun" in p.stdout
-    assert sorted(r["seed"] for r in read_rows(sweep)) == ["1", "2"]
+    assert sorted(r["seed"] for r in finished_rows(sweep)) == [1, 2]
 
 
 def test_joblib_sweep_collect_relaunch_and_killed_job(tmp_path):

@@ -1,41 +1,49 @@
 """The notebook API: `load_run(dir)` gives a run's config, summary, metrics, analysis arrays, model and data;
 `load_sweep(dir)` gives a sweep's rows (runs.csv, numbers parsed).
 
+These are repcost's one run reader and one sweep reader: figure scripts and repcost-analyze/-plot load
+checkpoints through `Run.model` and sweeps through `load_sweep`.
+
 Everything is read lazily from the run directory, so loading a run is cheap until its model or data is asked for.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import RepcostError
+from .rundir import CHECKPOINT, MEMBERS, METRICS, SUMMARY
+from .sweep import read_table
 
-from .rundir import CHECKPOINT, METRICS, SUMMARY
-
-
-def parse_value(text: str) -> Any:
-    """A CSV cell as int, float, bool or None where it reads as one, else the string itself."""
-    if text == "":
-        return None
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return {"True": True, "False": False, "true": True, "false": False}.get(text, text)
+if TYPE_CHECKING:
+    import torch
 
 
-def read_csv(path: Path) -> list[dict]:
-    """Rows of a CSV file as dicts with numbers parsed."""
-    with open(path, newline="") as fh:
-        return [{k: parse_value(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+def checkpoint_file(run_dir: str | Path) -> Path:
+    """Where a run's trained weights are: RUN/checkpoint.pt, or, for an ensemble run that keeps them only in its
+    members, RUN/members/<best_member>/checkpoint.pt (best_member from RUN/summary.json).
+
+    A top-level checkpoint of an ensemble run, where there is one, holds the best member's weights in the
+    single-run format, so it is read as a single run's.
+    """
+    run_dir = Path(run_dir)
+    top = run_dir / CHECKPOINT
+    if top.exists() or not (run_dir / MEMBERS).is_dir() or not (run_dir / SUMMARY).exists():
+        return top
+    try:
+        summary = json.loads((run_dir / SUMMARY).read_text())
+    except (OSError, ValueError) as e:
+        raise RepcostError(f"{run_dir / SUMMARY}: not readable as JSON ({e}); it names the best member") from None
+    best = summary.get("best_member") if isinstance(summary, dict) else None
+    if not isinstance(best, int) or isinstance(best, bool):
+        raise RepcostError(f"{run_dir / SUMMARY} names no best_member: cannot tell which member's {CHECKPOINT} to load")
+    return run_dir / MEMBERS / str(best) / CHECKPOINT
 
 
 @dataclass
@@ -53,7 +61,7 @@ class Run:
         saved = self.path / ".hydra" / "config.yaml"
         if saved.exists():
             return OmegaConf.to_container(OmegaConf.load(saved), resolve=True)
-        if (self.path / CHECKPOINT).exists():
+        if checkpoint_file(self.path).exists():
             return dict(self.checkpoint["config"])
         raise RepcostError(f"{self.path}: no .hydra/config.yaml nor {CHECKPOINT}: not a repcost run directory")
 
@@ -71,7 +79,18 @@ class Run:
         f = self.path / METRICS
         if not f.exists():
             return []
-        return [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        out = []
+        for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as e:
+                raise RepcostError(f"{f} line {i}: not a JSON record ({e.__class__.__name__}: {e})") from None
+            if not isinstance(rec, dict) or "step" not in rec:
+                raise RepcostError(f"{f} line {i}: not a metrics record (no step)")
+            out.append(rec)
+        return out
 
     def metric(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         """(steps, values) of one logged metric, for a quick `plt.plot(*run.metric("objective"))`."""
@@ -94,14 +113,14 @@ class Run:
     def layers(self) -> list[dict]:
         """analysis/layers.csv (the per-layer table: ranks, norms), numbers parsed; [] if absent."""
         f = self.path / "analysis" / "layers.csv"
-        return read_csv(f) if f.exists() else []
+        return read_table(f) if f.exists() else []
 
     @cached_property
     def checkpoint(self) -> dict:
-        """checkpoint.pt as saved (plain tensors and containers)."""
+        """checkpoint.pt as saved (plain tensors and containers); an ensemble run's best member's (checkpoint_file)."""
         from .rundir import load_checkpoint
 
-        f = self.path / CHECKPOINT
+        f = checkpoint_file(self.path)
         if not f.exists():
             raise RepcostError(f"{f} not found: the run saved no checkpoint")
         return load_checkpoint(f)
@@ -123,24 +142,41 @@ class Run:
 
         return load_data(self.spec.data)
 
-    def model(self, dtype: str = "float64"):
-        """The trained model from checkpoint.pt, in `dtype` (float64 by default, as analyses use), in eval mode."""
+    def model(self, dtype: str | torch.dtype = "float64", spec: Any = None, data: Any = None):
+        """The trained model from the run's checkpoint, in `dtype` (float64 by default, as analyses use), in eval mode.
+
+        This is repcost's one checkpoint loader (figures and repcost-analyze use it too). `spec` and `data` (a
+        validated config and its dataset, e.g. repcost-analyze's with overrides) default to the run's own. The
+        model is built in float64 and the weights are loaded before any cast, so no precision is lost on the way.
+        """
         import torch
 
         from .models import build_model
 
-        if dtype not in self._model_cache:
-            spec = self.spec
-            data = self.data()
-            model = build_model(spec.model, data.d_in, data.d_out, spec.seed)
-            state = self.checkpoint["trainer"]["model"]
-            try:
-                model.load_state_dict(state)
-            except RuntimeError as e:
-                raise RepcostError(f"{self.path / CHECKPOINT} does not fit the configured model: "
-                                   f"{str(e).splitlines()[0]}") from None
-            self._model_cache[dtype] = model.to(getattr(torch, dtype)).eval()
-        return self._model_cache[dtype]
+        dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+        own = spec is None and data is None
+        if own and dtype in self._model_cache:
+            return self._model_cache[dtype]
+        spec = spec if spec is not None else self.spec
+        if data is None:
+            from .data import load_data
+
+            data = load_data(spec.data)
+        ckpt, where = self.checkpoint, checkpoint_file(self.path)
+        if ckpt.get("family", spec.model.name) != spec.model.name:
+            raise RepcostError(f"{where} holds a {ckpt['family']} model, the config a {spec.model.name} model")
+        state = ckpt["trainer"].get("model") if isinstance(ckpt["trainer"], dict) else None
+        if not isinstance(state, dict):
+            raise RepcostError(f"{where}: no model weights in it (not a repcost checkpoint)")
+        model = build_model(spec.model, data.d_in, data.d_out, spec.seed)
+        try:
+            model.load_state_dict(state)
+        except RuntimeError as e:
+            raise RepcostError(f"{where} does not fit the configured model: {str(e).splitlines()[0]}") from None
+        model = model.to(dtype).eval()
+        if own:
+            self._model_cache[dtype] = model
+        return model
 
     def members(self) -> list[Run]:
         """The members of a `train.ensemble_size=K` run (members/<i>/), each a Run; [] for a single run."""
@@ -157,21 +193,22 @@ class Run:
 def load_run(run_dir: str | Path) -> Run:
     """The run in `run_dir` (a repcost-train output directory, or a sweep job's directory)."""
     run_dir = Path(run_dir)
-    if not ((run_dir / ".hydra" / "config.yaml").exists() or (run_dir / CHECKPOINT).exists()):
+    if not ((run_dir / ".hydra" / "config.yaml").exists() or checkpoint_file(run_dir).exists()):
         raise RepcostError(f"{run_dir} is not a repcost run directory (no .hydra/config.yaml, no {CHECKPOINT})")
     return Run(run_dir)
 
 
 def load_sweep(sweep_dir: str | Path, finished_only: bool = False) -> list[dict]:
-    """The rows of a sweep's runs.csv (numbers parsed), each with `path`, its job directory for load_run.
+    """The rows of a sweep's runs.csv, each with `path`, its job directory for load_run: repcost's one sweep reader.
 
+    Cells are read by `repcost.sweep.parse_value` (numbers, booleans, None; the `job` column stays text).
     Rows of jobs from an earlier multirun into the same directory (`last_sweep` false) are left out.
     """
     sweep_dir = Path(sweep_dir)
     f = sweep_dir / "runs.csv"
     if not f.exists():
         raise RepcostError(f"{f} not found: run the sweep first (or `repcost-collect {sweep_dir}`)")
-    rows = [r for r in read_csv(f) if r.get("last_sweep", True) is not False]
+    rows = [r for r in read_table(f, text=("job",)) if r.get("last_sweep", True) is not False]
     for r in rows:
-        r["path"] = sweep_dir / str(r["job"])
+        r["path"] = sweep_dir / r["job"]
     return [r for r in rows if r.get("status") == "finished"] if finished_only else rows

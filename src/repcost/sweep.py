@@ -6,8 +6,7 @@ import csv
 import json
 import os
 from pathlib import Path
-
-from omegaconf import OmegaConf
+from typing import Any
 
 from .errors import RepcostError
 from .rundir import ERROR, FINISHED, SUMMARY
@@ -39,14 +38,34 @@ def last_jobs(sweep_dir: Path):
     return set(f.read_text().split("\n")) - {""} if f.exists() else None
 
 
-def _value(text: str):
-    """An override's value as int/float/bool where it looks like one, else the string."""
+def parse_value(text: str | None) -> Any:
+    """A runs.csv cell or an override's value as Python, by one rule (Hydra's override grammar for scalars):
+
+    * "" (an empty cell) and null (any case) are None;
+    * true / false in any case (True, FALSE, …) are booleans;
+    * what Python's int() reads is an int ("3", "-2"), then what float() reads is a float ("0.5", "1e-3", "inf", "nan");
+    * anything else, lists and dicts such as "[8,8]" included, stays the text as given: a table cell holds one
+      value, and the text groups rows and round-trips through runs.csv unchanged.
+    """
+    if text is None or text == "":
+        return None
     for conv in (int, float):
         try:
             return conv(text)
         except ValueError:
             pass
-    return {"true": True, "false": False}.get(text.lower(), text)
+    return {"true": True, "false": False, "null": None}.get(text.lower(), text)
+
+
+def read_table(path: Path, text: tuple[str, ...] = ()) -> list[dict]:
+    """Rows of a CSV table written by repcost (runs.csv, layers.csv) as dicts, every cell through parse_value
+    but those of the `text` columns (e.g. runs.csv's job directory names, which may look like numbers)."""
+    try:
+        with open(path, newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    except (OSError, ValueError, csv.Error) as e:
+        raise RepcostError(f"{path}: not readable as CSV ({_why(e)})") from None
+    return [{k: (v or "") if k in text else parse_value(v) for k, v in row.items() if k is not None} for row in rows]
 
 
 def job_dirs(sweep_dir: Path) -> list[Path]:
@@ -66,54 +85,101 @@ def _flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
+def _why(e: Exception) -> str:
+    """An exception from reading a file as one short line (YAML and JSON errors span several)."""
+    return " ".join(str(e).split())[:200] or e.__class__.__name__
+
+
 def job_overrides(job: Path) -> dict:
-    """A job's command-line overrides (hydra.* left out) as {key: value}."""
+    """A job's command-line overrides (hydra.* left out) as {key: value}; RepcostError naming the file if unreadable."""
+    import yaml
+
+    f = job / ".hydra" / "overrides.yaml"
+    try:
+        items = yaml.safe_load(f.read_text())
+    except (OSError, ValueError, yaml.YAMLError) as e:
+        raise RepcostError(f"{f}: not readable as YAML ({_why(e)})") from None
+    if not isinstance(items, list):
+        raise RepcostError(f"{f}: not a list of overrides (holds a {type(items).__name__})")
     out = {}
-    for o in OmegaConf.load(job / ".hydra" / "overrides.yaml"):
+    for o in items:
         k, _, v = str(o).lstrip("+~").partition("=")
         if not k.startswith("hydra"):
-            out[k] = _value(v)
+            out[k] = parse_value(v)
     return out
 
 
+def _summary(job: Path) -> dict:
+    f = job / SUMMARY
+    try:
+        summary = json.loads(f.read_text())
+    except (OSError, ValueError) as e:  # ValueError: bad JSON or bad UTF-8 (a truncated or overwritten file)
+        raise RepcostError(f"{f}: not readable as JSON ({_why(e)})") from None
+    if not isinstance(summary, dict):
+        raise RepcostError(f"{f}: not a JSON object (holds a {type(summary).__name__})")
+    return summary
+
+
 def job_record(job: Path, sweep_dir: Path) -> dict:
-    """One job's row: its overrides, status (finished/failed/unfinished), error line, summary scalars."""
+    """One job's row: its overrides, status (finished/failed/unfinished), error line, summary scalars.
+
+    A file that cannot be read (a truncated summary.json, a bad overrides.yaml) is a RepcostError naming it."""
     rec = {"job": str(job.relative_to(sweep_dir)) if job != sweep_dir else ".", **job_overrides(job)}
     if (job / ERROR).exists():
-        rec.update(status="failed", error=(job / ERROR).read_text().strip())
+        rec.update(status="failed", error=(job / ERROR).read_text(errors="replace").strip())
     elif (job / FINISHED).exists():
         rec.update(status="finished", error="")
     else:
         rec.update(status="unfinished", error="")
     if (job / SUMMARY).exists() and rec["status"] != "unfinished":
-        summary = json.loads((job / SUMMARY).read_text())
-        rec.update({k: v for k, v in _flatten(summary).items() if k not in rec})
+        rec.update({k: v for k, v in _flatten(_summary(job)).items() if k not in rec})
     return rec
 
 
-def collect(sweep_dir: Path) -> tuple[list[dict], list[dict]]:
-    """Write runs.csv and layers.csv into `sweep_dir`; returns (job rows, per-layer rows)."""
+def _layer_rows(job: Path, keys: dict) -> list[dict]:
+    """The job's analysis/layers.csv rows under its keys (a per-layer column never overwrites an override column)."""
+    table = job / "analysis" / "layers.csv"
+    if not table.exists():
+        return []
+    try:
+        with open(table, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, ValueError, csv.Error) as e:
+        raise RepcostError(f"{table}: not readable as CSV ({_why(e)})") from None
+    return [{**keys, **{(k if k not in keys else f"layer_{k}"): v for k, v in row.items() if k is not None}}
+            for row in rows]
+
+
+def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
+    """Write runs.csv and layers.csv into `sweep_dir`; returns (job rows, per-layer rows, skipped).
+
+    A job whose files cannot be read is left out of runs.csv, and `skipped` says why, one line per job
+    naming the file; if no job can be read, nothing is written and the RepcostError lists the first reason.
+    """
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
         raise RepcostError(f"{sweep_dir}: no such directory")
     jobs = job_dirs(sweep_dir)
     if not jobs:
         raise RepcostError(f"{sweep_dir}: no sweep jobs found (no */.hydra/overrides.yaml below it)")
-    rows = [job_record(j, sweep_dir) for j in jobs]
+    rows, layers, skipped = [], [], []
     last = last_jobs(sweep_dir)
-    if last is not None:  # job dirs left from an earlier version of the sweep (e.g. before a preset was edited)
-        for r in rows:
+    for j in jobs:
+        try:
+            r = job_record(j, sweep_dir)
+        except RepcostError as e:
+            skipped.append(f"{e}; job left out of {RUNS_CSV}")
+            continue
+        if last is not None:  # job dirs left from an earlier version of the sweep (e.g. before a preset was edited)
             r["last_sweep"] = r["job"] in last
-    layers = []
-    for j, r in zip(jobs, rows):
-        table = j / "analysis" / "layers.csv"
-        if table.exists():
-            keys = {"job": r["job"], **job_overrides(j)}
-            with open(table, newline="") as f:  # a per-layer column never overwrites an override column
-                layers += [{**keys, **{(k if k not in keys else f"layer_{k}"): v for k, v in row.items()}}
-                           for row in csv.DictReader(f)]
+        rows.append(r)
+        try:
+            layers += _layer_rows(j, {"job": r["job"], **job_overrides(j)})
+        except RepcostError as e:
+            skipped.append(f"{e}; left out of {LAYERS_CSV}")
+    if not rows:
+        raise RepcostError(f"{sweep_dir}: none of its {len(jobs)} job(s) could be read ({skipped[0]})")
     atomic_write_bytes(sweep_dir / RUNS_CSV, csv_bytes(rows))
     if layers:
         atomic_write_bytes(sweep_dir / LAYERS_CSV, csv_bytes(layers))
-    return rows, layers
-
+    return rows, layers, skipped

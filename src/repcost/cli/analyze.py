@@ -2,8 +2,9 @@
 
 Overrides use the train CLI's syntax: a group choice (`analysis=spectra`) or a dotted key
 (`analysis.n_points=50`, `analysis.options.points=test`, `data.seed=7` for fresh points drawn
-from the same dataset). Results go to a new RUN_DIR/reanalysis/<time>/analysis/ (or `--out DIR`) and are
-printed: the run's own training-time analysis/ files are never rewritten, so they keep matching summary.json.
+from the same dataset), before or after the options. Results go to a new RUN_DIR/reanalysis/<time>/analysis/
+(or `--out DIR`: outside the run, or under RUN_DIR/reanalysis/) and are printed: the run's own files are never
+rewritten, so its training-time analysis/ keeps matching summary.json.
 """
 
 from __future__ import annotations
@@ -16,15 +17,16 @@ from omegaconf import OmegaConf
 
 from ..analysis.hooks import AnalysisRunner
 from .hydra_errors import OneLineParser
+from ..api import checkpoint_file, load_run
 from ..config import validate
 from ..data import load_data
 from ..errors import RepcostError
-from ..models import build_model
 from ..paths import CONFIG_DIR
 from ..runio import atomic_write_json
-from ..rundir import CHECKPOINT, load_checkpoint
+from ..rundir import CHECKPOINT, FINISHED, SUMMARY
 
 GROUPS = ("model", "data", "train", "analysis")
+REANALYSIS = "reanalysis"  # RUN_DIR/reanalysis/: the only place inside a run directory repcost-analyze writes to
 
 
 def _group_file(key: str, value: str, config_dirs: list[Path]) -> Path:
@@ -55,37 +57,57 @@ def apply_overrides(cfg, overrides: list[str], config_dirs: list[Path] = ()):
 
 
 def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, config_dirs: list[Path] = ()) -> dict:
-    """Rebuild the run's model from checkpoint.pt and run the configured analyses; returns the scalars."""
+    """Rebuild the run's model from its checkpoint and run the configured analyses; returns the scalars.
+
+    Results go to `out_dir`/analysis/ (default: a new RUN_DIR/reanalysis/<time>/); an `out_dir` inside a run
+    directory other than under its reanalysis/ is refused, so training-time files are never rewritten.
+    """
     run_dir = Path(run_dir)
-    cfg_path, ckpt_path = run_dir / ".hydra" / "config.yaml", run_dir / CHECKPOINT
-    if not cfg_path.exists() or not ckpt_path.exists():
+    cfg_path = run_dir / ".hydra" / "config.yaml"
+    if not cfg_path.exists() or not checkpoint_file(run_dir).exists():
         raise RepcostError(f"{run_dir} is not a repcost run directory (needs .hydra/config.yaml and {CHECKPOINT})")
+    target = check_out(Path(out_dir)) if out_dir else _new_reanalysis_dir(run_dir)
     cfg = OmegaConf.load(cfg_path)
     if cfg.analysis.name == "none" and not cfg.analysis.analyses and not any(o.startswith("analysis=") for o in overrides):
         cfg.analysis = OmegaConf.load(CONFIG_DIR / "analysis" / "spectra.yaml")  # a sensible default, then the overrides
     cfg = apply_overrides(cfg, overrides, config_dirs)
+    cfg.device = "cpu"  # the analyses run on the CPU, whatever device the run trained on
     spec = validate(cfg)
-    ckpt = load_checkpoint(ckpt_path)
-    if ckpt.get("family") != spec.model.name:
-        raise RepcostError(f"{ckpt_path} holds a {ckpt.get('family')} model, the config a {spec.model.name} model")
     data = load_data(spec.data)
-    model = build_model(spec.model, data.d_in, data.d_out, spec.seed).to(spec.torch_dtype)
-    try:
-        model.load_state_dict(ckpt["trainer"]["model"])
-    except RuntimeError as e:
-        raise RepcostError(f"{ckpt_path} does not fit the configured model: {str(e).splitlines()[0]}") from None
+    model = load_run(run_dir).model(spec.torch_dtype, spec=spec, data=data)
     data = data.to(spec.torch_dtype, "cpu")
-    target = Path(out_dir) if out_dir else _new_reanalysis_dir(run_dir)
     scalars = AnalysisRunner(spec.analysis, model, data, target).final(model)
     atomic_write_json(target / "analysis" / "summary.json", {"overrides": overrides, **scalars})
     return scalars
+
+
+def _enclosing_run(path: Path) -> Path | None:
+    """The nearest directory at or above `path` that is a run directory (a config, checkpoint, summary or FINISHED)."""
+    marks = (Path(".hydra") / "config.yaml", Path(CHECKPOINT), Path(SUMMARY), Path(FINISHED))
+    for d in (path, *path.parents):
+        if any((d / m).exists() for m in marks):
+            return d
+    return None
+
+
+def check_out(out: Path) -> Path:
+    """`out` if writing analysis/ there cannot touch a run's own files: outside every run directory, or under
+    that run's reanalysis/; a RepcostError otherwise."""
+    resolved = out.resolve()
+    if resolved.exists() and not resolved.is_dir():
+        raise RepcostError(f"--out {out} is a file; give a directory (analysis/ is written inside it)")
+    run = _enclosing_run(resolved)
+    if run is not None and not resolved.is_relative_to(run / REANALYSIS):
+        raise RepcostError(f"--out {out} is inside the run directory {run}, whose own files are never rewritten; "
+                           f"use {run / REANALYSIS}/<name> (the default is a new one) or a directory outside the run")
+    return out
 
 
 def _new_reanalysis_dir(run_dir: Path) -> Path:
     """RUN_DIR/reanalysis/<time>[-n]: a fresh folder, so no earlier result is overwritten."""
     import time
 
-    base = run_dir / "reanalysis" / time.strftime("%Y%m%d-%H%M%S")
+    base = run_dir / REANALYSIS / time.strftime("%Y%m%d-%H%M%S")
     target, n = base, 1
     while target.exists():
         target, n = base.with_name(f"{base.name}-{n}"), n + 1
@@ -98,12 +120,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("overrides", nargs="*", help="e.g. analysis=spectra analysis.options.points=test")
     ap.add_argument("--out", type=Path, default=None,
-                    help="write analysis/ here instead of a new RUN_DIR/reanalysis/<time>/")
+                    help="write analysis/ here instead of a new RUN_DIR/reanalysis/<time>/ (inside a run directory: "
+                         "only under its reanalysis/)")
     ap.add_argument("--config-dir", type=Path, action="append", default=[], metavar="DIR",
                     help="a config dir of your own (as for repcost-train), searched first for group options")
-    a = ap.parse_args(argv)
+    a = ap.parse_intermixed_args(argv)  # overrides before or after the options
     try:
-        out = a.out or _new_reanalysis_dir(a.run_dir)
+        out = check_out(a.out) if a.out else _new_reanalysis_dir(a.run_dir)
         scalars = analyze(a.run_dir, a.overrides, out, a.config_dir)
     except RepcostError as e:
         print(f"repcost-analyze: error: {e}", file=sys.stderr)

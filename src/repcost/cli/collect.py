@@ -18,6 +18,12 @@ from ..runio import atomic_write_bytes
 from ..sweep import LAYERS_CSV, RUNS_CSV, add_last_job, collect, start_last_jobs
 
 
+def _warn(skipped: list[str]) -> None:
+    """One stderr line per job (or per-layer table) that could not be read and was left out."""
+    for line in skipped:
+        print(f"repcost-collect: warning: {line}", file=sys.stderr)
+
+
 def _report(sweep_dir: Path, rows: list, layers: list) -> str:
     counts = Counter(r["status"] for r in rows)
     text = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
@@ -97,10 +103,11 @@ class CollectCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         try:
-            rows, layers = collect(sweep_dir)
+            rows, layers, skipped = collect(sweep_dir)
         except RepcostError as e:
             print(f"repcost-collect: {e}", file=sys.stderr)
             return
+        _warn(skipped)
         print("sweep: " + _report(sweep_dir, rows, layers))
         failed = [r for r in rows if r["status"] == "failed"]
         for r in failed:
@@ -114,10 +121,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("sweep_dir", type=Path)
     a = ap.parse_args(argv)
     try:
-        rows, layers = collect(a.sweep_dir)
+        rows, layers, skipped = collect(a.sweep_dir)
     except RepcostError as e:
         print(f"repcost-collect: error: {e}", file=sys.stderr)
         sys.exit(2)
+    _warn(skipped)
     print(_report(a.sweep_dir, rows, layers))
 
 

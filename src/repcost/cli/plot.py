@@ -4,7 +4,9 @@
     repcost-plot RUN_DIR [RUN_DIR ...] --y objective [--logy] --out curves.pdf
 
 A sweep directory is one with runs.csv (written at the end of every multirun, or by repcost-collect);
-its plot shows, per x (and hue), the mean over the other columns (seeds, …) with the min–max band.
+its plot shows, per x (and hue), the mean over the other columns (seeds, …) with the min–max band and
+the number of runs per point (n) in the legend. Axes read λ, ‖θ‖², depth L, … (--xlabel/--ylabel/--title
+override them); the line printed names the file written.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..api import load_run, load_sweep
-from ..errors import RepcostError
+from ..errors import OneLineParser, RepcostError
 
 FORMATS = (".png", ".pdf", ".svg")
 
@@ -24,9 +26,10 @@ def _check_column(name: str, flag: str, available: list[str]) -> None:
         raise RepcostError(f"unknown column {name!r} for {flag}; available: {', '.join(available)}")
 
 
-def plot_sweep(sweep_dir: Path, x: str, y: str, hue: str | None, logx: bool, logy: bool):
-    """The figure of `y` against `x` (per `hue`) over a sweep's finished jobs; (figure, number of runs)."""
-    from ..plots.sweep import aggregate, sweep_figure
+def plot_sweep(sweep_dir: Path, x: str, y: str, hue: str | None, logx: bool, logy: bool, **labels):
+    """The figure of `y` against `x` (per `hue`) over a sweep's finished jobs; (figure, number of runs).
+    `labels`: xlabel, ylabel, title (None: the readable defaults of repcost.plots.sweep.label)."""
+    from ..plots.sweep import aggregate, label, sweep_figure
 
     rows = load_sweep(sweep_dir, finished_only=True)
     if not rows:
@@ -38,8 +41,10 @@ def plot_sweep(sweep_dir: Path, x: str, y: str, hue: str | None, logx: bool, log
     series = aggregate(rows, x, y, hue)
     if not series:
         raise RepcostError(f"column {y!r} has no finite numbers in {sweep_dir / 'runs.csv'}")
-    title = f"{sweep_dir.resolve().name}: {y} vs {x} (mean, min–max band, each run a dot)"
-    return sweep_figure(series, x, y, logx=logx, logy=logy, title=title), len(rows)
+    title = labels.get("title") or (f"{sweep_dir.resolve().name}: {label(y)} vs {label(x)} "
+                                    "(mean, min–max band, each run a dot)")
+    return sweep_figure(series, x, y, logx=logx, logy=logy, title=title, xlabel=labels.get("xlabel"),
+                        ylabel=labels.get("ylabel")), len(rows)
 
 
 def curve_labels(run_dirs: list[Path]) -> list[str]:
@@ -52,28 +57,55 @@ def curve_labels(run_dirs: list[Path]) -> list[str]:
     return [",".join(x for x in ps if x not in common) or n for ps, n in zip(parts, names)]
 
 
-def plot_curves(run_dirs: list[Path], x: str, y: str, logx: bool, logy: bool):
-    """The figure of metric `y` against `x` (default: step) of each run (each member of an ensemble run)."""
+def _warn(text: str) -> None:
+    print(f"repcost-plot: warning: {text}", file=sys.stderr)
+
+
+def plot_curves(run_dirs: list[Path], x: str, y: str, logx: bool, logy: bool, **labels):
+    """The figure of metric `y` against `x` (default: step) of each run (each member of an ensemble run);
+    a run whose metrics.jsonl cannot be read is left out with a warning line. (figure, number of curves)."""
     import numpy as np
 
     from ..plots.sweep import curves_figure
 
-    curves = []
+    curves, skipped, integer = [], [], {x: True, y: True}
     for d, name in zip(run_dirs, curve_labels(run_dirs)):
-        recs = load_run(d).metrics
+        try:
+            recs = load_run(d).metrics
+        except RepcostError as e:
+            _warn(f"skipped {d}: {e}")
+            skipped.append(str(e))
+            continue
         available = sorted({k for r in recs for k in r})
         _check_column(x, "--x", available)
         _check_column(y, "--y", available)
         members = sorted({r.get("member") for r in recs}, key=lambda m: -1 if m is None else m)
         for m in members:
             sel = [r for r in recs if r.get("member") == m and x in r and y in r]
+            for k in (x, y):
+                integer[k] = integer[k] and all(isinstance(r[k], int) and not isinstance(r[k], bool) for r in sel)
             label = name if m is None else f"{name} member {m}"
             curves.append((label, np.array([r[x] for r in sel], dtype=float), np.array([r[y] for r in sel], dtype=float)))
-    return curves_figure(curves, x, y, logx=logx, logy=logy), len(curves)
+    if not curves:
+        raise RepcostError(f"no run could be read ({skipped[0]})" if skipped else "no runs to plot")
+    return curves_figure(curves, x, y, logx=logx, logy=logy, integer_x=integer[x], integer_y=integer[y],
+                         **labels), len(curves)
 
 
 def _is_sweep(path: Path) -> bool:
     return (path / "runs.csv").exists()
+
+
+def check_out(out: Path) -> None:
+    """A RepcostError unless `out` is a file name repcost-plot can write: a known format, not a directory,
+    not below a file."""
+    if out.is_dir():
+        raise RepcostError(f"--out {out} is a directory; give a file name, e.g. {out / 'plot.png'}")
+    if out.suffix.lower() not in FORMATS:
+        raise RepcostError(f"--out {out}: unknown format {out.suffix or '(none)'}; use one of {', '.join(FORMATS)}")
+    above = next((p for p in out.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise RepcostError(f"--out {out}: {above} is a file, not a directory")
 
 
 def run(a: argparse.Namespace) -> str:
@@ -82,15 +114,15 @@ def run(a: argparse.Namespace) -> str:
 
     matplotlib.use("Agg")  # files only: no display needed (and none on a cluster node)
     out = Path(a.out)
-    if out.suffix.lower() not in FORMATS:
-        raise RepcostError(f"--out {out}: unknown format {out.suffix or '(none)'}; use one of {', '.join(FORMATS)}")
+    check_out(out)
     for p in a.paths:
         if not p.is_dir():
             raise RepcostError(f"{p}: no such directory")
+    labels = {"xlabel": a.xlabel, "ylabel": a.ylabel, "title": a.title}
     if len(a.paths) == 1 and _is_sweep(a.paths[0]):
         if a.x is None or a.y is None:
             raise RepcostError("a sweep plot needs --x COLUMN and --y COLUMN (and optionally --hue COLUMN)")
-        fig, n = plot_sweep(a.paths[0], a.x, a.y, a.hue, a.logx, a.logy)
+        fig, n = plot_sweep(a.paths[0], a.x, a.y, a.hue, a.logx, a.logy, **labels)
         what = f"{n} runs"
     else:
         if a.hue is not None:
@@ -98,25 +130,31 @@ def run(a: argparse.Namespace) -> str:
         sweeps = [p for p in a.paths if _is_sweep(p)]
         if sweeps:
             raise RepcostError(f"{sweeps[0]} is a sweep directory: give it alone (with --x/--y) or give run directories")
-        fig, n = plot_curves(a.paths, a.x or "step", a.y or "objective", a.logx, a.logy)
+        fig, n = plot_curves(a.paths, a.x or "step", a.y or "objective", a.logx, a.logy, **labels)
         what = f"{n} curves"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120, bbox_inches="tight")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=120, bbox_inches="tight")
+    except OSError as e:
+        raise RepcostError(f"cannot write {out}: {e.strerror or e}") from None
     return f"wrote {out} ({what})"
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point for repcost-plot."""
-    ap = argparse.ArgumentParser(prog="repcost-plot", description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.splitlines()[1:]))
+    ap = OneLineParser(prog="repcost-plot", description=__doc__.splitlines()[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="\n".join(__doc__.splitlines()[1:]))
     ap.add_argument("paths", nargs="+", type=Path, metavar="DIR", help="a sweep directory, or run directories")
     ap.add_argument("--x", default=None, help="x column (sweep) or metric (curves; default: step)")
     ap.add_argument("--y", default=None, help="y column (sweep) or metric (curves; default: objective)")
     ap.add_argument("--hue", default=None, help="sweep only: one line per value of this column")
     ap.add_argument("--logx", action="store_true", help="log-scale x axis")
     ap.add_argument("--logy", action="store_true", help="log-scale y axis")
-    ap.add_argument("--out", default="plot.png", help="output file, .png or .pdf (default: plot.png)")
+    ap.add_argument("--xlabel", default=None, help="x axis label (default: a readable name, e.g. λ for train.lam)")
+    ap.add_argument("--ylabel", default=None, help="y axis label (default: a readable name, e.g. ‖θ‖² for param_sq_norm)")
+    ap.add_argument("--title", default=None, help="figure title")
+    ap.add_argument("--out", default="plot.png", help="output file, .png, .pdf or .svg (default: plot.png)")
     a = ap.parse_args(argv)
     try:
         print(run(a))

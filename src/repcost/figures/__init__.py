@@ -12,7 +12,6 @@ skips the finished jobs and a figure script can be rerun cheaply to redraw.
 
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..api import load_run, load_sweep
 from ..errors import RepcostError
 from ..paths import REPO_ROOT
 from ..runio import atomic_write_bytes, csv_bytes
@@ -50,7 +50,7 @@ def run_sweep(fig_id: str, sweep_args: Sequence[str] = (), full: bool = False, e
     p = subprocess.run(cmd, cwd=cwd)
     if p.returncode != 0:
         raise RepcostError(f"sweep for {fig_id} failed (exit {p.returncode})")
-    return read_rows(Path(cwd) / "outputs" / "sweeps" / name)
+    return finished_rows(Path(cwd) / "outputs" / "sweeps" / name)
 
 
 def is_full(args, fig_id: str) -> bool:
@@ -72,40 +72,15 @@ def sweep_name(preset: str, args: Sequence[str]) -> str:
     return f"{preset}--{hashlib.sha256(' '.join(sorted(args)).encode()).hexdigest()[:8]}"
 
 
-def read_rows(sweep_dir: Path) -> list[dict]:
-    """The rows of a sweep's runs.csv, each with `path` (the job directory) added."""
-    f = Path(sweep_dir) / "runs.csv"
-    if not f.exists():
-        raise RepcostError(f"{f} not found: run the sweep first")
-    with open(f, newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    # job dirs of an earlier multirun into this dir (a preset edited since) are not part of this sweep
-    rows = [r for r in rows if r.get("last_sweep", "True") != "False"]
-    for r in rows:
-        r["path"] = str(Path(sweep_dir) / r["job"])
-    bad = [r for r in rows if r["status"] != "finished"]
+def finished_rows(sweep_dir: Path) -> list[dict]:
+    """The sweep's rows (api.load_sweep: the last multirun's jobs, each with `path`); a job that did not finish
+    is a RepcostError, since a figure drawn from part of its sweep would mislead."""
+    rows = load_sweep(sweep_dir)
+    bad = [r for r in rows if r.get("status") != "finished"]
     if bad:
-        raise RepcostError(f"{len(bad)} job(s) of {sweep_dir} did not finish, e.g. {bad[0]['job']}: {bad[0]['error']}")
+        raise RepcostError(f"{len(bad)} job(s) of {sweep_dir} did not finish, e.g. {bad[0]['job']}: "
+                           f"{bad[0].get('error') or bad[0].get('status')}")
     return rows
-
-
-def load_run(run_dir: Path):
-    """(model in float64, data bundle, summary dict, validated spec) of a finished run directory."""
-    from omegaconf import OmegaConf
-
-    from ..config import validate
-    from ..data import load_data
-    from ..models import build_model
-    from ..rundir import CHECKPOINT, SUMMARY, load_checkpoint
-
-    run_dir = Path(run_dir)
-    ckpt = load_checkpoint(run_dir / CHECKPOINT)
-    saved = run_dir / ".hydra" / "config.yaml"  # a library run (run_training) has only its checkpoint's config
-    spec = validate(OmegaConf.load(saved) if saved.exists() else OmegaConf.create(ckpt["config"]))
-    data = load_data(spec.data)
-    model = build_model(spec.model, data.d_in, data.d_out, spec.seed)
-    model.load_state_dict({k: v.double() for k, v in ckpt["trainer"]["model"].items()})
-    return model.double().eval(), data, json.loads((run_dir / SUMMARY).read_text()), spec
 
 
 @dataclass
@@ -120,7 +95,9 @@ class LoadedRun:
 
     @classmethod
     def load(cls, path) -> "LoadedRun":
-        return cls(*load_run(Path(path)), path=str(path))
+        """The run in `path` through the notebook API (its one checkpoint loader): the model in float64."""
+        run = load_run(path)
+        return cls(run.model("float64"), run.data(), run.summary, run.spec, path=str(path))
 
 
 @dataclass
@@ -158,6 +135,8 @@ def _relative(value):
     paths); paths elsewhere (a --workdir outside the repo) stay as they are."""
     import os
 
+    if isinstance(value, Path):
+        value = str(value)
     if isinstance(value, str) and os.path.isabs(value):
         p = Path(value)
         if p.is_relative_to(REPO_ROOT):

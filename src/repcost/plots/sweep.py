@@ -1,6 +1,8 @@
 """Figure builders for any sweep or run: a column of runs.csv against another, and metric curves.
 
 Pure functions of rows and arrays (no file access), so tests and notebooks can call them directly.
+Axes read in the papers' notation (`label`); lines cycle through markers and line styles so that lines
+lying on top of each other stay visible; integer-valued columns (depths, widths, steps) get integer ticks.
 """
 
 from __future__ import annotations
@@ -12,6 +14,26 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+# readable names of the usual columns (DESIGN.md's conventions); any other key is shown as given
+LABELS = {
+    "train.lam": "λ", "param_sq_norm": "‖θ‖²", "param_sq_norm_per_depth": "‖θ‖²/L", "cost": "cost C",
+    "model.depth": "depth L", "model.width": "width", "seed": "seed", "train_loss": "train loss",
+    "test_loss": "test loss", "objective": "objective", "step": "step", "lr": "learning rate",
+    "data.n_train": "N (training points)", "wall_time_s": "wall time (s)", "steps": "steps",
+}
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES = ("-", "--", "-.", ":")
+
+
+def label(key: str) -> str:
+    """The axis/legend name of a column or metric: λ for train.lam, ‖θ‖² for param_sq_norm, …; else the key."""
+    return LABELS.get(key, key)
+
+
+def line_style(i: int) -> dict:
+    """Marker and line style of the i-th line: both cycle (8 markers, 4 styles), so no two of the first 8 match."""
+    return {"marker": MARKERS[i % len(MARKERS)], "linestyle": LINESTYLES[i % len(LINESTYLES)]}
 
 
 @dataclass
@@ -25,10 +47,15 @@ class Series:
     hi: np.ndarray
     n: np.ndarray
     points: list[tuple[Any, float]]  # every run's (x, y), drawn as dots so single runs stay visible
+    y_integer: bool = False  # every run's y is an integer (a rank, a step count): integer ticks
 
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _sort_key(v: Any):
@@ -38,27 +65,46 @@ def _sort_key(v: Any):
 
 def aggregate(rows: Sequence[dict], x: str, y: str, hue: str | None = None) -> list[Series]:
     """Group rows by `hue`, then by `x`; mean and min–max of numeric, finite `y` over the rest (seeds, …)."""
-    groups: dict[Any, dict[Any, list[float]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[Any, dict[Any, list]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         xv, yv = r.get(x), r.get(y)
         if xv is None or not _is_number(yv) or not math.isfinite(yv):
             continue
-        groups[r.get(hue) if hue else None][xv].append(float(yv))
+        groups[r.get(hue) if hue else None][xv].append(yv)
     out = []
     for h in sorted(groups, key=_sort_key):
         by_x = groups[h]
         xs = sorted(by_x, key=_sort_key)
-        vals = [np.asarray(by_x[v]) for v in xs]
-        label = f"{hue}={h}" if hue else y
-        out.append(Series(label, xs, np.array([v.mean() for v in vals]), np.array([v.min() for v in vals]),
-                          np.array([v.max() for v in vals]), np.array([len(v) for v in vals]),
-                          [(xv, float(yv)) for xv in xs for yv in by_x[xv]]))
+        vals = [np.asarray(by_x[v], dtype=float) for v in xs]
+        out.append(Series(f"{label(hue)}={h}" if hue else label(y), xs, np.array([v.mean() for v in vals]),
+                          np.array([v.min() for v in vals]), np.array([v.max() for v in vals]),
+                          np.array([len(v) for v in vals]), [(xv, float(yv)) for xv in xs for yv in by_x[xv]],
+                          all(_is_int(yv) for xv in xs for yv in by_x[xv])))
     return out
 
 
+def n_text(n: np.ndarray) -> str:
+    """Runs per point for a legend: "n=3", or "n=1–3" where points differ."""
+    lo, hi = int(n.min()), int(n.max())
+    return f"n={lo}" if lo == hi else f"n={lo}–{hi}"
+
+
+def _integer_ticks(ax, x: bool, y: bool) -> None:
+    """Integer ticks on the asked axes (MaxNLocator), or the single value itself where an axis has only one."""
+    from matplotlib.ticker import FixedLocator, MaxNLocator
+
+    for on, axis, data in ((x, ax.xaxis, [ln.get_xdata() for ln in ax.lines]),
+                           (y, ax.yaxis, [ln.get_ydata() for ln in ax.lines])):
+        if not on:
+            continue
+        values = np.unique(np.concatenate([np.asarray(d, dtype=float) for d in data])) if data else []
+        axis.set_major_locator(FixedLocator(values) if len(values) == 1 else MaxNLocator(integer=True))
+
+
 def sweep_figure(series: Sequence[Series], x: str, y: str, logx: bool = False, logy: bool = False,
-                 title: str | None = None):
-    """Mean of y against x per hue group, the min–max band over the grouped runs, and every run as a dot."""
+                 title: str | None = None, xlabel: str | None = None, ylabel: str | None = None):
+    """Mean of y against x per hue group, the min–max band over the grouped runs, and every run as a dot;
+    the legend gives each line's runs per point (n)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
@@ -68,47 +114,50 @@ def sweep_figure(series: Sequence[Series], x: str, y: str, logx: bool = False, l
     def pos(v):
         return v if numeric else cats.index(v)
 
-    for s in series:
+    for i, s in enumerate(series):
         xs = [pos(v) for v in s.x]
-        (line,) = ax.plot(xs, s.mean, marker="o", label=s.label)
+        (line,) = ax.plot(xs, s.mean, label=f"{s.label} ({n_text(s.n)})", markersize=6, fillstyle="none",
+                          **line_style(i))
         if (s.n > 1).any():
-            ax.fill_between(xs, s.lo, s.hi, color=line.get_color(), alpha=0.2, linewidth=0)
+            ax.fill_between(xs, s.lo, s.hi, color=line.get_color(), alpha=0.15, linewidth=0)
         ax.scatter([pos(p[0]) for p in s.points], [p[1] for p in s.points], s=8, color=line.get_color(), alpha=0.6)
     if not numeric:
         ax.set_xticks(range(len(cats)), [str(c) for c in cats])
-    elif not logx:
-        values = sorted({v for s in series for v in s.x})
-        if len(values) <= 12 and all(isinstance(v, int) for v in values):  # depths, widths: no 2.5 ticks
-            ax.set_xticks(values)
     if logx and numeric:
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
-    n_max = max((int(s.n.max()) for s in series), default=0)
-    ax.set_title(title or f"{y} vs {x}: mean, min–max over ≤{n_max} runs per point", fontsize=9)
-    if len(series) > 1 or series and series[0].label != y:
+    _integer_ticks(ax, x=numeric and not logx and all(_is_int(v) for s in series for v in s.x),
+                   y=not logy and bool(series) and all(s.y_integer for s in series))
+    ax.set_xlabel(xlabel or label(x))
+    ax.set_ylabel(ylabel or label(y))
+    ax.set_title(title or f"{label(y)} vs {label(x)}: mean, min–max band, each run a dot", fontsize=9)
+    if series:
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
 def curves_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], x: str, y: str, logx: bool = False,
-                  logy: bool = False, title: str | None = None):
-    """One line per (label, xs, ys): a logged metric of several runs against the step."""
+                  logy: bool = False, title: str | None = None, xlabel: str | None = None, ylabel: str | None = None,
+                  integer_x: bool = False, integer_y: bool = False):
+    """One line per (label, xs, ys): a logged metric of several runs against the step; `integer_x`/`integer_y`
+    (e.g. the step) ask for integer ticks."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for label, xs, ys in curves:
-        ax.plot(xs, ys, label=label, marker="." if len(xs) <= 30 else None)  # a short run's few points stay visible
+    for i, (name, xs, ys) in enumerate(curves):
+        style = line_style(i)
+        every = max(1, len(xs) // 12)  # a dozen markers per line: enough to tell lines apart, few enough to read
+        ax.plot(xs, ys, label=name, markevery=every, markersize=5, fillstyle="none", **style)
     if logx:
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
-    ax.set_title(title or f"{y} during training", fontsize=9)
+    _integer_ticks(ax, x=integer_x and not logx, y=integer_y and not logy)
+    ax.set_xlabel(xlabel or label(x))
+    ax.set_ylabel(ylabel or label(y))
+    ax.set_title(title or f"{label(y)} during training", fontsize=9)
     if len(curves) > 1:
         ax.legend(fontsize=7)
     fig.tight_layout()
