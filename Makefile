@@ -30,7 +30,7 @@ test: setup
 	$(PY) -m pytest -q -n 2
 
 lint: setup
-	$(VENV)/bin/ruff check src tests experiments benchmarks studies
+	$(VENV)/bin/ruff check src tests experiments benchmarks
 
 # builds the wheel, installs it in a fresh venv and runs it outside the checkout (about a minute)
 test-wheel: setup
@@ -54,9 +54,9 @@ bench-gpu: setup
 	PY=$(PY) FIG1_RUNS=2 bash benchmarks/gpu_all.sh
 
 # Held-out check of the min-norm recipes (issue 18): 10 unseen datasets per study, pass rates,
-# figures/recipes.csv and figures/recipes.png (studies/check_recipes.py).
+# figures/recipes.csv and figures/recipes.png (repcost.studies.check_recipes).
 check-recipes: setup
-	MPLBACKEND=Agg $(PY) studies/check_recipes.py
+	MPLBACKEND=Agg $(PY) -m repcost.studies.check_recipes
 
 clean:
 	rm -rf outputs multirun .pytest_cache

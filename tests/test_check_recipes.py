@@ -1,17 +1,11 @@
-"""The held-out generators of studies/check_recipes.py: deterministic and inside their stated ranges."""
+"""The held-out generators of repcost.studies.check_recipes: deterministic and inside their stated ranges."""
 
 from __future__ import annotations
-
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-_path = Path(__file__).resolve().parents[1] / "studies" / "check_recipes.py"
-_spec = importlib.util.spec_from_file_location("check_recipes", _path)
-check_recipes = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(check_recipes)
+from repcost.studies import check_recipes
 
 
 def test_heldout_1d_ranges_and_determinism():

@@ -1,4 +1,4 @@
-"""studies/descent_probe.py end to end: a real CLI run, then L-BFGS on its objective from where it stopped."""
+"""repcost.studies.descent_probe end to end: a real CLI run, then L-BFGS on its objective from where it stopped."""
 
 from __future__ import annotations
 
@@ -6,19 +6,17 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from conftest import cli
 
-PROBE = Path(__file__).resolve().parents[1] / "studies" / "descent_probe.py"
 ARGS = ("model=fc", "model.depth=4", "model.width=12", "data=rank_k", "data.n_train=80", "data.n_test=20",
         "data.d_in=6", "data.d_out=6", "data.k=2", "train=adam", "train.phases.0.steps=300", "train.lam=1e-3")
 
 
 def _probe(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(PROBE), *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "repcost.studies.descent_probe", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_probe_starts_at_the_run_and_only_descends(tmp_path):

@@ -14,7 +14,7 @@ The decrease is a lower bound on how far above a local minimum the run ended; wh
 survives the descent says whether it is a property of the minimum or of where training stopped. The
 probe writes nothing into the run directory.
 
-    python studies/descent_probe.py RUN_DIR [--evals 1000] [--every 250] [--threads 1]
+    python -m repcost.studies.descent_probe RUN_DIR [--evals 1000] [--every 250] [--threads 1]
 """
 
 from __future__ import annotations
