@@ -13,7 +13,7 @@ from repcost.analysis.certificate import critical_point_certificate, weighted_ga
 from repcost.config import compose_config, validate
 from repcost.models import build_model
 from repcost.train.run import run_training
-from repcost.train.schedule import lr_at
+from repcost.train.schedule import lr_factor
 
 
 @pytest.mark.parametrize("schedule", ["constant", "cosine", "linear", "exponential"])
@@ -21,10 +21,10 @@ def test_lr_schedules_exact(schedule):
     lr, r, n = 0.3, 0.01, 101  # t = step / (n − 1): steps 0, 50, 100 are t = 0, ½, 1
     expect = {"constant": (lr, lr, lr), "cosine": (lr, lr * (r + (1 - r) / 2), lr * r),
               "linear": (lr, lr * (1 + r) / 2, lr * r), "exponential": (lr, lr * math.sqrt(r), lr * r)}[schedule]
-    got = tuple(lr_at(lr, schedule, r, s, n) for s in (0, 50, 100))
+    got = tuple(lr * lr_factor(schedule, r, s, n) for s in (0, 50, 100))
     assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(got, expect)), (got, expect)
     if schedule == "cosine":  # a quarter of the way: cos(π/4) = 1/√2
-        assert math.isclose(lr_at(lr, schedule, r, 25, n), lr * (r + (1 - r) * 0.5 * (1 + 2 ** -0.5)), rel_tol=1e-12)
+        assert math.isclose(lr * lr_factor(schedule, r, 25, n), lr * (r + (1 - r) * 0.5 * (1 + 2 ** -0.5)), rel_tol=1e-12)
 
 
 def test_logged_lr_follows_the_schedule(tmp_path):

@@ -133,11 +133,12 @@ def test_unstackable_members_are_refused():
 
 
 def test_lr_schedule_factor_is_shared():
-    """Every schedule is lr × a factor independent of lr (what lets grid members share one schedule)."""
-    from repcost.train.schedule import lr_at, lr_factor
+    """Every schedule is a factor in [final ratio, 1], from 1 at the first step to the final ratio at the last."""
+    from repcost.train.schedule import lr_factor
 
     for sched in ("constant", "cosine", "linear", "exponential"):
         for step in (0, 7, 19):
             f = lr_factor(sched, 0.1, step, 20)
-            assert math.isclose(lr_at(0.3, sched, 0.1, step, 20), 0.3 * f, rel_tol=1e-15)
             assert 0.1 - 1e-12 <= f <= 1.0
+        assert lr_factor(sched, 0.1, 0, 20) == 1.0
+        assert math.isclose(lr_factor(sched, 0.1, 19, 20), 1.0 if sched == "constant" else 0.1, rel_tol=1e-12)

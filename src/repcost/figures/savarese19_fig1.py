@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..analysis.splines import linear_spline_interpolant, spline_min_cost
 from ..plots.savarese import interpolant_panels
 from . import Verdict
-from .fit_1d import fit_1d
+from .read_1d import read_1d
 
 FIG_ID = "savarese19-fig1"
 SORT_BY = "model.width"
@@ -23,7 +23,7 @@ def compute(runs) -> list[dict]:
     """The spline's row, then one row per width; `_x`, `_y`, `_grid`, `_f`, `_knots` for the plot."""
     rows = []
     for run in runs:
-        fit, C = fit_1d(run), 0.5 * run.summary["param_sq_norm"]  # Savarese's C(θ) = ½(‖a‖² + ‖W_1‖²), biases free
+        fit, C = read_1d(run), 0.5 * run.summary["param_sq_norm"]  # Savarese's C(θ) = ½(‖a‖² + ‖W_1‖²), biases free
         rows.append({"panel": f"width {run.spec.model.width}", "width": run.spec.model.width, "C_theta": C,
                      "C_over_min": C / fit["spline_min_cost"], "init_scale": run.spec.model.init_scale, **fit})
     x, y = rows[0]["_x"], rows[0]["_y"]

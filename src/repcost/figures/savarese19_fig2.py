@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..analysis.splines import linear_spline_interpolant
 from ..plots.savarese import interpolant_panels
 from . import Verdict
-from .fit_1d import fit_1d
+from .read_1d import read_1d
 
 FIG_ID = "savarese19-fig2"
 SORT_BY = "model.depth"
@@ -24,7 +24,7 @@ def compute(runs) -> list[dict]:
     """One row per depth: ½‖θ‖², R̄(f), the spline minimum and the fit; `_x`, `_y`, `_grid`, `_f`, `_knots` for the plot."""
     rows = []
     for run in runs:
-        fit, L = fit_1d(run), run.spec.model.depth
+        fit, L = read_1d(run), run.spec.model.depth
         rows.append({"panel": f"{L - 1} hidden layers", "depth_L": L, "hidden_layers": L - 1,
                      "width": run.spec.model.width, "half_param_sq_norm": 0.5 * run.summary["param_sq_norm"],
                      "rbar_pow_2_over_L": fit["rbar"] ** (2.0 / L), **fit})

@@ -144,22 +144,6 @@ def _shade(ax, xs, mask):
         else:
             i += 1
 
-
-def subspace_cost_figure(phis_deg, r3, marks: dict, title: str = "") -> Figure:
-    """R3 cost of the projection interpolant vs the angle of the 1-D subspace S = span(u) (Ongie §5.3)."""
-    fig = Figure(figsize=(6, 3.6))
-    ax = fig.add_subplot(1, 1, 1)
-    ax.semilogy(phis_deg, r3, "k-", lw=1)
-    for k, (label, (phi, val)) in enumerate(marks.items()):
-        ax.semilogy([phi], [val], "o", color=f"C{k}", label=label)
-    ax.set_xlabel("angle of u (degrees)")
-    ax.set_ylabel("$R_3$ of the interpolant on span(u)")
-    ax.legend(fontsize=8)
-    if title:
-        ax.set_title(title, fontsize=9)
-    return fig
-
-
 def subspace_panels_figure(surfaces: Sequence, titles: Sequence[str], x, y, phis_deg, r3, marks: dict,
                            lines: Sequence[tuple] = (), suptitle: str = "") -> Figure:
     """Ongie Figs 5/7: a row of surfaces (interpolants on different subspaces; lines = [(u, colour)] per panel

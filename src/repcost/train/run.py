@@ -363,10 +363,12 @@ def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: 
 
 
 def _plot_fit(model, data, path: Path, summary: dict) -> None:
-    """figures/fit.png: the learned 1-D function over the data range (and a margin) with the points."""
+    """figures/fit.png: the learned 1-D function over the data range (and a margin), the points and the
+    min-norm linear spline through them."""
     import matplotlib.pyplot as plt
 
-    from ..plots.fit_1d import fit_1d_figure
+    from ..analysis.splines import linear_spline_interpolant
+    from ..plots.learned_function import learned_function_figure
 
     x = data.x_train[:, 0].detach().cpu().double()
     lo, hi = float(x.min()), float(x.max())
@@ -374,9 +376,11 @@ def _plot_fit(model, data, path: Path, summary: dict) -> None:
     grid = torch.linspace(lo - pad, hi + pad, 600, dtype=data.x_train.dtype, device=data.x_train.device)
     with torch.no_grad():
         f = model(grid[:, None])[:, 0].cpu().double().numpy()
-    fig = fit_1d_figure(grid.cpu().double().numpy(), f, x.numpy(), data.y_train[:, 0].cpu().double().numpy(),
-                        f"{model.family} L={model.depth}: train loss {summary['train_loss']:.3g}, "
-                        f"cost {summary['cost']:.4g}")
+    y = data.y_train[:, 0].cpu().double().numpy()
+    g = grid.cpu().double().numpy()
+    fig = learned_function_figure(g, f, x.numpy(), y, f"{model.family} L={model.depth}: train loss "
+                                  f"{summary['train_loss']:.3g}, cost {summary['cost']:.4g}",
+                                  spline_grid=linear_spline_interpolant(x.numpy(), y)(g))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -19,8 +19,3 @@ def lr_factor(schedule: str, final_ratio: float, step: int, steps: int) -> float
     if schedule == "linear":
         return 1 - (1 - final_ratio) * t
     return final_ratio**t  # exponential
-
-
-def lr_at(lr: float, schedule: str, final_ratio: float, step: int, steps: int) -> float:
-    """lr at `step` of a phase of `steps` steps: constant, or decaying to lr·final_ratio."""
-    return lr * lr_factor(schedule, final_ratio, step, steps)

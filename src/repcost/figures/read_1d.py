@@ -13,7 +13,7 @@ from . import eval_1d
 KINK_REL = 1e-3  # a kink counts when its slope change is above KINK_REL × the largest one
 
 
-def fit_1d(run) -> dict:
+def read_1d(run) -> dict:
     """R̄(f) exact from the kinks (Thm 3.1), the spline minimum (Thm 3.3), the fit's residual and kinks, and the
     plot's arrays (`_x`, `_y`, `_grid`, `_f`, `_knots`). `duality_gap_rel` (two-layer nets): how far the run's
     objective is at most above its global minimum (analysis/relu_1d_dual.py; NaN for deeper nets)."""
