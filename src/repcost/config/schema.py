@@ -41,12 +41,12 @@ class PhaseConfig:
     # interpolating solution Adam finds first; summaries and logs always report the stated λ)
     lam_factor: float = 1.0
     # before the phase's first step, move each member along the per-unit rescalings that keep its function
-    # to the least penalty there (RepModel.rebalance: the balance a critical point has, Jacot 2023 Remark 6);
+    # to the least penalty there (analysis.units.rebalance: the balance a critical point has, Jacot 2023 Remark 6);
     # optimisers reach it only at a rate ~lr·λ per step
     rebalance: bool = False
     # before the phase's first step (and before `rebalance`), re-place up to this many idle units of each
     # member, one at a time, where a new unit lowers this phase's objective most: the unit feature that most
-    # violates the infinite-width problem's optimality condition (RepModel.insert_units; a conditional-
+    # violates the infinite-width problem's optimality condition (analysis.units.insert_units; a conditional-
     # gradient step, Bach 2017). It escapes the stalls where no existing unit's gradient helps. MSE only
     insert_units: int = 0
 

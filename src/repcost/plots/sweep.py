@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-# readable names of the usual columns (DESIGN.md's conventions); any other key is shown as given
+# readable names of the usual columns (the papers' symbols; docs/ARCHITECTURE.md, Conventions); any other key
+# is shown as given
 LABELS = {
     "train.lam": "λ", "param_sq_norm": "‖θ‖²", "param_sq_norm_per_depth": "‖θ‖²/L", "cost": "cost C",
     "model.depth": "depth L", "model.width": "width", "seed": "seed", "train_loss": "train loss",

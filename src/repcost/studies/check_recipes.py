@@ -26,7 +26,7 @@ sets).
   `seed=jK` alone would give (the ensemble's members match their single runs).
 
 Writes figures/recipes.csv and figures/recipes.png; prints one line per dataset and the pass rates.
-Usage: python repcost.studies.check_recipes [--only 1d|rays|rays_L2|rays_L3] [--n 10] [--start 10] [--jobs 2]
+Usage: python -m repcost.studies.check_recipes [--only 1d|rays|rays_L2|rays_L3] [--n 10] [--start 10] [--jobs 2]
        [--out outputs/recipes]
        [--datasets 0,3] [--set OVERRIDE ...]
 """

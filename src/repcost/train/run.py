@@ -1,4 +1,6 @@
-"""The one run path: run directories opened, trained in one engine, written (docs/ARCHITECTURE.md).
+"""The one run path: run directories opened, trained in one engine, written.
+
+docs/ARCHITECTURE.md, "The path of one run", follows it step by step.
 
 Every training is a list of run jobs, one directory each. `train_runs` opens the directories
 (`open_run`: reuse a finished run, resume a checkpoint, move aside what is in the way) and trains

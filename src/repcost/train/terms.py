@@ -1,6 +1,6 @@
 """How the engine evaluates its members: one model as it is (K = 1), or K models stacked.
 
-Stacking (docs/ARCHITECTURE.md, "Ensembles"): `torch.func.stack_module_state` turns K models
+Stacking (docs/ARCHITECTURE.md, "Ensembles: stacked members"): `torch.func.stack_module_state` turns K models
 into one tensor per parameter with a leading member axis; the objective is evaluated for all
 members at once with `torch.func.vmap(functional_call(...))` on the family's own `forward` and
 `param_sq_norm`. Each member's model keeps parameters that are views into the stacked tensors,
