@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 from repcost.analysis.certificate import critical_point_certificate, weighted_gap
 from repcost.config import compose_config, validate
+from repcost.errors import RepcostError
 from repcost.models import build_model
 from repcost.train.run import run_training
 from repcost.train.schedule import lr_factor
@@ -87,3 +88,15 @@ def test_grad_tol_stops_at_the_first_check_below_it(tmp_path):
     assert s["cert.grad_norm_rel"] <= tol * (1 + 1e-9)
     before = run("before", f"train.phases.0.steps={s['steps'] - 10}")
     assert before["cert.grad_norm_rel"] > tol
+
+
+@pytest.mark.parametrize("extra", [("train.phases.0.steps=9",), ("train.phases.0.steps=30", "train.check_every=1000")])
+def test_a_run_that_diverges_between_checks_is_failed_not_finished(tmp_path, extra):
+    """The divergence and non-finite rules see the state every phase ends in, whatever check_every is."""
+    cfg = compose_config(["train.progress=false", "train=gd", "train.phases.0.lr=1e8", *extra])
+    with pytest.raises(RepcostError, match="run failed"):
+        run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
+    s = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert s["status"] == "failed" and s["stop_reason"] in ("diverged", "non_finite")
+    assert "end of phase" in s["message"] and not (tmp_path / "r" / "FINISHED").exists()
+    assert (tmp_path / "r" / "error.txt").exists()
