@@ -37,7 +37,7 @@ def check_threads(value: Any) -> int | str:
         return "auto"
     if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
         return value
-    raise ConfigError("threads", value, "auto or an integer ≥ 1 (torch CPU threads of the run)")
+    raise ConfigError("threads", value, "auto or an integer >= 1 (torch CPU threads of the run)")
 
 
 def cores_available() -> int:

@@ -14,9 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
-from ..rundir import LOCK
-
-PRE_TRAINING = {LOCK, ".hydra"}  # what a run directory holds before training starts, besides its log file
+PRE_TRAINING = {".lock", ".hydra"}  # what a run directory holds before training starts (rundir.LOCK), and its log
 
 
 def run_dir_override(argv: list[str]) -> str | None:
