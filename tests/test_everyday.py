@@ -26,6 +26,7 @@ TINY = ["train.phases.0.steps=15", "train.phases.1.steps=0", "train.progress=fal
 def test_threads_rule(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(threads, "cores_available", lambda: 8)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 8)  # the process may use every core: the run queue counts
     monkeypatch.setattr(threads, "busy_elsewhere", lambda: 0)
     assert threads.choose(3)[0] == 3  # an explicit setting wins over everything
     assert threads.choose("auto", work=threads.SMALL_WORK * 10)[0] == 8
@@ -33,6 +34,8 @@ def test_threads_rule(monkeypatch):
     assert threads.choose("auto", work=threads.SMALL_WORK / 10)[0] == 1  # small model: one thread
     monkeypatch.setattr(threads, "busy_elsewhere", lambda: 6)
     assert threads.choose("auto", work=threads.SMALL_WORK * 10)[0] == 2  # 8 cores, 6 kept busy by others
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 16)  # a share of a bigger machine: its run queue says nothing
+    assert threads.choose("auto", work=threads.SMALL_WORK * 10)[0] == 8
     monkeypatch.setenv("OMP_NUM_THREADS", "5")
     assert threads.choose("auto", work=threads.SMALL_WORK / 10) == (5, "OMP_NUM_THREADS")
     assert threads.choose(2)[0] == 2

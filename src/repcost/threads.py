@@ -7,14 +7,16 @@ The rule (`choose`), in order:
    a user or a cluster script that set it has chosen).
 3. `threads=auto` otherwise: the cores this process may use (its CPU affinity, within a cgroup CPU quota),
    shared among the jobs of the launch that run at once (`concurrency`: a parallel or stacked launcher's
-   `n_jobs`), less the cores other processes keep busy right now (the run queue, sampled), at least 1.
+   `n_jobs`), less the cores other processes keep busy right now (the run queue, sampled; only where the
+   process may use every core of the machine, since the run queue counts them all), at least 1.
    A run whose step is small (samples × parameters below `SMALL_WORK`) gets 1 thread whatever the cores:
    its operations are too small to split, and extra threads only cost synchronisation, which becomes
    ruinous (tens of ms per step) as soon as another process competes for the cores.
 
 Threads are applied at run start (`apply`, from the job's validated config; `fit_to_model` once the model's
 size is known) and only through this module, so a sweep never overrides an explicit choice; code that
-calls repcost as a library (a notebook, a test) keeps its own torch setting. `benchmarks/threads.py` measures the rule against 1, 2 and all threads.
+calls repcost as a library (a notebook, a test) keeps its own torch setting. `benchmarks/threads.py`
+measures the rule against 1, 2 and all threads.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from typing import Any
 
 from .errors import ConfigError
 
-# samples × parameters of one full-batch step below which a run trains on one thread. The demo (10 × 301),
-# Jacot 2022's MNIST net (42 × 42k) sit far below it, Jacot 2023's Fig 1 net (2000 × 96k) far above.
+# samples × parameters of one full-batch step below which a run trains on one thread. The demo (10 × 301) and
+# Jacot et al. 2022's MNIST net (42 × 42k = 1.8e6) sit below it, Jacot 2023's Fig 1 net (2000 × 91k = 1.8e8) above.
 SMALL_WORK = 2e7
 
 
@@ -92,7 +94,9 @@ def choose(setting: int | str, work: float | None = None, concurrency: int = 1) 
         return 1, "small model"
     cores = cores_available()
     share = max(1, cores // max(1, min(concurrency, cores)))
-    free = max(1, cores - busy_elsewhere())
+    # the run queue is the whole machine's: it says something about our cores only when they are all of them
+    busy = busy_elsewhere() if cores == (os.cpu_count() or cores) else 0
+    free = max(1, cores - busy)
     n = min(share, free)
     return n, f"auto: {cores} cores, {concurrency} concurrent job(s), {cores - free} busy elsewhere"
 
