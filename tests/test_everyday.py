@@ -95,6 +95,9 @@ def test_import_and_help_load_no_heavy_modules(tmp_path):
     p = subprocess.run([sys.executable, "-m", "repcost.cli.train", "--help"], capture_output=True, text=True,
                        cwd=tmp_path)
     assert p.returncode == 0 and "model: fc, linear_relu, parallel" in p.stdout and "threads: auto" in p.stdout
+    v = subprocess.run([sys.executable, "-m", "repcost.cli.train", "--version"], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert v.returncode == 0 and v.stdout.startswith(f"repcost-train {version('repcost')} (Hydra ")
     assert not list(tmp_path.iterdir())
 
 

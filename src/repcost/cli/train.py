@@ -83,6 +83,13 @@ def _main() -> None:
         if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
             print(help_text(sys.argv[1:]))
             return
+        if "--version" in sys.argv[1:]:
+            from importlib.metadata import version
+
+            from ..provenance import repcost_version
+
+            print(f"repcost-train {repcost_version()} (Hydra {version('hydra-core')})")
+            return
         check_argv(sys.argv[1:])
         global _existing_dirs
         _existing_dirs = snapshot(sys.argv[1:])

@@ -7,6 +7,7 @@ Hydra's help stays available as `--hydra-help`; `--cfg job [overrides]` prints a
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from ..paths import CONFIG_DIR
@@ -26,6 +27,7 @@ options:
   --resume RUN_DIR     relaunch a run directory with its saved overrides (more may follow)
   --cfg job            print the composed config of the overrides and exit
   --hydra-help         Hydra's own options (--info, --shell-completion, ...)
+  --version            repcost's version
   -h, --help           this help
 """
 
@@ -47,7 +49,8 @@ def group_lines(dirs: list[Path]) -> list[str]:
     for group in GROUPS:
         names = sorted({p.stem for d in dirs if (Path(d) / group).is_dir() for p in (Path(d) / group).glob("*.yaml")})
         if names:
-            lines.append(f"  {group}: {', '.join(names)}")
+            lines.append(textwrap.fill(f"{group}: {', '.join(names)}", width=110, initial_indent="  ",
+                                       subsequent_indent="      ", break_on_hyphens=False))
     return lines
 
 
