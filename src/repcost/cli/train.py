@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..config import resolvers  # noqa: F401  (registers ${repcost_uid:} and ${repcost_job_dir:})
 from ..errors import RepcostError
 from ..paths import CONFIG_DIR
+from ..train.preempt import Interrupted
 
 try:  # hydra/launcher=stacked, registered by hand too (Hydra's documented Plugins.register): Hydra's
     # plugin scan lists hydra_plugins.* with pkgutil, which cannot see into an editable install
@@ -69,7 +70,7 @@ def main() -> None:
     try:
         _main()
     except KeyboardInterrupt as e:  # Ctrl-C: after a run's checkpoint (its line is out), or before/after training
-        if e.__class__.__name__ != "Interrupted":
+        if not isinstance(e, Interrupted):
             print("repcost-train: interrupted", file=sys.stderr)
         sys.exit(130)
 

@@ -28,7 +28,7 @@ from ..errors import RepcostError
 from ..plugins import plugin_names
 from ..provenance import run_plugin_sources
 from ..rundir import RunDir
-from .preempt import take_interrupt
+from .preempt import Interrupted, take_interrupt
 from .run import run_training
 
 log = logging.getLogger("repcost")
@@ -113,10 +113,6 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, bool]:
     n, why = threads.apply(spec.threads, concurrency=launch_concurrency(hc))
     log.debug("torch threads: %d (%s)", n, why)
     return spec, run_cfg, Path(hc.runtime.output_dir), multirun
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C stopped a run; its checkpoint is written and its line logged: the command ends (exit status 130)."""
 
 
 def _total_steps(run_dir: Path) -> int | None:

@@ -33,6 +33,10 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT)
 _interrupts: list[int] = []  # SIGINTs caught and not yet taken (`take_interrupt`)
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run; its checkpoint is written and its line logged: the command ends (exit status 130)."""
+
+
 def take_interrupt() -> bool:
     """Whether a Ctrl-C (SIGINT) stopped a run since the last call: the command ends once its checkpoint is written."""
     caught = bool(_interrupts)
