@@ -55,7 +55,7 @@ BAD = [
     (["dtype=float16"], "dtype='float16'", "float32 or float64"),
     (["model.foo=1"], "model.foo", "not a key"),
     (["+model.foo=1"], "model.foo", "keys of model"),
-    (["model.depth=abc"], "model.depth", "Integer"),
+    (["model.depth=abc"], "model.depth='abc'", "allowed: an integer >= 2"),
     (["+train.phases.1.lam_factor=2"], "train.phases[-1].lam_factor=2.0", "last phase"),
 ]
 if not torch.cuda.is_available():

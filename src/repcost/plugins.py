@@ -75,3 +75,8 @@ def load_plugins(cfg_or_names: Any = None) -> None:
     load_entry_point_plugins()
     for name in plugin_names(cfg_or_names):
         _import(name, "config key plugins")
+
+
+def loaded_plugins() -> list[str]:
+    """The plugin modules imported in this process (entry points and `plugins` keys), sorted."""
+    return sorted(_imported)

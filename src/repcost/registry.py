@@ -20,6 +20,11 @@ class Entry:
     schema: type
     build: Callable[..., Any]
 
+    @property
+    def module(self) -> str | None:
+        """The module that registered this entry (an analysis: the module of its function)."""
+        return getattr(getattr(self.build, "fn", self.build), "__module__", None)
+
 
 class Registry:
     """A registry of named builders, each with a dataclass schema for its config."""
@@ -54,7 +59,10 @@ class Registry:
         """The entry for `name`, or a ConfigError listing the known names."""
         self._load()
         if name not in self._entries:
-            raise ConfigError(f"{self.kind}.name", name, "one of " + ", ".join(self.names()))
+            from .config.messages import PLUGIN_HINT, did_you_mean
+
+            raise ConfigError(f"{self.kind}.name", name, "one of " + ", ".join(self.names())
+                              + did_you_mean(name, self.names()) + "; " + PLUGIN_HINT)
         return self._entries[name]
 
 

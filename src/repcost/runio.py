@@ -1,4 +1,4 @@
-"""I/O primitives: atomic writes with umask permissions and one-line errors, JSON, provenance."""
+"""I/O primitives: atomic writes with umask permissions and one-line errors, JSON (provenance: repcost.provenance)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import hashlib
 import io
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -85,19 +84,6 @@ def atomic_torch_save(path: Path, obj: Any) -> None:
     buf = io.BytesIO()
     torch.save(obj, buf)
     atomic_write_bytes(path, buf.getvalue())
-
-
-def git_commit() -> str:
-    """The repcost checkout's HEAD commit (with '-dirty' if modified), or 'unknown'."""
-    here = Path(__file__).resolve().parent
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
-                             timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return (sha + ("-dirty" if dirty else "")) if sha else "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def config_hash(cfg: dict) -> str:

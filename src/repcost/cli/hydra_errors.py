@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -10,20 +11,42 @@ from contextlib import contextmanager
 from hydra.errors import HydraException, MissingConfigException
 from omegaconf.errors import OmegaConfBaseException
 
+from ..config.messages import did_you_mean
 from ..errors import OneLineParser, RepcostError  # noqa: F401 (OneLineParser: for the CLIs)
+
+
+def _near_key(key: str, cause: BaseException | None) -> str:
+    """'; did you mean <key with the misspelt part mended>?' from the keys beside the misspelt one, else how to
+    list the keys."""
+    parent, bad = getattr(cause, "parent_node", None), str(getattr(cause, "key", "") or "")
+    parts = key.lstrip("+~").split(".")
+    try:
+        names = [str(k) for k in parent.keys()] if parent is not None else []
+    except Exception:  # not a mapping
+        names = []
+    if bad in parts and names:
+        i = parts.index(bad)
+        near = difflib.get_close_matches(bad, names, n=2, cutoff=0.6)
+        if near:
+            return "; did you mean " + " or ".join(".".join([*parts[:i], n, *parts[i + 1:]]) for n in near) + "?"
+    return " (`--cfg job` lists the keys; a leading + appends a new key)"
 
 
 def one_line(exc: BaseException) -> str:
     """A one-line description of a config/composition error."""
     if isinstance(exc, MissingConfigException):
-        m = re.search(r"Could not find '([^/']+)/([^']+)'", str(exc))
+        m = re.search(r"Could not find '([^']+)/([^'/]+)'", str(exc))  # group (maybe nested) / option
         opts = getattr(exc, "options", None) or []
         if m:
-            return f"unknown {m.group(1)} '{m.group(2)}'; allowed: {', '.join(opts) or '(none)'}"
+            near = did_you_mean(m.group(2), opts)
+            allowed = ", ".join(opts) or "(none)"
+            hint = (f"; a plugin's? its {m.group(1)}/{m.group(2)}.yaml goes in a --config-dir and its module in "
+                    "plugins=[mypkg.module]") if m.group(1) in ("model", "data") and not near else ""
+            return (f"unknown {m.group(1)} '{m.group(2)}'"
+                    + (f"{near} (allowed: {allowed})" if near else f"; allowed: {allowed}") + hint)
     m = re.search(r"Could not override '([^']+)'", str(exc))
     if m and "not in struct" in str(exc.__cause__ or ""):
-        return (f"invalid config: {m.group(1)} is not a key of this config (`--cfg job` lists the keys; "
-                f"a leading + appends a new key)")
+        return f"invalid config: {m.group(1)} is not a key of this config{_near_key(m.group(1), exc.__cause__)}"
     text = " ".join(str(exc).split())
     cause = exc.__cause__
     if cause is not None and str(cause).split():

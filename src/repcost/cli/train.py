@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..config import resolvers  # noqa: F401  (registers ${repcost_uid:} and ${repcost_job_dir:})
 from ..errors import RepcostError
 from ..paths import CONFIG_DIR
-from ..train.job import job_failed, run_job
+from ..train.preempt import Interrupted
 
 try:  # hydra/launcher=stacked, registered by hand too (Hydra's documented Plugins.register): Hydra's
     # plugin scan lists hydra_plugins.* with pkgutil, which cannot see into an editable install
@@ -26,19 +26,33 @@ try:  # hydra/launcher=stacked, registered by hand too (Hydra's documented Plugi
 except ImportError:  # pragma: no cover - a partial install without the plugin
     pass
 from .hydra_errors import clean_exit
+from .refused import forget_refused_run, snapshot
+from .train_args import check_argv
+from .train_help import help_text
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")
 def _app(cfg: DictConfig):
+    from ..train.job import job_failed, run_job  # torch and training load here, not for --help
+
     try:
         return run_job(cfg)
     except Exception as e:
         if HydraConfig.get().mode != RunMode.MULTIRUN:
             if isinstance(e, RepcostError):
+                _forget_refused_run()
                 print(f"repcost-train: error: {e}", file=sys.stderr)
                 sys.exit(2)
             raise
         return job_failed(e, cfg, HydraConfig.instance().cfg)
+
+
+_existing_dirs: set | None = None  # refused.snapshot of this command, taken before Hydra creates the run dir
+
+
+def _forget_refused_run() -> None:
+    hc = HydraConfig.get()
+    forget_refused_run(Path(hc.runtime.output_dir), f"{hc.job.name}.log", _existing_dirs)
 
 
 def _resume_argv(argv: list[str]) -> list[str]:
@@ -53,11 +67,33 @@ def _resume_argv(argv: list[str]) -> list[str]:
 
 def main() -> None:
     """Console entry point for repcost-train (`repcost-train --resume RUN_DIR` resumes a run)."""
+    try:
+        _main()
+    except KeyboardInterrupt as e:  # Ctrl-C: after a run's checkpoint (its line is out), or before/after training
+        if not isinstance(e, Interrupted):
+            print("repcost-train: interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+def _main() -> None:
     with clean_exit("repcost-train"):
         if len(sys.argv) > 2 and sys.argv[1] == "--resume":
             sys.argv = [sys.argv[0], *_resume_argv(sys.argv[1:])]
         elif len(sys.argv) == 2 and sys.argv[1] == "--resume":
             raise RepcostError("--resume needs a run directory")
+        if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
+            print(help_text(sys.argv[1:]))
+            return
+        if "--version" in sys.argv[1:]:
+            from importlib.metadata import version
+
+            from ..provenance import repcost_version
+
+            print(f"repcost-train {repcost_version()} (Hydra {version('hydra-core')})")
+            return
+        check_argv(sys.argv[1:])
+        global _existing_dirs
+        _existing_dirs = snapshot(sys.argv[1:])
         _app()
 
 

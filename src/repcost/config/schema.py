@@ -17,9 +17,11 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from ..errors import ConfigError, check
+from .messages import PLUGIN_HINT, did_you_mean, type_allowed
 from ..loggers import check_logger
 from ..plugins import load_plugins
 from ..registry import ANALYSES, DATASETS, MODELS
+from ..threads import check_threads
 
 OPTIMIZERS = ("gd", "sgd", "adam")
 SCHEDULES = ("constant", "cosine", "linear", "exponential")
@@ -175,6 +177,7 @@ class RunSpec:
     device: str  # resolved: cpu or cuda[:i]
     dtype: str
     logger: str = "none"  # none | tensorboard (repcost.loggers)
+    threads: Any = "auto"  # torch CPU threads: auto or an integer >= 1 (repcost.threads)
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -195,6 +198,11 @@ class TopLevelConfig:
     resume: Any = field(default=None, metadata={"identity": False})
     plugins: Any = field(default_factory=list, metadata={"identity": False})  # modules that register families etc.
     logger: str = field(default="none", metadata={"identity": False})  # none | tensorboard
+    # torch CPU threads: auto (repcost.threads' rule) or an integer >= 1; speed only, not the result
+    threads: Any = field(default="auto", metadata={"identity": False})
+    # {plugin module: sha256 of its source} of the plugins a run uses, set by repcost-train (repcost.provenance);
+    # part of the identity: a plugin edit makes the run stale. Empty (no plugins): the identity is as before
+    plugin_sources: Any = field(default_factory=dict)
 
 
 TOP_LEVEL_SCHEMA = TopLevelConfig
@@ -209,11 +217,16 @@ def _section(prefix: str, schema: type, node) -> Any:
     except ConfigError as e:
         raise e.with_prefix(prefix) from None
     except ConfigKeyError as e:
-        allowed = ", ".join(f.name for f in dataclasses.fields(schema))
-        raise ConfigError(f"{prefix}.{e.full_key or e.key}", "<unknown key>", f"keys of {prefix}: {allowed}") from None
-    except OmegaConfBaseException as e:
-        msg = str(e).splitlines()[0]
-        raise ConfigError(f"{prefix}.{e.full_key or e.key}", e.value if hasattr(e, "value") else None, msg) from None
+        names = [f.name for f in dataclasses.fields(schema)]
+        hint = did_you_mean(str(e.key), names, f"{prefix}.")
+        raise ConfigError(f"{prefix}.{e.full_key or e.key}", "<unknown key>",
+                          f"keys of {prefix}: {', '.join(names)}{hint}") from None
+    except OmegaConfBaseException as e:  # a value of the wrong type: what the key allows, in the schema's words
+        key = str(e.full_key or e.key)
+        top = key.split(".")[0].split("[")[0]
+        allowed = type_allowed(schema, top) if top in {f.name for f in dataclasses.fields(schema)} else None
+        raise ConfigError(f"{prefix}.{key}", e.value if hasattr(e, "value") else None,
+                          allowed or str(e).splitlines()[0]) from None
 
 
 def _registered_section(prefix: str, registry, node) -> Any:
@@ -254,7 +267,7 @@ def validate(cfg: DictConfig) -> RunSpec:
     analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
     validate_options(analysis)
     logger = check_logger(cfg.get("logger", "none"))
-    return RunSpec(model, data, train, analysis, seed, device, dtype, logger)
+    return RunSpec(model, data, train, analysis, seed, device, dtype, logger, check_threads(cfg.get("threads", "auto")))
 
 
 def validate_options(cfg: AnalysisConfig) -> dict[str, Any]:
@@ -265,7 +278,8 @@ def validate_options(cfg: AnalysisConfig) -> dict[str, Any]:
     """
     names = ANALYSES.names()
     for name in cfg.analyses:
-        check(name in names, "analysis.analyses", name, "a list of " + ", ".join(names))
+        check(name in names, "analysis.analyses", name,
+              "a list of " + ", ".join(names) + did_you_mean(name, names) + "; " + PLUGIN_HINT)
     schemas = {ANALYSES.get(n).schema for n in names} - {CertificateOptions}  # its options: analysis.certificate
     known = {f.name: f for s in schemas for f in dataclasses.fields(s)}
     given = dict(cfg.options or {})

@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import importlib.resources
 import logging
-import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -18,25 +17,32 @@ from pathlib import Path
 import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
+from .. import threads
 from ..analysis.hooks import descriptions
 from ..config import validate
 from ..config.schema import RunSpec
 from ..errors import RepcostError
+from ..plugins import plugin_names
+from ..provenance import run_plugin_sources
 from ..rundir import RunDir
+from .preempt import Interrupted, take_interrupt
 from .run import run_training
 
 log = logging.getLogger("repcost")
 
 
+def launch_concurrency(hc: DictConfig) -> int:
+    """How many jobs of this launch run at once: a parallel/stacked launcher's `n_jobs` (-1: one per core), else 1."""
+    n_jobs = OmegaConf.select(hc, "launcher.n_jobs", default=None) if hc.mode == RunMode.MULTIRUN else None
+    if not isinstance(n_jobs, int) or n_jobs == 0:
+        return 1
+    return threads.cores_available() if n_jobs < 0 else n_jobs
+
+
 def place_sweep_job(spec: RunSpec, hc: DictConfig) -> None:
-    """In a multirun: share the CPU cores among parallel jobs, spread jobs over the GPUs."""
-    n_jobs = OmegaConf.select(hc, "launcher.n_jobs", default=None)
-    if n_jobs is not None:
-        n = os.cpu_count() or 1
-        n_jobs = n if n_jobs < 0 else n_jobs
-        torch.set_num_threads(max(1, n // max(1, min(n_jobs, n))))
+    """In a multirun: spread jobs over the GPUs (the CPU cores are shared by `repcost.threads`)."""
     if spec.device == "cuda" and torch.cuda.device_count() > 1:
         spec.device = f"cuda:{hc.job.num % torch.cuda.device_count()}"
 
@@ -82,23 +88,51 @@ def write_hydra_files(cfg: DictConfig, hydra_cfg: DictConfig) -> Callable[[RunDi
     return write
 
 
+def record_plugin_sources(spec: RunSpec, cfg: DictConfig) -> None:
+    """The config's `plugin_sources`: the sha256 of each plugin module the run uses (part of its identity, so a
+    plugin edit makes a finished run stale); a run without plugins gets no key and keeps its identity."""
+    sources = run_plugin_sources(spec, plugin_names(cfg))
+    if sources or "plugin_sources" in cfg:
+        with open_dict(cfg):
+            cfg.plugin_sources = sources
+
+
 def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, bool]:
     """(spec, resolved run config, run dir, multirun) of the job whose Hydra config is current."""
     hc = HydraConfig.get()
     check_experiment(hc)
     spec = validate(cfg)
+    record_plugin_sources(spec, cfg)
     run_cfg = OmegaConf.to_container(cfg, resolve=True)
     run_cfg.pop("hydra", None)
     multirun = hc.mode == RunMode.MULTIRUN
     if multirun:
         place_sweep_job(spec, hc)
+    n, why = threads.apply(spec.threads, concurrency=launch_concurrency(hc))
+    log.debug("torch threads: %d (%s)", n, why)
     return spec, run_cfg, Path(hc.runtime.output_dir), multirun
 
 
+def _total_steps(run_dir: Path) -> int | None:
+    """The step budget in a run directory's saved config (None if it cannot be read)."""
+    try:
+        phases = OmegaConf.load(Path(run_dir) / ".hydra" / "config.yaml").train.phases
+        return sum(int(p.steps) for p in phases)
+    except Exception:  # a message detail only
+        return None
+
+
 def done(summary: dict, run_dir: Path) -> dict:
-    """A job's return value, its outcome logged (a reused run: one line; a trained one: `report`)."""
+    """A job's return value, its outcome logged (a reused run: one line; a trained one: `report`).
+
+    A run stopped by Ctrl-C: one line, then `Interrupted` ends the command (a sweep's later jobs too)."""
     if summary.pop("reused", False):
         log.info("already finished (force=true moves it aside and reruns): %s", run_dir)
+    elif summary.get("status") == "preempted" and take_interrupt():
+        total = _total_steps(run_dir)
+        log.warning("interrupted at step %s%s; relaunch the same command to resume", summary.get("steps"),
+                    f" of {total}" if total is not None else "")
+        raise Interrupted
     else:
         report(summary, run_dir)
     return summary

@@ -1,4 +1,9 @@
-"""SIGTERM/SIGUSR1/SIGUSR2 (what SLURM sends before it kills or requeues a job) -> a flag the loop polls.
+"""SIGTERM/SIGUSR1/SIGUSR2 (what SLURM sends before it kills or requeues a job) and SIGINT (Ctrl-C) -> a flag
+the loop polls.
+
+Ctrl-C behaves as SIGTERM: the run stops at the next step and writes its checkpoint; `take_interrupt()` then
+tells the command line to end the whole command (a sweep too) with one line and exit status 130. A second
+Ctrl-C before the run has stopped raises KeyboardInterrupt at once (the checkpoint writes are atomic).
 
 Under a launcher that handles these signals itself, its handler stays in charge. submitit (the `slurm`
 and `local_submitit` launchers) installs Python handlers before the job function runs: on its checkpoint
@@ -24,7 +29,19 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT)
+_interrupts: list[int] = []  # SIGINTs caught and not yet taken (`take_interrupt`)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run; its checkpoint is written and its line logged: the command ends (exit status 130)."""
+
+
+def take_interrupt() -> bool:
+    """Whether a Ctrl-C (SIGINT) stopped a run since the last call: the command ends once its checkpoint is written."""
+    caught = bool(_interrupts)
+    _interrupts.clear()
+    return caught
 
 
 class StopFlag:
@@ -47,9 +64,10 @@ class StopFlag:
 def _owned_by_launcher(handler: object) -> bool:
     """Whether `handler` (from signal.getsignal) is a Python function someone installed, e.g. submitit's.
 
-    SIG_DFL, SIG_IGN and None (a handler not installed from Python) are nobody's: repcost takes those.
+    SIG_DFL, SIG_IGN and None (a handler not installed from Python) are nobody's: repcost takes those, and so
+    Python's own SIGINT handler (the one that raises KeyboardInterrupt).
     """
-    return callable(handler)
+    return callable(handler) and handler is not signal.default_int_handler
 
 
 @contextmanager
@@ -68,6 +86,10 @@ def stop_on_signals(flag: StopFlag, signals: Sequence[int] = STOP_SIGNALS) -> It
     flag.chained = {s: old[s] for s in ours if _owned_by_launcher(old[s])}
 
     def handler(signum: int, _frame: object) -> None:
+        if signum == signal.SIGINT:
+            if flag.signal == signal.SIGINT:  # Ctrl-C twice: stop now
+                raise KeyboardInterrupt
+            _interrupts.append(signum)
         flag.signal = signum
 
     old_cont = signal.signal(signal.SIGCONT, signal.SIG_DFL)  # see the module docstring

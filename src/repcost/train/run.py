@@ -13,6 +13,7 @@ jobs plus one aggregation step (`ensemble.py`); a stacked sweep group is several
 from __future__ import annotations
 
 import logging
+import signal
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -28,7 +29,8 @@ from ..errors import RepcostError
 from ..identity import run_hash
 from ..models import build_model
 from ..rundir import CHECKPOINT, ERROR, SUMMARY, RunDir
-from ..runio import git_commit
+from ..provenance import provenance
+from .. import threads
 from .engine import Engine, TrainResult
 from .ensemble import aggregate, member_jobs
 from .preempt import StopFlag, stop_on_signals
@@ -271,6 +273,7 @@ def train_jobs(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> lis
               for j in jobs]
     data = data.to(dtype, device)
     family = models[0].family
+    threads.fit_to_model(data.x_train.shape[0], K * sum(p.numel() for p in models[0].parameters()))
     runners = [AnalysisRunner(j.spec.analysis, m, data, j.rd.path, j.spec.train) for m, j in zip(models, jobs)]
     outs = [_metrics(j.rd, j.spec, j.start[2]) for j in jobs]
     engine = Engine(models, data, [j.spec.train for j in jobs], [j.spec.seed for j in jobs],
@@ -307,8 +310,9 @@ def train_jobs(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> lis
         else:
             out.append(_complete(j, engine, i, r, runners[i], outs[i][1], data, wall))
     if any(r.status == "preempted" for r in results):
-        log.warning("preempted (signal %s) at step %d; checkpoint saved, relaunch to resume",
-                    engine.stop_flag.signal, engine.pos.step)
+        if engine.stop_flag.signal != signal.SIGINT:  # Ctrl-C: the caller says it in its own words
+            log.warning("preempted (signal %s) at step %d; checkpoint saved, relaunch to resume",
+                        engine.stop_flag.signal, engine.pos.step)
         hand_back = getattr(engine.stop_flag, "hand_back", None)
         if hand_back is not None:
             hand_back()  # a launcher's own handler (submitit: requeue and exit) now that the checkpoints are safe
@@ -332,7 +336,7 @@ def run_summary(engine: Engine, i: int, result: TrainResult, job: RunJob, data_n
         "device": str(torch.device(spec.device)),
         "dtype": spec.dtype,
         "seed": m.seed,
-        "git_commit": git_commit(),
+        **provenance(),
         "config_hash": job.chash,
         "model": model.family,
         "data": data_name,

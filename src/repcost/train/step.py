@@ -36,14 +36,19 @@ WARMUP_STEPS = 2  # eager/compiled steps on a side stream before a phase is capt
 # the compile takes ~30 s). Short runs and tests stay eager.
 COMPILE_MIN_STEPS_CUDA = 2000
 COMPILE_MIN_WORK_CPU = 1e12
-try:  # compiled steps of several runs in one process (tests, a stacked launcher) must not hit the cap
-    import torch._dynamo as _dynamo
 
-    for _key in ("recompile_limit", "cache_size_limit"):
-        if hasattr(_dynamo.config, _key):
-            setattr(_dynamo.config, _key, max(getattr(_dynamo.config, _key), 64))
-except Exception:  # pragma: no cover - a torch without dynamo: compile is refused at validation
-    pass
+
+def _raise_recompile_limit() -> None:
+    """Compiled steps of several runs in one process (tests, a stacked launcher) must not hit dynamo's cap.
+    Called before the first compile: importing torch._dynamo costs seconds, which eager runs never pay."""
+    try:
+        import torch._dynamo as _dynamo
+
+        for _key in ("recompile_limit", "cache_size_limit"):
+            if hasattr(_dynamo.config, _key):
+                setattr(_dynamo.config, _key, max(getattr(_dynamo.config, _key), 64))
+    except Exception:  # pragma: no cover - a torch without dynamo: compile is refused at validation
+        pass
 
 
 def use_compile(setting: str, device: torch.device, steps: int, K: int, n: int, n_params: int) -> bool:
@@ -95,6 +100,7 @@ def compiled_objective(terms):
             return _with_objective(*functional_terms(template, loss, stacked, state, x, y, idx), stated_coef,
                                    trained_coef)
 
+        _raise_recompile_limit()
         fn = _COMPILED[key] = torch.compile(objective, dynamic=False)
     return fn
 
@@ -106,6 +112,7 @@ def compiled_update():
     """`optim.update_` compiled once per process (its guards tell optimisers and shapes apart)."""
     global _compiled_update
     if _compiled_update is None:
+        _raise_recompile_limit()
         _compiled_update = torch.compile(update_, dynamic=False)
     return _compiled_update
 

@@ -1,0 +1,63 @@
+"""A config refused before training leaves no run directory behind.
+
+Hydra creates the run directory and opens its log file before repcost sees the config, and a run
+refused once its directory is locked also leaves `.lock` and `.hydra/`. When such a run is refused
+and its directory did not exist before this command, everything in it is this command's: it is
+removed, with the empty folders above it that the command created.
+A directory that holds anything else (a checkpoint, metrics, results) is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+PRE_TRAINING = {".lock", ".hydra"}  # what a run directory holds before training starts (rundir.LOCK), and its log
+
+
+def run_dir_override(argv: list[str]) -> str | None:
+    """The value of the last `hydra.run.dir=` override in `argv`, or None."""
+    values = [a.split("=", 1)[1] for a in argv if a.startswith(("hydra.run.dir=", "+hydra.run.dir=", "++hydra.run.dir="))]
+    return values[-1] if values else None
+
+
+def snapshot(argv: list[str]) -> set[Path] | None:
+    """Before Hydra starts: the folders that already exist on the way to the run directory `argv` names
+    (resolved; the default `outputs/runs/<date>/<new name>`), or None when the run directory itself exists
+    or cannot be known before Hydra resolves it (then nothing is ever removed)."""
+    value = run_dir_override(argv)
+    if value is not None and "${" in value:
+        return None
+    if value is None:  # outputs/runs/<date>/<time>_<model>_<data>_<random id>: a new name for every command
+        target = Path.cwd() / "outputs" / "runs" / time.strftime("%Y-%m-%d") / "new"
+    else:
+        target = Path(value).expanduser()
+        if target.exists():
+            return None
+    target = target.resolve()
+    return {p for p in target.parents if p.is_dir()}
+
+
+def forget_refused_run(run_dir: Path, log_name: str, existing: set[Path] | None) -> bool:
+    """Remove a refused run's directory if this command created it (`existing` from `snapshot`) and it holds
+    nothing but `.lock`, `.hydra/` and `log_name`; then the empty folders above it that the command created.
+    Returns whether it removed the run directory."""
+    run_dir = Path(run_dir).resolve()
+    if existing is None or run_dir in existing or not run_dir.is_dir():
+        return False
+    if not {p.name for p in run_dir.iterdir()} <= PRE_TRAINING | {log_name}:
+        return False
+    try:
+        shutil.rmtree(run_dir)
+    except OSError:
+        return False
+    for parent in run_dir.parents:
+        if parent in existing:
+            break
+        try:
+            os.rmdir(parent)  # only an empty folder
+        except OSError:
+            break
+    return True

@@ -1,0 +1,75 @@
+"""`repcost-train --help`: usage, the config groups and the top-level keys, read straight from the config files.
+
+Hydra's own help composes the config and lists every group through one repository copy per group
+(seconds on a small machine); this reads the YAML folders instead, and needs neither Hydra nor torch.
+Hydra's help stays available as `--hydra-help`; `--cfg job [overrides]` prints a composed config.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from ..paths import CONFIG_DIR
+
+GROUPS = ("model", "data", "train", "analysis", "experiment", "hydra/launcher")
+USAGE = """\
+usage: repcost-train [--config-dir DIR] [-m] [KEY=VALUE | group=option ...]
+       repcost-train --resume RUN_DIR [KEY=VALUE ...]
+
+Trains one model (with -m/--multirun: one job per combination of comma-separated values) and writes
+its run directory (summary.json, metrics.jsonl, checkpoint.pt, .hydra/). Options come before the
+overrides.
+
+options:
+  --config-dir DIR     also search DIR for groups and presets (your own model/, data/, experiment/ ...)
+  -m, --multirun       run a sweep, e.g. model.width=10,20 seed=0,1 (hydra/launcher=parallel|stacked|slurm)
+  --resume RUN_DIR     relaunch a run directory with its saved overrides (more may follow)
+  --cfg job            print the composed config of the overrides and exit
+  --hydra-help         Hydra's own options (--info, --shell-completion, ...)
+  --version            repcost's version
+  -h, --help           this help
+"""
+
+
+def _config_dirs(argv: list[str]) -> list[Path]:
+    """repcost's config folder and the user's `--config-dir`/`-cd` folders named in `argv`."""
+    dirs = [CONFIG_DIR]
+    for i, a in enumerate(argv):
+        if a in ("--config-dir", "-cd") and i + 1 < len(argv):
+            dirs.append(Path(argv[i + 1]).expanduser())
+        elif a.startswith("--config-dir="):
+            dirs.append(Path(a.split("=", 1)[1]).expanduser())
+    return dirs
+
+
+def group_lines(dirs: list[Path]) -> list[str]:
+    """`group: option, option, ...` for each config group found in `dirs`."""
+    lines = []
+    for group in GROUPS:
+        names = sorted({p.stem for d in dirs if (Path(d) / group).is_dir() for p in (Path(d) / group).glob("*.yaml")})
+        if names:
+            lines.append(textwrap.fill(f"{group}: {', '.join(names)}", width=110, initial_indent="  ",
+                                       subsequent_indent="      ", break_on_hyphens=False))
+    return lines
+
+
+def top_level_lines() -> list[str]:
+    """The top-level keys of config.yaml with their comments (between the defaults list and `hydra:`)."""
+    lines, started = [], False
+    for line in (Path(CONFIG_DIR) / "config.yaml").read_text().splitlines():
+        if line.startswith("hydra:"):
+            break
+        if started and line.strip():
+            lines.append("  " + line)
+        elif line and not line[0].isspace() and not line.startswith(("#", "defaults")):
+            started = True
+            lines.append("  " + line)
+    return lines
+
+
+def help_text(argv: list[str]) -> str:
+    """The whole --help text."""
+    return "\n".join([USAGE, "config groups (group=option):", *group_lines(_config_dirs(argv)), "",
+                      "top-level keys (KEY=VALUE; sections: model.*, data.*, train.*, analysis.*):",
+                      *top_level_lines(), ""])

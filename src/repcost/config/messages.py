@@ -1,0 +1,69 @@
+"""Config error wording: did-you-mean for misspelt names, and what a key allows in the schema's own words."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import typing
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import ConfigError
+
+PLUGIN_HINT = ("a plugin's name? load its module with plugins=[mypkg.module] "
+               "(or install it with a repcost.plugins entry point)")
+
+
+def did_you_mean(word: str, options: Iterable[str], prefix: str = "") -> str:
+    """'; did you mean <prefix><closest>?' for a near miss among `options`, else ''."""
+    near = difflib.get_close_matches(str(word), [str(o) for o in options], n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(prefix + n for n in near)}?" if near else ""
+
+
+def _describe(tp: Any) -> str:
+    """A type annotation in words: int -> 'an integer', Optional[float] -> 'a number or null', ..."""
+    if isinstance(tp, str):  # postponed annotations
+        tp = {"int": int, "float": float, "bool": bool, "str": str}.get(tp, Any)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Union:
+        inner = [a for a in args if a is not type(None)]
+        text = " or ".join(_describe(a) for a in inner)
+        return text + " or null" if len(inner) < len(args) else text
+    if origin in (list, tuple, typing.List, typing.Tuple):
+        return f"a list of {_describe(args[0]).split(' ', 1)[-1]}s" if args else "a list"
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(tp, "a value of its type")
+
+
+# values of the right type that a schema's range checks usually refuse: probing with them finds the check's words
+_PROBES = {int: (-(10**9), 0), float: (-1e300, math.nan, 0.0), str: ("\x00not-an-option",)}
+
+
+def type_allowed(schema: type, key: str) -> str:
+    """What `key` of dataclass `schema` allows, in the schema's own words where its checks say them.
+
+    A value of the wrong type never reaches the schema's `__post_init__` checks, so they are probed with
+    values of the right type that such checks refuse (e.g. depth = 0 -> "an integer >= 2"); without a check
+    for the key, the type itself in words ("an integer", "a number or null")."""
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    f = fields.get(key)
+    if f is None:
+        return "a value of its type"
+    try:
+        hints = typing.get_type_hints(schema)
+    except Exception:  # an annotation that cannot be resolved: the plain text
+        hints = {}
+    tp = hints.get(key, f.type)
+    base = next((a for a in typing.get_args(tp) if a is not type(None)), tp) if typing.get_origin(tp) is typing.Union else tp
+    probes = _PROBES.get(base, ())
+    if typing.get_origin(base) in (list, typing.List):
+        probes = ([-(10**9)], ["\x00not-an-option"])
+    for probe in probes:
+        try:
+            schema(**{key: probe})
+        except ConfigError as e:
+            if e.key == key:
+                return e.allowed
+        except Exception:  # the probe broke something else: no words from here
+            break
+    return _describe(tp)

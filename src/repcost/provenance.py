@@ -1,0 +1,97 @@
+"""What produced a run: repcost's version and commit, Python and torch, and the plugins' code.
+
+`provenance()` goes into summary.json. `plugin_sources(...)` goes into the run's config (the top-level
+key `plugin_sources`, part of the run's identity), so editing a plugin that a run uses makes its
+finished result stale, as editing its config does. Runs that use no plugin have no such key and keep
+the identity they always had.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def repcost_version() -> str:
+    """The installed distribution's version (package metadata), or 'unknown' for a bare source tree."""
+    try:
+        return version("repcost")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def git_commit() -> str:
+    """The repcost checkout's HEAD commit (with '-dirty' if modified), or 'unknown' (e.g. an installed wheel).
+
+    Only a git work tree whose src/repcost is this package counts: a wheel installed in a virtual
+    environment inside some other repository must not report that repository's commit.
+    """
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=5).stdout.strip()
+
+    try:
+        top = git("rev-parse", "--show-toplevel")
+        if not top or (Path(top) / "src" / "repcost").resolve() != PACKAGE_DIR:
+            return "unknown"
+        sha = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+        return (sha + ("-dirty" if dirty else "")) if sha else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def source_sha256(module_name: str) -> str | None:
+    """sha256 of an imported module's source file (a package: its __init__.py), or None if it has none."""
+    mod = sys.modules.get(module_name)
+    path = getattr(mod, "__file__", None)
+    if not path:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def is_plugin_module(module_name: str | None) -> bool:
+    """Whether code registered from `module_name` is a user's plugin (not repcost's own)."""
+    return bool(module_name) and module_name != "repcost" and not str(module_name).startswith("repcost.")
+
+
+def plugin_sources(modules: list[str]) -> dict[str, str]:
+    """{module: sha256 of its source} of the plugin modules among `modules` (sorted, duplicates dropped)."""
+    out = {}
+    for m in sorted(set(modules)):
+        if is_plugin_module(m):
+            out[m] = source_sha256(m) or "no source file"
+    return out
+
+
+def run_plugin_sources(spec: Any, config_plugins: list[str]) -> dict[str, str]:
+    """`plugin_sources` of a validated run: the plugins that registered its model family, dataset or analyses,
+    and those its config's `plugins` key names. Entry-point plugins the run does not use do not count."""
+    from .registry import ANALYSES, DATASETS, MODELS
+
+    modules = [*config_plugins, MODELS.get(spec.model.name).module, DATASETS.get(spec.data.name).module]
+    modules += [ANALYSES.get(n).module for n in getattr(spec.analysis, "analyses", [])]
+    return plugin_sources([m for m in modules if m])
+
+
+def provenance() -> dict[str, Any]:
+    """repcost version and commit, Python and torch versions, and every loaded plugin's module, file and sha256."""
+    from .plugins import loaded_plugins
+
+    torch = sys.modules.get("torch")
+    plugins = {}
+    for m in loaded_plugins():
+        path = getattr(sys.modules.get(m), "__file__", None)
+        plugins[m] = {"file": str(path) if path else None, "sha256": source_sha256(m)}
+    return {"repcost_version": repcost_version(), "git_commit": git_commit(),
+            "python_version": platform.python_version(),
+            "torch_version": getattr(torch, "__version__", "not imported"), "plugins": plugins}

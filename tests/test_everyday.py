@@ -1,0 +1,305 @@
+"""The everyday layer of repcost-train: threads, start-up imports, Ctrl-C, refused configs, messages, provenance."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import REPO
+from omegaconf import OmegaConf
+
+from repcost import threads
+from repcost.errors import ConfigError, RepcostError
+
+TINY = ["train.phases.0.steps=15", "train.phases.1.steps=0", "train.progress=false"]
+
+
+# -- threads ----------------------------------------------------------------------------------------------------
+def test_threads_rule(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "cores_available", lambda: 8)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 8)  # the process may use every core: the run queue counts
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 0)
+    assert threads.choose(3)[0] == 3  # an explicit setting wins over everything
+    assert threads.choose("auto", work=threads.SMALL_WORK * 10)[0] == 8
+    assert threads.choose("auto", work=threads.SMALL_WORK * 10, concurrency=3)[0] == 8 // 3
+    assert threads.choose("auto", work=threads.SMALL_WORK / 10)[0] == 1  # small model: one thread
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 6)
+    assert threads.choose("auto", work=threads.SMALL_WORK * 10)[0] == 2  # 8 cores, 6 kept busy by others
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 16)  # a share of a bigger machine: its run queue says nothing
+    assert threads.choose("auto", work=threads.SMALL_WORK * 10)[0] == 8
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    assert threads.choose("auto", work=threads.SMALL_WORK / 10) == (5, "OMP_NUM_THREADS")
+    assert threads.choose(2)[0] == 2
+
+
+def test_threads_setting_is_validated():
+    from repcost.config import compose_config, validate
+
+    assert validate(compose_config(["threads=2", "device=cpu"])).threads == 2
+    assert validate(compose_config(["device=cpu"])).threads == "auto"
+    for bad in ("0", "two", "true"):
+        with pytest.raises(ConfigError, match=r"threads=.*allowed: auto or an integer >= 1"):
+            validate(compose_config([f"threads={bad}", "device=cpu"]))
+
+
+def test_threads_are_left_alone_for_library_use_and_shared_in_sweeps(monkeypatch):
+    from omegaconf import OmegaConf
+    from hydra.types import RunMode
+
+    from repcost.train.job import launch_concurrency
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(threads, "_managed", {})
+    assert threads.fit_to_model(10, 10) is None and torch.get_num_threads() == before  # no CLI job: untouched
+    hc = OmegaConf.create({"mode": RunMode.MULTIRUN, "launcher": {"n_jobs": 2}})
+    assert launch_concurrency(hc) == 2
+    assert launch_concurrency(OmegaConf.create({"mode": RunMode.RUN, "launcher": {"n_jobs": 2}})) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", str(before))  # an explicit choice beats the sweep's share
+    try:
+        assert threads.apply("auto", concurrency=2) == (before, "OMP_NUM_THREADS")
+        assert threads.fit_to_model(10, 10) == (before, "OMP_NUM_THREADS")
+        monkeypatch.delenv("OMP_NUM_THREADS")
+        assert threads.fit_to_model(10, 10) == (1, "small model") and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+# -- start-up ---------------------------------------------------------------------------------------------------
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print('MODULES', *sys.modules)"],
+                         capture_output=True, text=True, check=True, cwd=REPO).stdout
+    return {m.split(".")[0] for m in out.split("MODULES", 1)[1].split()}
+
+
+def test_import_and_help_load_no_heavy_modules(tmp_path):
+    heavy = {"torch", "matplotlib", "scipy", "cvxpy", "tensorboard", "submitit", "sklearn", "pandas"}
+    assert not heavy & _modules_after("import repcost, repcost.cli.train, repcost.config.resolvers")
+    loaded = _modules_after("import sys; sys.argv = ['repcost-train', '--help']\n"
+                            "from repcost.cli.train import main; main()")
+    assert not heavy & loaded
+    assert not {"scipy", "cvxpy", "matplotlib"} & _modules_after("import repcost.analysis, repcost.models")
+    import repcost
+    import repcost.analysis as analysis
+
+    assert repcost.load_run.__module__ == "repcost.api" and callable(analysis.cost_CL)
+    assert analysis.hooks.__name__ == "repcost.analysis.hooks"  # a submodule by attribute, as before
+    p = subprocess.run([sys.executable, "-m", "repcost.cli.train", "--help"], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert p.returncode == 0 and "model: fc, linear_relu, parallel" in p.stdout and "threads: auto" in p.stdout
+    v = subprocess.run([sys.executable, "-m", "repcost.cli.train", "--version"], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert v.returncode == 0 and v.stdout.startswith(f"repcost-train {version('repcost')} (Hydra ")
+    assert not list(tmp_path.iterdir())
+
+
+# -- Ctrl-C -----------------------------------------------------------------------------------------------------
+def _train_cmd(run: Path) -> list[str]:
+    return [sys.executable, "-m", "repcost.cli.train", f"hydra.run.dir={run}", "train.phases.0.steps=3000",
+            "train.phases.1.steps=0", "train.progress=false", "train.log_every=50", "threads=1"]
+
+
+def test_ctrl_c_checkpoints_says_one_line_exits_130_and_the_relaunch_resumes(tmp_path):
+    run = tmp_path / "run"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(_train_cmd(run), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    metrics, t0 = run / "metrics.jsonl", time.time()
+    while not (metrics.exists() and metrics.stat().st_size > 0) and proc.poll() is None and time.time() - t0 < 120:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    lines = [ln for ln in (out + err).splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in out + err, out + err
+    step = int(lines[0].split("interrupted at step ")[1].split()[0])
+    assert lines[0] == f"interrupted at step {step} of 3000; relaunch the same command to resume"
+    ck = torch.load(run / "checkpoint.pt", weights_only=True)
+    assert ck["status"] == "preempted" and ck["trainer"]["position"]["step"] == step
+    assert "plugin_sources" not in OmegaConf.load(run / ".hydra" / "config.yaml")  # no plugins: no key
+
+    again = subprocess.run(_train_cmd(run), cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"resuming {run} from step {step}" in again.stdout
+    assert json.loads((run / "summary.json").read_text())["steps"] == 3000
+    steps = [json.loads(ln)["step"] for ln in metrics.read_text().splitlines()]
+    assert steps == sorted(set(steps)) and steps[0] == 0 and steps[-1] >= 2950  # whole, no repeats
+    assert not list(run.glob("metrics.*.jsonl"))
+
+
+def test_a_fresh_start_moves_an_earlier_metrics_file_aside(tmp_path, caplog):
+    from repcost.rundir import RunDir
+
+    rd = RunDir(tmp_path)
+    (tmp_path / "metrics.jsonl").write_text('{"step": 0}\n{"step": 100}\n')
+    w = rd.metrics(keep_before=0)
+    w({"step": 0})
+    w.close()
+    (aside,) = tmp_path.glob("metrics.*.jsonl")
+    assert aside.read_text() == '{"step": 0}\n{"step": 100}\n' and "moved to" in caplog.text
+    assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 0}\n'
+    rd.metrics(keep_before=50).close()  # a resume keeps the earlier steps and moves nothing
+    assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 0}\n' and len(list(tmp_path.glob("metrics.*"))) == 2
+
+
+# -- refused configs and messages -------------------------------------------------------------------------------
+REFUSED = {  # override -> what the one line says (a type, a typo, a mismatch found after locking, a plugin name)
+    "model.depth=three": "invalid config: model.depth='three'; allowed: an integer >= 2",
+    "model.widht=30": "model.widht is not a key of this config; did you mean model.width?",
+    "train.loss=cross_entropy": "needs a classification dataset",
+    "model.name=resrelu": "plugins=[mypkg.module]",
+}
+
+
+@pytest.mark.parametrize("override", list(REFUSED))
+def test_a_refused_config_is_one_line_and_leaves_no_directory(tmp_path, run_cli, override):
+    p = run_cli("repcost-train", override, *TINY, cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines() == [f"repcost-train: error: {p.stderr.split('error: ', 1)[1].strip()}"]
+    assert REFUSED[override] in p.stderr
+    assert not list(tmp_path.iterdir()), list(tmp_path.rglob("*"))
+
+
+def test_a_refused_config_keeps_a_directory_that_existed(tmp_path, run_cli):
+    run = tmp_path / "mine"
+    run.mkdir()
+    p = run_cli("repcost-train", "train.loss=cross_entropy", *TINY, f"hydra.run.dir={run}", cwd=tmp_path)
+    assert p.returncode == 2 and run.is_dir()
+
+
+def _compose_error(overrides: list[str]) -> str:
+    from repcost.cli.hydra_errors import one_line
+    from repcost.config import compose_config, validate
+
+    try:
+        validate(compose_config(overrides))
+    except RepcostError as e:
+        return str(e)
+    except Exception as e:  # Hydra's composition errors, as the CLI words them
+        return one_line(e)
+    raise AssertionError(f"{overrides} was accepted")
+
+
+@pytest.mark.parametrize("overrides, says", [
+    (["model.depth=three"], "model.depth='three'; allowed: an integer >= 2"),
+    (["model.init_scale=big"], "model.init_scale='big'; allowed: a positive number"),
+    (["train.progress=maybe"], "train.progress='maybe'; allowed: true or false"),
+    (["train.phases.0.steps=1.5"], "train.phases.0.steps=1.5; allowed: an integer >= 0"),
+    (["data=mnist", "data.digits=seven"], "data.digits='seven'; allowed: null (all ten) or a non-empty list"),
+    (["model.widht=30"], "model.widht is not a key of this config; did you mean model.width?"),
+    (["trian.lam=1"], "did you mean train.lam?"),
+    (["+model.widht=30"], "did you mean model.width?"),
+    (["model=fcc"], "unknown model 'fcc'; did you mean fc? (allowed: fc, linear_relu, parallel)"),
+    (["hydra/launcher=paralel"], "unknown hydra/launcher 'paralel'; did you mean parallel?"),
+    (["model=resrelu"], "its model/resrelu.yaml goes in a --config-dir and its module in plugins=[mypkg.module]"),
+    (["model.name=resrelu"], "allowed: one of fc, linear_relu, parallel; a plugin's name? load its module with "
+                             "plugins=[mypkg.module]"),
+    (["data.name=rnig"], "plugins=[mypkg.module]"),
+])
+def test_config_messages(overrides, says):
+    msg = _compose_error([*overrides, "device=cpu"])
+    assert says in msg and "\n" not in msg and "could not be converted" not in msg
+
+
+def test_command_line_misuse_is_one_line_naming_the_fix(tmp_path, run_cli):
+    from repcost.cli.train_args import check_argv
+
+    with pytest.raises(RepcostError, match="options go before the overrides: repcost-train --config-dir /c seed=1 "
+                                           "seed=2"):
+        check_argv(["seed=1", "--config-dir", "/c", "seed=2"])
+    with pytest.raises(RepcostError, match="unknown option --confg-dir; did you mean --config-dir"):
+        check_argv(["--confg-dir", "/c"])
+    with pytest.raises(RepcostError, match="--config-dir needs a value"):
+        check_argv(["--config-dir"])
+    with pytest.raises(RepcostError, match="cannot be combined"):
+        check_argv(["-m", "--cfg", "job"])
+    check_argv(["--config-dir", "/c", "-m", "seed=1", "seed=2"])  # the right order passes
+    check_argv(["seed=1", "-m"])  # options after all the overrides: argparse reads these
+    p = run_cli("repcost-train", "seed=1", "--config-dir", str(tmp_path), "model.width=3", cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "options go before" in p.stderr
+
+
+# -- provenance -------------------------------------------------------------------------------------------------
+def test_provenance():
+    from repcost.provenance import git_commit, provenance
+
+    p = provenance()
+    assert p["repcost_version"] == version("repcost") and p["python_version"] == sys.version.split()[0]
+    assert p["torch_version"] == torch.__version__ and isinstance(p["plugins"], dict)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    if head:  # run from a checkout
+        assert git_commit().removesuffix("-dirty") == head
+
+
+PLUGIN = '''
+import torch
+from dataclasses import dataclass
+from repcost.data import DataBundle
+from repcost.registry import DATASETS
+
+
+@dataclass
+class LineConfig:
+    name: str = "line"
+    n_points: int = 6
+
+
+@DATASETS.register("line", LineConfig)
+def load_line(cfg: LineConfig) -> DataBundle:
+    x = torch.linspace(-1, 1, cfg.n_points, dtype=torch.float64)[:, None]
+    return DataBundle("line", x, SLOPE * x)
+
+
+SLOPE = 2.0
+'''
+
+
+def test_a_plugin_source_change_makes_its_finished_run_stale(tmp_path, run_cli):
+    import hashlib
+
+    pkgs, conf = tmp_path / "pkgs", tmp_path / "conf"
+    (pkgs / "linedata").mkdir(parents=True)
+    (conf / "data").mkdir(parents=True)
+    (conf / "data" / "line.yaml").write_text("name: line\nn_points: 6\n")
+    src = pkgs / "linedata" / "__init__.py"
+    src.write_text(PLUGIN)
+    sweep = tmp_path / "sweep"
+    args = ["--config-dir", str(conf), "-m", "data=line", "plugins=[linedata]", "model.width=4", *TINY,
+            f"hydra.sweep.dir={sweep}"]
+
+    def train() -> subprocess.CompletedProcess:
+        p = run_cli("repcost-train", *args, cwd=tmp_path, env={"PYTHONPATH": str(pkgs)})
+        assert p.returncode == 0, p.stderr
+        return p
+
+    train()
+    (job,) = [d for d in sweep.iterdir() if (d / "FINISHED").exists()]
+    saved = OmegaConf.load(job / ".hydra" / "config.yaml")
+    assert dict(saved.plugin_sources) == {"linedata": hashlib.sha256(src.read_bytes()).hexdigest()}
+    first = (job / "FINISHED").read_text()
+    assert "already finished" in train().stdout  # unchanged plugin: the finished run is reused
+    src.write_text(PLUGIN.replace("SLOPE = 2.0", "SLOPE = -3.0"))
+    train()
+    assert (job / "FINISHED").read_text() != first  # a new identity, trained afresh
+    (aside,) = [d for d in sweep.iterdir() if d.name.startswith(f"{job.name}.stale-")]  # (the name holds [ ])
+    assert (aside / "FINISHED").read_text() == first and "another config" in (aside / "MOVED_ASIDE").read_text()
+
+
+def test_runs_without_plugins_keep_their_identity():
+    from repcost.identity import run_hash
+
+    cfg = json.loads((REPO / "tests" / "fixtures" / "legacy_run" / "summary.json").read_text())
+    saved = OmegaConf.to_container(OmegaConf.load(REPO / "tests" / "fixtures" / "legacy_run" / ".hydra" /
+                                                  "config.yaml"), resolve=False)
+    assert run_hash({**saved, "plugin_sources": {}}) == run_hash(saved)
+    assert run_hash({**saved, "plugin_sources": {"m": "0" * 64}}) != run_hash(saved)
+    assert cfg["config_hash"]  # the fixture's own record (test_identity checks that it is still recognised)
