@@ -1,0 +1,93 @@
+"""repcost-train's start-up: stop signals handled from the first line, and nothing left behind by an interrupted start.
+
+Between the process start and the moment a run trains, Hydra composes the config and creates the run directory
+(with its log file), and repcost validates, locks the directory and writes `.hydra/`. A SIGTERM there used to kill
+the process outright and could leave a directory holding only an empty `train.log`. `startup_guard` installs
+handlers before Hydra runs: a signal in that window raises `StartupInterrupted` (one line, exit 128 + signal), and
+the current run directory is cleaned if it holds only start-up leftovers (`rundir.remove_startup_litter`).
+
+Once a run's directory is ready (`.hydra/` written), `training_begins` gives the signals back to what was there
+before, so the training loop's own handlers (`repcost.train.preempt.stop_on_signals`) take over unchanged: they
+treat any Python handler already installed as a launcher's. `job_ended` re-arms the guard for the next job of an
+in-process multirun.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import FatalError
+from .rundir import remove_startup_litter
+
+GUARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+class StartupInterrupted(FatalError):
+    """A stop signal before training began: nothing was trained."""
+
+    def __init__(self, signum: int):
+        name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {name} during start-up, before training began: nothing was trained; "
+                         "relaunch the same command", code=128 + signum)
+        self.signum = signum
+
+
+_active = False
+_saved: dict[int, object] = {}
+
+
+def _raise(signum: int, _frame: object) -> None:
+    raise StartupInterrupted(signum)
+
+
+def _arm() -> None:
+    if not _active or _saved or threading.current_thread() is not threading.main_thread():
+        return
+    for s in GUARDED:
+        _saved[s] = signal.signal(s, _raise)
+
+
+def training_begins() -> None:
+    """The run's directory is ready: the signals go back to their previous handlers (the training installs its own)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for s, old in list(_saved.items()):
+        signal.signal(s, old if old is not None else signal.SIG_DFL)
+    _saved.clear()
+
+
+def job_ended() -> None:
+    """A job of an in-process multirun ended: guard the next job's start-up again."""
+    _arm()
+
+
+def _current_job_dir() -> Path | None:
+    from hydra.core.hydra_config import HydraConfig
+
+    cfg = HydraConfig.instance().cfg
+    out = cfg.hydra.runtime.get("output_dir") if cfg is not None else None
+    return Path(str(out)) if out else None
+
+
+@contextmanager
+def startup_guard() -> Iterator[None]:
+    """Around a CLI's work: stop signals raise StartupInterrupted until `training_begins`; an interrupted start
+    leaves no directory that holds only start-up leftovers."""
+    global _active
+    _active = True
+    _arm()
+    try:
+        yield
+    except StartupInterrupted:
+        training_begins()  # a second signal while cleaning up gets the default action
+        job_dir = _current_job_dir()
+        if job_dir is not None:
+            remove_startup_litter(job_dir)
+        raise
+    finally:
+        _active = False
+        training_begins()
