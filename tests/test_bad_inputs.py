@@ -497,3 +497,65 @@ def test_library_warnings_go_to_train_log_not_stderr(tmp_path, run_cli):
     p = run_cli("repcost-train", *QUICK, "model.init_scale=inf", f"hydra.run.dir={d}", cwd=tmp_path)
     assert_one_line(p.returncode, p.stderr, "run failed")
     assert "RuntimeWarning" in (d / "train.log").read_text() and "Warning" not in p.stdout
+
+
+# -- stop signals during start-up ----------------------------------------------------------------------
+def _signal_at(monkeypatch, target: str, sig=None) -> None:
+    """Deliver `sig` (SIGTERM) to this process when `target` (module:attribute, a function) is called."""
+    import importlib
+    import signal
+
+    mod_name, attr = target.split(":")
+    mod = importlib.import_module(mod_name)
+    while "." in attr:  # a method: Class.name
+        owner, attr = attr.split(".", 1)
+        mod = getattr(mod, owner)
+    real = getattr(mod, attr)
+
+    def wrapped(*a, **k):
+        os.kill(os.getpid(), sig or signal.SIGTERM)
+        return real(*a, **k)
+
+    monkeypatch.setattr(mod, attr, wrapped)
+
+
+@pytest.mark.parametrize("where", ["repcost.cli.guards:check_run_place", "repcost.train.job:check_limits",
+                                   "repcost.train.run:open_run"], ids=["before-any-dir", "after-hydra", "locked"])
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_during_start_up_leaves_nothing_behind(tmp_path, monkeypatch, where, sig):
+    import signal
+
+    d = tmp_path / "run"
+    with monkeypatch.context() as m:
+        _signal_at(m, where, getattr(signal, sig))
+        code, out, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)
+    assert code == 128 + getattr(signal, sig), err
+    assert_one_line(2, err, f"interrupted by {sig} during start-up", "relaunch the same command")
+    assert not d.exists()  # not even the empty train.log a killed start used to leave
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the guard is gone with the command
+    code, _, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)  # the relaunch just runs
+    assert code == 0 and (d / "FINISHED").exists(), err
+
+
+def test_a_directory_a_killed_start_left_is_no_obstacle(tmp_path):
+    """A start killed outright (SIGKILL) can leave a run dir holding only an empty train.log: the same command
+    runs there, and --resume says what happened in one line."""
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "train.log").write_text("")
+    code, _, err = train(["--resume", str(d)], tmp_path)
+    assert_one_line(code, err, "its start was interrupted", "relaunch the original command")
+    code, _, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)
+    assert code == 0 and (d / "FINISHED").exists(), err
+
+
+def test_the_startup_guard_hands_signals_to_the_training(tmp_path, monkeypatch):
+    """Once the run dir is set up, SIGTERM is the training's: it stops at the next step with a checkpoint."""
+    d = tmp_path / "run"
+    with monkeypatch.context() as m:
+        _signal_at(m, "repcost.rundir:MetricsWriter.__call__")  # at the first metrics line
+        code, out, err = train([*QUICK, "train.phases.0.steps=200", f"hydra.run.dir={d}"], tmp_path)
+    assert code == 0 and "Traceback" not in err, err
+    assert torch.load(d / "checkpoint.pt", weights_only=True)["status"] == "preempted"
+    code, _, err = train(["--resume", str(d)], tmp_path)
+    assert code == 0 and (d / "FINISHED").exists(), err

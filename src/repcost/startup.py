@@ -38,6 +38,7 @@ class StartupInterrupted(FatalError):
 
 _active = False
 _saved: dict[int, object] = {}
+_run_dir: Path | None = None  # the directory the current start-up is setting up (noted by the CLI's callbacks)
 
 
 def _raise(signum: int, _frame: object) -> None:
@@ -65,12 +66,10 @@ def job_ended() -> None:
     _arm()
 
 
-def _current_job_dir() -> Path | None:
-    from hydra.core.hydra_config import HydraConfig
-
-    cfg = HydraConfig.instance().cfg
-    out = cfg.hydra.runtime.get("output_dir") if cfg is not None else None
-    return Path(str(out)) if out else None
+def note_run_dir(path: Path | str) -> None:
+    """The run (or sweep job) directory this start-up is about to set up: cleaned if the start is interrupted."""
+    global _run_dir
+    _run_dir = Path(path)
 
 
 @contextmanager
@@ -84,10 +83,15 @@ def startup_guard() -> Iterator[None]:
         yield
     except StartupInterrupted:
         training_begins()  # a second signal while cleaning up gets the default action
-        job_dir = _current_job_dir()
-        if job_dir is not None:
-            remove_startup_litter(job_dir)
+        if _run_dir is not None:
+            remove_startup_litter(_run_dir)
         raise
     finally:
         _active = False
+        note_run_dir_clear()
         training_begins()
+
+
+def note_run_dir_clear() -> None:
+    global _run_dir
+    _run_dir = None

@@ -20,6 +20,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from .. import startup
 from ..errors import FatalError, RepcostError
 from ..places import (check_interpolated_names, check_plain_name, check_run_place, check_sweep_place,
                       interpolated_keys)
@@ -78,7 +79,11 @@ class GuardsCallback(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _fatal(_check_names, config, "hydra.run.dir")
-        _fatal(check_run_place, OmegaConf.select(config, "hydra.run.dir", default=None))
+        startup.note_run_dir(_fatal(check_run_place, OmegaConf.select(config, "hydra.run.dir", default=None)))
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if config.hydra.mode == RunMode.MULTIRUN:
+            startup.note_run_dir(config.hydra.runtime.output_dir)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _last

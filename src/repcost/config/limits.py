@@ -73,30 +73,51 @@ def data_shape(data) -> tuple[int, int, int, list[str]]:
         f"data.{k}" for k in n_keys]
 
 
-def layer_widths(model, d_in: int, d_out: int) -> tuple[list[int], int]:
-    """(the widths d_in, hidden…, d_out of one chain, how many parallel chains) of a model config."""
+Runs = list[tuple[int, int]]  # a chain of layer widths as (width, how many in a row): a depth of 10^9 stays small
+
+
+def _runs(widths: list[tuple[int, int]]) -> Runs:
+    return [(w, c) for w, c in widths if c > 0]
+
+
+def _weights(runs: Runs) -> int:
+    """Σ n_l·n_{l+1} over consecutive widths of a chain."""
+    inside = sum((c - 1) * w * w for w, c in runs)
+    return inside + sum(a[0] * b[0] for a, b in zip(runs[:-1], runs[1:]))
+
+
+def _total(runs: Runs) -> int:
+    return sum(w * c for w, c in runs)
+
+
+def layer_widths(model, d_in: int, d_out: int) -> tuple[Runs, int]:
+    """(the widths d_in, hidden…, d_out of one chain as (width, count) runs, how many parallel chains)."""
     f = _fields(model)
     depth = int(f.get("depth", 2) or 2)
     width = f.get("width", 1)
-    hidden = [int(w) for w in width] if isinstance(width, (list, tuple)) else [int(width or 1)] * (depth - 1)
-    if getattr(model, "name", None) == "linear_relu" and depth > 2:
-        hidden = [int(f.get("linear_width") or width)] * (depth - 2) + [int(width)]
-    return [d_in, *hidden, d_out], int(f.get("n_subnets", 1) or 1)
+    name = getattr(model, "name", None)
+    if isinstance(width, (list, tuple)):
+        hidden = [(int(w), 1) for w in width]
+    elif name == "linear_relu":
+        hidden = [(int(f.get("linear_width") or width), depth - 2), (int(width), 1)]
+    elif name == "parallel":  # each sub-network: d_in -> m … m -> 1
+        hidden = [(int(width), depth - 2), (1, 1)]
+    else:
+        hidden = [(int(width or 1), depth - 1)]
+    return _runs([(d_in, 1), *hidden, (d_out, 1)]), int(f.get("n_subnets", 1) or 1)
 
 
 def parameter_count(model, d_in: int, d_out: int) -> int:
     """The number of parameters of one model: the built-in families exactly, a plugin's as a chain with biases."""
-    chain, k = layer_widths(model, d_in, d_out)
-    weights = sum(a * b for a, b in zip(chain[:-1], chain[1:]))
+    runs, k = layer_widths(model, d_in, d_out)
     name = getattr(model, "name", None)
     if name == "linear_relu":  # W_1 … W_{L-1}, a; the ReLU layer's bias b and the output offset c
-        return weights + chain[-2] + (d_out if getattr(model, "output_bias", True) else 0)
-    if name == "parallel":  # k sub-networks d_in -> m … -> 1 without biases, then α (d_out × k)
-        sub = [d_in] + [int(getattr(model, "width", 1))] * (int(getattr(model, "depth", 2)) - 2) + [1]
-        return k * sum(a * b for a, b in zip(sub[:-1], sub[1:])) + d_out * k
+        return _weights(runs) + runs[-2][0] + (d_out if getattr(model, "output_bias", True) else 0)
+    if name == "parallel":  # k sub-networks without biases, then α (d_out × k) in place of the chain's last layer
+        return k * _weights(runs[:-1]) + d_out * k
     if name == "fc":
-        return weights + (sum(chain[1:]) if getattr(model, "beta", 1.0) > 0 else 0)
-    return k * (weights + sum(chain[1:]))
+        return _weights(runs) + (_total(runs) - d_in if getattr(model, "beta", 1.0) > 0 else 0)
+    return k * (_weights(runs) + _total(runs) - d_in)
 
 
 @dataclass
@@ -126,15 +147,13 @@ class SizeEstimate:
 def estimate_bytes(spec) -> SizeEstimate:
     """A lower bound of the memory a run of `spec` (a validated RunSpec) needs while training."""
     n, d_in, d_out, _ = data_shape(spec.data)
-    chain, copies = layer_widths(spec.model, d_in, d_out)
+    runs, copies = layer_widths(spec.model, d_in, d_out)
     params = parameter_count(spec.model, d_in, d_out)
     b = 4 if spec.dtype == "float32" else 8
     data_bytes = n * (d_in + d_out) * (8 + b)  # generated in float64, then converted
-    hidden = sum(chain[1:-1])
-    if getattr(spec.model, "name", None) == "parallel":  # each sub-network ends in one unit
-        hidden = sum(chain[1:-2]) + 1
-    return SizeEstimate(params, int(spec.train.ensemble_size), n, copies * hidden, copies * (len(chain) - 1),
-                        data_bytes, b)
+    hidden = _total(runs) - d_in - d_out
+    layers = sum(c for _, c in runs) - 1
+    return SizeEstimate(params, int(spec.train.ensemble_size), n, copies * hidden, copies * layers, data_bytes, b)
 
 
 def human_bytes(x: float) -> str:
