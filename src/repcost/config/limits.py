@@ -90,6 +90,20 @@ def _total(runs: Runs) -> int:
     return sum(w * c for w, c in runs)
 
 
+def generator_parameters(data) -> int:
+    """Parameters of the random networks a dataset draws its targets from (teacher, rank_k), 0 for others."""
+    f, name = _fields(data), getattr(data, "name", None)
+    if name == "teacher":
+        w = [int(x) for x in f["widths"]]
+        return sum(a * b + b for a, b in zip(w[:-1], w[1:]))
+    if name == "rank_k":
+        gh = f.get("g_hidden")
+        gh = f["hidden"] if gh is None else gh
+        g = f["d_in"] * gh + gh * f["k"] if gh else f["d_in"] * f["k"]
+        return g + f["k"] * f["hidden"] + f["hidden"] * f["d_out"]
+    return 0
+
+
 def layer_widths(model, d_in: int, d_out: int) -> tuple[Runs, int]:
     """(the widths d_in, hidden…, d_out of one chain as (width, count) runs, how many parallel chains)."""
     f = _fields(model)
@@ -150,7 +164,7 @@ def estimate_bytes(spec) -> SizeEstimate:
     runs, copies = layer_widths(spec.model, d_in, d_out)
     params = parameter_count(spec.model, d_in, d_out)
     b = 4 if spec.dtype == "float32" else 8
-    data_bytes = n * (d_in + d_out) * (8 + b)  # generated in float64, then converted
+    data_bytes = n * (d_in + d_out) * (8 + b) + 8 * generator_parameters(spec.data)  # float64, then converted
     hidden = _total(runs) - d_in - d_out
     layers = sum(c for _, c in runs) - 1
     return SizeEstimate(params, int(spec.train.ensemble_size), n, copies * hidden, copies * layers, data_bytes, b)
