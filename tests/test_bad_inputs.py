@@ -320,3 +320,312 @@ def test_bad_mnist_source_is_one_line(tmp_path, kind, needle):
     code, _, err = train([*QUICK, "model=fc", "data=mnist", f"data.root={root}", "data.n_train=2", "data.n_test=0",
                           f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
     assert_one_line(code, err, needle)
+
+
+# -- where runs and sweeps live (names, empty dirs, runs in sweeps, sweeps in runs) -------------------
+@pytest.fixture(scope="module")
+def failing_sweep(tmp_path_factory) -> tuple[Path, tuple[int, str, str]]:
+    """A multirun of four jobs: two invalid (width 0), one diverging (lr 1e8), one finishing; (cwd, its outcome)."""
+    cwd = tmp_path_factory.mktemp("sweep")
+    argv = ["-m", "name=f", "model.width=0,4", "train.phases.0.lr=1e8,1e-3", "train.phases.0.steps=20",
+            "train.phases.1.steps=0", "train.progress=false"]
+    return cwd, train(argv, cwd)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["-m", "name=../../etc", "seed=0"], "name='../../etc'"), (["-m", "name=a/b", "seed=0"], "name='a/b'"),
+    (["-m", "name=..", "seed=0"], "name='..'"), (["-m", "name=", "seed=0"], "name=''"),
+    (["name=../x"], "name='../x'"), (["model.name=../../x"], "model.name='../../x'"),
+    (["data.name=a/b"], "data.name='a/b'"), (["hydra.run.dir="], "hydra.run.dir is empty"),
+    (["-m", "hydra.sweep.dir=", "seed=0"], "hydra.sweep.dir is empty")],
+    ids=["sweep-dotdot", "sweep-slash", "sweep-up", "sweep-empty", "run-name", "model-name", "data-name",
+         "empty-run-dir", "empty-sweep-dir"])
+def test_names_and_empty_dirs_are_refused_before_any_directory(tmp_path, argv, needle):
+    cwd = tmp_path / "a" / "b"
+    cwd.mkdir(parents=True)
+    code, _, err = train([*argv, *QUICK], cwd)
+    assert_one_line(code, err, needle)
+    assert list(tmp_path.rglob("*")) == [tmp_path / "a", cwd]  # nothing created, inside or outside
+
+
+def test_runs_stay_out_of_sweeps_and_sweeps_out_of_runs(tmp_path, failing_sweep, preempted_run):
+    cwd, _ = failing_sweep
+    sweep = cwd / "outputs" / "sweeps" / "f"
+    before = sorted(p.name for p in sweep.iterdir())
+    job = next(p for p in sweep.iterdir() if (p / "FINISHED").exists())
+    for run_dir in (sweep, sweep / "new", job / "x"):
+        code, _, err = train([*QUICK, f"hydra.run.dir={train_cli.quoted(str(run_dir))}"], tmp_path)
+        assert_one_line(code, err, "hydra.run.dir=", "a sweep directory")
+    assert sorted(p.name for p in sweep.iterdir()) == before
+    for sweep_dir in (preempted_run, preempted_run / "sw"):
+        code, _, err = train(["-m", *QUICK, f"hydra.sweep.dir={sweep_dir}", "seed=0,1"], tmp_path)
+        assert_one_line(code, err, "hydra.sweep.dir=", "a run directory")
+    assert not (preempted_run / "sw").exists() and not (preempted_run / "seed=0").exists()
+    code, out, err = train(["--resume", str(job)], tmp_path)  # an existing job of the sweep may be resumed
+    assert code == 0 and "already finished" in out, err
+
+
+def test_a_value_climbing_out_of_the_sweep_dir_stays_inside():
+    from repcost.config.resolvers import _job_dir
+
+    assert _job_dir("data.root=a/b") == "data.root=a/b"  # plain sub-directories as before
+    name = _job_dir("data.root=a/../../../../etc")
+    assert "/" not in name and ".." in name
+
+
+# -- sweeps with failed jobs ---------------------------------------------------------------------------
+def test_a_multirun_with_failed_jobs_exits_non_zero_in_one_line(failing_sweep):
+    cwd, (code, _, err) = failing_sweep
+    assert code == 1 and "Traceback" not in err, err
+    summary = [ln for ln in err.splitlines() if ln.startswith("repcost-train: error:")]
+    assert len(summary) == 1 and "3 of 4 jobs failed" in summary[0], err
+    first = Path(summary[0].split("see ", 1)[1].split("/error.txt")[0] + "/error.txt")
+    assert first.is_file() and first.parent.parent == cwd / "outputs" / "sweeps" / "f"
+
+
+def test_the_relaunch_retries_only_the_failed_jobs(tmp_path):
+    argv = ["-m", "name=r", "model.width=0,4", *QUICK]
+    code, _, err = train(argv, tmp_path)
+    assert code == 1 and "1 of 2 jobs failed" in err
+    sweep = tmp_path / "outputs" / "sweeps" / "r"
+    done, error = next(sweep.glob("model.width=4*")) / "FINISHED", next(sweep.glob("model.width=0*")) / "error.txt"
+    stamps = done.stat().st_mtime_ns, error.stat().st_mtime_ns
+    code, out, err = train(argv, tmp_path)
+    assert code == 1 and "1 of 2 jobs failed" in err and "already finished" in out
+    assert done.stat().st_mtime_ns == stamps[0]  # the finished job was not rerun
+    assert error.stat().st_mtime_ns != stamps[1]  # the failed one was tried again
+    code, _, err = train(["-m", "name=ok", "seed=0,1", *QUICK], tmp_path)
+    assert code == 0 and "failed" not in err
+
+
+# -- environment faults ------------------------------------------------------------------------------
+@pytest.mark.parametrize("errno_name,needle", [("EACCES", "permission denied"), ("EROFS", "read-only file system")])
+def test_an_unwritable_train_log_is_one_line(tmp_path, monkeypatch, errno_name, needle):
+    """An existing run dir whose train.log cannot be opened (root can write anywhere here: simulated at open)."""
+    import errno
+    import logging
+
+    d = tmp_path / "run"
+    code, _, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)
+    assert code == 0, err
+    real = logging.FileHandler._open
+
+    def faulty(self):
+        if str(d) in self.baseFilename:
+            code = getattr(errno, errno_name)
+            raise OSError(code, os.strerror(code), self.baseFilename)
+        return real(self)
+
+    monkeypatch.setattr(logging.FileHandler, "_open", faulty)
+    code, _, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)
+    assert_one_line(code, err, f"cannot write {d / 'train.log'}", needle, "hydra.run.dir")
+
+
+def _fail_writes(monkeypatch, names: tuple[str, ...], errno_code: int, after: int = 0) -> None:
+    """os.open for writing raises OSError(errno_code) for files named `names`, after `after` such opens succeeded."""
+    real_open, seen = os.open, [0]
+
+    def faulty(path, flags, *a, **k):
+        if flags & os.O_WRONLY and any(f".{n}." in Path(path).name or Path(path).name == n for n in names):
+            seen[0] += 1
+            if seen[0] > after:
+                raise OSError(errno_code, os.strerror(errno_code), str(path))
+        return real_open(path, flags, *a, **k)
+
+    monkeypatch.setattr(os, "open", faulty)
+
+
+@pytest.mark.parametrize("names,after", [(("FINISHED",), 0), (("summary.json",), 0), (("checkpoint.pt",), 3),
+                                         (("FINISHED", "error.txt"), 0),
+                                         (("checkpoint.pt", "summary.json", "FINISHED", "error.txt"), 3)],
+                         ids=["finished-marker", "summary", "late-checkpoint", "no-room-for-error-txt", "everything"])
+def test_a_full_disk_late_in_a_run(tmp_path, monkeypatch, names, after):
+    """ENOSPC at the end of a run: one line naming the file; error.txt where it can be written; never a checkpoint
+    that claims `finished` without FINISHED; the relaunch trains the run to the end."""
+    import errno
+
+    d = tmp_path / "run"
+    args = [*QUICK, "train.checkpoint_every=1", f"hydra.run.dir={d}"]
+    with monkeypatch.context() as m:
+        _fail_writes(m, names, errno.ENOSPC, after)
+        code, _, err = train(args, tmp_path)
+    assert_one_line(code, err, "cannot write", "no space left")
+    assert not (d / "FINISHED").exists()
+    assert (d / "error.txt").exists() == ("error.txt" not in names)
+    ck = d / "checkpoint.pt"
+    assert not ck.exists() or torch.load(ck, weights_only=True)["status"] != "finished"
+    assert not list(d.glob(".*.tmp"))
+    code, _, err = train(args, tmp_path)
+    assert code == 0 and (d / "FINISHED").exists(), err
+
+
+def test_finish_orders_its_writes(tmp_path, monkeypatch):
+    """RunDir.finish: whichever write fails, no moment shows a finished checkpoint without FINISHED."""
+    import errno
+
+    from repcost.rundir import RunDir
+
+    for name in ("checkpoint.pt", "summary.json", "FINISHED"):
+        rd = RunDir(tmp_path / name)
+        rd.save_checkpoint({"status": "running", "trainer": {}, "config_hash": "h"})
+        with monkeypatch.context() as m:
+            _fail_writes(m, (name,), errno.ENOSPC)
+            with pytest.raises(Exception, match="no space left"):
+                rd.finish({"status": "finished", "trainer": {}, "config_hash": "h"}, {"status": "finished"}, "h")
+        assert rd.load_checkpoint()["status"] == "running" and rd.finished_hash() is None
+        assert not list(rd.path.glob(".*.tmp"))
+        rd.finish({"status": "finished", "trainer": {}, "config_hash": "h"}, {"status": "finished"}, "h")
+        assert rd.load_checkpoint()["status"] == "finished" and rd.finished_hash() == "h"
+
+
+PLUGIN_SOURCES = {"syntax": ("def f(:\n", "syntax error", "line 1"),
+                  "raises": ("x = 1\nraise RuntimeError('no licence server')\n", "RuntimeError: no licence server",
+                             "line 2"),
+                  "exits": ("import sys\nsys.exit(3)\n", None, None),
+                  "missing": (None, "cannot import plugin", "PYTHONPATH")}
+
+
+@pytest.mark.parametrize("kind", ["syntax", "raises", "missing", "empty", "relative", "space"])
+def test_a_failing_plugin_is_one_line(tmp_path, monkeypatch, kind):
+    name = f"repcost_test_plugin_{kind}_{os.getpid()}"
+    if kind in PLUGIN_SOURCES and PLUGIN_SOURCES[kind][0] is not None:
+        (tmp_path / f"{name}.py").write_text(PLUGIN_SOURCES[kind][0])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    value = {"empty": "''", "relative": ".foo", "space": "'a b'"}.get(kind, name)
+    code, _, err = train([*QUICK, f"plugins=[{value}]", f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    needles = PLUGIN_SOURCES[kind][1:] if kind in PLUGIN_SOURCES else ("plugins=", "absolute module names")
+    assert_one_line(code, err, *needles)
+
+
+@pytest.mark.parametrize("text,group", [("foo: [1, 2\nbar: }\n", "experiment"), ("a: b: c\n", "experiment"),
+                                        ("name: fc\n\tdepth: 3\n", "model")], ids=["flow", "mapping", "tab"])
+def test_invalid_yaml_in_a_config_dir_is_one_line(tmp_path, text, group):
+    (tmp_path / "conf" / group).mkdir(parents=True)
+    (tmp_path / "conf" / group / "bad.yaml").write_text(text)
+    code, _, err = train(["--config-dir", str(tmp_path / "conf"), f"{group}=bad", *QUICK,
+                          f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    assert_one_line(code, err, "invalid YAML in", str(tmp_path / "conf" / group / "bad.yaml"), "line")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("overrides,needle", [
+    ("seed=100000000000000000000000", "seed="), ("seed=9223372036854775807 train.ensemble_size=2", "seed="),
+    ("data.seed=100000000000000000000000", "data.seed="),
+    ("model=fc data=teacher data.teacher_seed=100000000000000000000000", "data.teacher_seed=")])
+def test_seeds_a_generator_cannot_take_are_refused(tmp_path, overrides, needle):
+    code, _, err = train([*QUICK, *overrides.split(), f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    assert_one_line(code, err, needle, "2^63")
+
+
+@pytest.mark.parametrize("overrides,needle", [
+    ("model.width=1000000000", "model.width=1000000000"), ("model.depth=10000000", "model.depth=10000000"),
+    ("data.n_points=100000000000", "data.n_points=100000000000"),
+    ("model=fc data=teacher data.n_train=100000000000", "data.n_train=100000000000"),
+    ("train.ensemble_size=100000000", "train.ensemble_size=100000000"),
+    ("model=parallel model.n_subnets=100000000", "model.n_subnets=100000000"),
+    ("data=bipartite data.n=2000000", "data.n=2000000")])
+def test_sizes_beyond_memory_are_refused_with_an_estimate(tmp_path, monkeypatch, overrides, needle):
+    import time
+
+    from repcost.config import limits
+
+    monkeypatch.setattr(limits, "available_bytes", lambda device="cpu": 16 * 2**30)  # a 16 GiB machine
+    t = time.perf_counter()
+    code, _, err = train([*QUICK, *overrides.split(), f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    assert_one_line(code, err, needle, "this run needs at least", "16 GiB available")
+    assert time.perf_counter() - t < 30  # refused up front, nothing allocated
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+@pytest.mark.parametrize("model,data", [("linear_relu model.depth=4 model.linear_width=7", "points_1d"),
+                                        ("fc model.depth=4 model.width=[5,6,7]", "teacher"),
+                                        ("parallel model.depth=3 model.n_subnets=4 model.width=3", "two_rays"),
+                                        ("fc model.depth=2 model.width=9", "mnist data.n_train=20 data.n_test=0"),
+                                        ("fc model.depth=3 model.width=4", "bipartite data.n=6"),
+                                        ("fc model.depth=3 model.width=4", "s_curves"),
+                                        ("fc model.depth=3 model.width=4", "rank_k data.n_train=30 data.n_test=5")])
+def test_the_size_estimate_counts_what_is_built(model, data):
+    """estimate_bytes' parameter count and data shape equal those of the model and data repcost builds."""
+    from repcost.config import compose_config, validate
+    from repcost.config.limits import estimate_bytes
+    from repcost.data import load_data
+    from repcost.models import build_model
+
+    spec = validate(compose_config([f"model={model.split()[0]}", *model.split()[1:], f"data={data.split()[0]}",
+                                    *data.split()[1:], "device=cpu"]))
+    est = estimate_bytes(spec)
+    d = load_data(spec.data)
+    m = build_model(spec.model, d.d_in, d.d_out, 0, d.x_train)
+    assert est.parameters == sum(p.numel() for p in m.parameters())
+    n = d.x_train.shape[0] + (d.x_test.shape[0] if d.x_test is not None else 0)
+    assert est.samples == n
+
+
+def test_library_warnings_go_to_train_log_not_stderr(tmp_path, run_cli):
+    """init_scale=inf: numpy's RuntimeWarnings land in train.log; stderr is the one error line."""
+    d = tmp_path / "run"
+    p = run_cli("repcost-train", *QUICK, "model.init_scale=inf", f"hydra.run.dir={d}", cwd=tmp_path)
+    assert_one_line(p.returncode, p.stderr, "run failed")
+    assert "RuntimeWarning" in (d / "train.log").read_text() and "Warning" not in p.stdout
+
+
+# -- stop signals during start-up ----------------------------------------------------------------------
+def _signal_at(monkeypatch, target: str, sig=None) -> None:
+    """Deliver `sig` (SIGTERM) to this process when `target` (module:attribute, a function) is called."""
+    import importlib
+    import signal
+
+    mod_name, attr = target.split(":")
+    mod = importlib.import_module(mod_name)
+    while "." in attr:  # a method: Class.name
+        owner, attr = attr.split(".", 1)
+        mod = getattr(mod, owner)
+    real = getattr(mod, attr)
+
+    def wrapped(*a, **k):
+        os.kill(os.getpid(), sig or signal.SIGTERM)
+        return real(*a, **k)
+
+    monkeypatch.setattr(mod, attr, wrapped)
+
+
+@pytest.mark.parametrize("where", ["repcost.cli.guards:check_run_place", "repcost.train.job:check_limits",
+                                   "repcost.train.run:open_run"], ids=["before-any-dir", "after-hydra", "locked"])
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_during_start_up_leaves_nothing_behind(tmp_path, monkeypatch, where, sig):
+    import signal
+
+    d = tmp_path / "run"
+    with monkeypatch.context() as m:
+        _signal_at(m, where, getattr(signal, sig))
+        code, out, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)
+    assert code == 128 + getattr(signal, sig), err
+    assert_one_line(2, err, f"interrupted by {sig} during start-up", "relaunch the same command")
+    assert not d.exists()  # not even the empty train.log a killed start used to leave
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the guard is gone with the command
+    code, _, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)  # the relaunch just runs
+    assert code == 0 and (d / "FINISHED").exists(), err
+
+
+def test_a_directory_a_killed_start_left_is_no_obstacle(tmp_path):
+    """A start killed outright (SIGKILL) can leave a run dir holding only an empty train.log: the same command
+    runs there, and --resume says what happened in one line."""
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "train.log").write_text("")
+    code, _, err = train(["--resume", str(d)], tmp_path)
+    assert_one_line(code, err, "its start was interrupted", "relaunch the original command")
+    code, _, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)
+    assert code == 0 and (d / "FINISHED").exists(), err
+
+
+def test_the_startup_guard_hands_signals_to_the_training(tmp_path, monkeypatch):
+    """Once the run dir is set up, SIGTERM is the training's: it stops at the next step with a checkpoint."""
+    d = tmp_path / "run"
+    with monkeypatch.context() as m:
+        _signal_at(m, "repcost.rundir:MetricsWriter.__call__")  # at the first metrics line
+        code, out, err = train([*QUICK, "train.phases.0.steps=200", f"hydra.run.dir={d}"], tmp_path)
+    assert code == 0 and "Traceback" not in err, err
+    assert torch.load(d / "checkpoint.pt", weights_only=True)["status"] == "preempted"
+    code, _, err = train(["--resume", str(d)], tmp_path)
+    assert code == 0 and (d / "FINISHED").exists(), err

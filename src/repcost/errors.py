@@ -37,3 +37,12 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         sys.exit(2)
+
+
+class FatalError(BaseException):
+    """A user-facing error raised where Hydra would swallow an Exception (a callback's becomes a warning, a task
+    function's a failed job): it passes through to the CLI, which prints it in one line and exits `code`."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code

@@ -19,6 +19,8 @@ Hydra composes YAML before repcost sees it, so a plugin model or dataset also ne
 from __future__ import annotations
 
 import importlib
+import re
+import traceback
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import Any
@@ -49,15 +51,36 @@ def plugin_names(cfg_or_names: Any) -> list[str]:
     return list(names)
 
 
+_MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
 def _import(name: str, origin: str) -> None:
     if name in _imported:
         return
+    if not _MODULE_NAME.match(name):
+        raise ConfigError("plugins", name, "absolute module names (dotted identifiers, e.g. mypkg.repcost_plugin; "
+                          "no empty or relative names)") if origin == "config key plugins" else RepcostError(
+            f"plugin {name!r} ({origin}) is not an absolute module name; fix the entry point")
     try:
         importlib.import_module(name)
     except ImportError as e:
         # the plugin itself is missing, or something it imports: either way the user's environment to fix
         raise RepcostError(f"cannot import plugin {name!r} ({origin}): {e}; install it or put it on PYTHONPATH") from None
+    except SyntaxError as e:
+        where = f"{e.filename}, line {e.lineno}" if e.filename else "its source"
+        raise RepcostError(f"plugin {name!r} ({origin}) has a syntax error in {where}: {e.msg}; fix the plugin") from None
+    except Exception as e:  # the plugin's own code raised while importing: the plugin is the thing to fix
+        where = _plugin_frame(e)
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        raise RepcostError(f"plugin {name!r} ({origin}) failed while importing{where}: "
+                           f"{e.__class__.__name__}: {first}; fix the plugin") from None
     _imported.add(name)
+
+
+def _plugin_frame(e: BaseException) -> str:
+    """' (FILE, line N)' of the innermost traceback frame outside Python's import machinery."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if "importlib" not in f.filename]
+    return f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
 
 
 def load_entry_point_plugins() -> None:

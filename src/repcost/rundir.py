@@ -14,6 +14,7 @@ identity hash, written last), `error.txt` (a failed run) and `.hydra/`. Rules:
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ from .runio import (
 CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR, LOCK = (
     "checkpoint.pt", "summary.json", "metrics.jsonl", "FINISHED", "error.txt", ".lock")
 MEMBERS = "members"
+INCOMPLETE = "checkpoint.incomplete.pt"  # a final checkpoint whose run died before FINISHED (`settle_failure`)
 
 
 def load_checkpoint(path: Path) -> dict:
@@ -119,7 +121,7 @@ class RunDir:
 
     def has_results(self) -> bool:
         """Whether anything a run leaves (checkpoint, summary, metrics, markers, members) is here."""
-        return any(self.file(n).exists() for n in (CHECKPOINT, SUMMARY, FINISHED, ERROR, MEMBERS))
+        return any(self.file(n).exists() for n in (CHECKPOINT, SUMMARY, FINISHED, ERROR, MEMBERS, INCOMPLETE))
 
     def summary(self) -> dict:
         return json.loads(self.file(SUMMARY).read_text())
@@ -143,6 +145,49 @@ class RunDir:
     def record_failure(self, message: str) -> None:
         """error.txt: the one-line reason a run failed (read by repcost-collect; a relaunch starts over)."""
         self.write_bytes(ERROR, (" ".join(message.split()) + "\n").encode())
+
+    def finish(self, checkpoint: dict, summary: dict, run_hash: str) -> None:
+        """A finished run's last writes, ordered so that no moment shows a checkpoint claiming `finished` without
+        FINISHED: the checkpoint's bytes go to a temp file first, then summary.json, then FINISHED, and only then is
+        the temp file renamed onto checkpoint.pt (a rename needs no free space). Any failure before FINISHED leaves
+        the previous checkpoint (status running) in place and no temp file."""
+        path = self.file(CHECKPOINT)
+        staged = path.parent / f".{path.name}.{os.getpid()}.tmp"
+        buf = io.BytesIO()
+        torch.save(checkpoint, buf)
+        try:
+            atomic_write_bytes(staged, buf.getvalue())
+            self.write_json(SUMMARY, summary)
+            self.mark_finished(run_hash)
+            try:
+                os.replace(staged, path)
+            except OSError as e:
+                raise io_error(path, e) from None
+        finally:
+            staged.unlink(missing_ok=True)
+
+    def settle_failure(self, message: str) -> None:
+        """After a run died with an error once its directory was ready (e.g. a full disk while writing results):
+        error.txt when the run has not written its own and it can be written, and a checkpoint that claims `finished` without FINISHED renamed to
+        checkpoint.incomplete.pt (a rename needs no free space), so no file claims a result the run never marked.
+        Never raises: the caller is already reporting an error."""
+        if self.finished_hash() is not None or not self.path.is_dir():
+            return
+        try:
+            if not self.file(ERROR).exists():
+                self.record_failure(message)
+        except RepcostError:
+            pass  # e.g. the disk is still full: the error line on stderr says why
+        ck = self.file(CHECKPOINT)
+        try:
+            claims_finished = ck.exists() and load_checkpoint(ck).get("status") == "finished"
+        except RepcostError:
+            claims_finished = False
+        if claims_finished:
+            try:
+                os.replace(ck, self.file(INCOMPLETE))
+            except OSError:
+                pass
 
     def metrics(self, keep_before: int = 0) -> MetricsWriter:
         return MetricsWriter(self.file(METRICS), keep_before)
@@ -199,3 +244,35 @@ class RunDir:
             yield self
         finally:
             os.close(fd)  # releases the lock (a killed process releases it the same way)
+
+
+STARTUP_FILES = (LOCK,)  # besides log files (*.log) and temp files of killed writes
+
+
+def remove_startup_litter(path: Path) -> bool:
+    """Remove a directory that holds nothing but what a start-up leaves before a run is set up (log files, the
+    lock, temp files) and whose lock no process holds; True if it was removed. Anything else keeps it whole."""
+    path = Path(path)
+    try:
+        entries = list(path.iterdir())
+    except OSError:
+        return False
+    litter = all(p.is_file() and (p.suffix == ".log" or p.name in STARTUP_FILES or p.name.endswith(".tmp"))
+                 for p in entries)
+    if not litter:
+        return False
+    try:
+        if (path / LOCK).exists():
+            fd = os.open(path / LOCK, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held by a live process: not ours to remove
+            except BlockingIOError:
+                return False
+            finally:
+                os.close(fd)
+        for p in entries:
+            p.unlink(missing_ok=True)
+        path.rmdir()
+    except OSError:
+        return False
+    return True

@@ -12,7 +12,8 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf.errors import OmegaConfBaseException
 
 from ..config.messages import did_you_mean
-from ..errors import OneLineParser, RepcostError  # noqa: F401 (OneLineParser: for the CLIs)
+from ..errors import FatalError, OneLineParser, RepcostError  # noqa: F401 (OneLineParser: for the CLIs)
+from ..runio import io_error
 
 
 def _near_key(key: str, cause: BaseException | None) -> str:
@@ -66,7 +67,46 @@ def clean_exit(prog: str):
     except (HydraException, OmegaConfBaseException) as e:
         print(f"{prog}: error: {one_line(e)}", file=sys.stderr)
         sys.exit(2)
+    except FatalError as e:  # raised through Hydra's wrappers (a refused directory, a start-up signal)
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        sys.exit(e.code)
     except OSError as e:  # e.g. Hydra creating a run directory under a regular file
         where = e.filename or "an output path"
         print(f"{prog}: error: cannot create or write {where}: {e.strerror or e}", file=sys.stderr)
         sys.exit(2)
+    except ValueError as e:
+        line = environment_fault(e)
+        if line is None:
+            raise
+        print(f"{prog}: error: {line}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as e:
+        line = yaml_fault(e)
+        if line is None:
+            raise
+        print(f"{prog}: error: {line}", file=sys.stderr)
+        sys.exit(2)
+
+
+def environment_fault(exc: ValueError) -> str | None:
+    """The one line for logging's "Unable to configure handler 'file'" (the run's log file cannot be opened:
+    read-only file system, no permission, a directory in the way), or None for another ValueError."""
+    cause = exc.__cause__
+    if "Unable to configure handler" in str(exc) and isinstance(cause, OSError):
+        path = cause.filename or "the run's log file"
+        return f"{io_error(path, cause)}; the run directory must be writable (choose another hydra.run.dir)"
+    return None
+
+
+def yaml_fault(exc: BaseException) -> str | None:
+    """One line for a YAML syntax error in a config file (e.g. a preset in --config-dir), or None."""
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - Hydra depends on PyYAML
+        return None
+    if not isinstance(exc, yaml.YAMLError):
+        return None
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+    where = f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "a config file"
+    return f"invalid YAML in {where}: {problem}; fix the file"

@@ -11,9 +11,11 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ..config import resolvers  # noqa: F401  (registers ${repcost_uid:} and ${repcost_job_dir:})
-from ..errors import RepcostError
+from ..errors import FatalError, RepcostError
 from ..paths import CONFIG_DIR
+from ..startup import startup_guard
 from ..train.preempt import Interrupted
+from ..warnings_log import capture_library_warnings
 
 try:  # hydra/launcher=stacked, registered by hand too (Hydra's documented Plugins.register): Hydra's
     # plugin scan lists hydra_plugins.* with pkgutil, which cannot see into an editable install
@@ -25,6 +27,7 @@ try:  # hydra/launcher=stacked, registered by hand too (Hydra's documented Plugi
     Plugins.instance().register(StackedLauncher)
 except ImportError:  # pragma: no cover - a partial install without the plugin
     pass
+from .guards import multirun_failures
 from .hydra_errors import clean_exit
 from .refused import forget_refused_run, snapshot
 from .train_args import check_argv
@@ -59,10 +62,18 @@ def _resume_argv(argv: list[str]) -> list[str]:
     """`--resume RUN_DIR [more overrides]` -> the run's saved overrides plus hydra.run.dir=RUN_DIR."""
     run_dir = Path(argv[1])
     saved = run_dir / ".hydra" / "overrides.yaml"
+    if not saved.exists() and run_dir.is_dir() and any(run_dir.glob("*.log")):
+        raise RepcostError(f"--resume {run_dir}: no run was set up there (its start was interrupted before the "
+                           "config was saved); relaunch the original command")
     if not saved.exists():
         raise RepcostError(f"--resume {run_dir}: not a run directory (no .hydra/overrides.yaml)")
     overrides = [o for o in OmegaConf.load(saved) if not str(o).startswith("hydra.run.dir=")]
-    return [*map(str, overrides), *argv[2:], f"hydra.run.dir={run_dir.resolve()}"]
+    return [*map(str, overrides), *argv[2:], f"hydra.run.dir={quoted(str(run_dir.resolve()))}"]
+
+
+def quoted(value: str) -> str:
+    """An override value quoted for Hydra's grammar (a sweep job's directory holds '=' and ',')."""
+    return "'" + value.replace("'", "\\'") + "'"
 
 
 def main() -> None:
@@ -76,7 +87,8 @@ def main() -> None:
 
 
 def _main() -> None:
-    with clean_exit("repcost-train"):
+    capture_library_warnings()  # torch/numpy/Hydra warnings go to the run's train.log, not stderr
+    with clean_exit("repcost-train"), startup_guard():  # stop signals handled before any directory exists
         if len(sys.argv) > 2 and sys.argv[1] == "--resume":
             sys.argv = [sys.argv[0], *_resume_argv(sys.argv[1:])]
         elif len(sys.argv) == 2 and sys.argv[1] == "--resume":
@@ -95,6 +107,9 @@ def _main() -> None:
         global _existing_dirs
         _existing_dirs = snapshot(sys.argv[1:])
         _app()
+        failed = multirun_failures()
+        if failed is not None:
+            raise FatalError(failed.line(), code=1)
 
 
 if __name__ == "__main__":

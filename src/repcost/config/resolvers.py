@@ -23,10 +23,13 @@ MAX_JOB_DIR = 200  # file systems refuse names over 255 bytes
 def _job_dir(override_dirname: str) -> str:
     """A sweep job's sub-directory: its overrides (so a relaunch lands in the same place), or 'base'.
 
-    Overrides longer than MAX_JOB_DIR bytes (e.g. a whole `train.phases` list) keep their start and
+    A '/' in a value makes sub-directories, unless a `..` among them would climb out of the sweep dir: then every
+    '/' is written %2F. Overrides longer than MAX_JOB_DIR bytes (e.g. a whole `train.phases` list) keep their start and
     end with a digest of the full string, so the name stays unique and stable.
     """
     name = override_dirname or "base"
+    if ".." in name.split("/") or name.startswith("/"):  # a value like a/../../x would leave the sweep dir
+        name = name.replace("/", "%2F")
     if len(name.encode()) <= MAX_JOB_DIR:
         return name
     digest = hashlib.sha1(name.encode()).hexdigest()[:12]

@@ -22,6 +22,7 @@ from ..loggers import check_logger
 from ..plugins import load_plugins
 from ..registry import ANALYSES, DATASETS, MODELS
 from ..threads import check_threads
+from .limits import check_limits
 
 OPTIMIZERS = ("gd", "sgd", "adam")
 SCHEDULES = ("constant", "cosine", "linear", "exponential")
@@ -267,7 +268,9 @@ def validate(cfg: DictConfig) -> RunSpec:
     analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
     validate_options(analysis)
     logger = check_logger(cfg.get("logger", "none"))
-    return RunSpec(model, data, train, analysis, seed, device, dtype, logger, check_threads(cfg.get("threads", "auto")))
+    spec = RunSpec(model, data, train, analysis, seed, device, dtype, logger, check_threads(cfg.get("threads", "auto")))
+    check_limits(spec)  # seeds a generator takes, sizes this machine can hold: before anything is allocated
+    return spec
 
 
 def validate_options(cfg: AnalysisConfig) -> dict[str, Any]:

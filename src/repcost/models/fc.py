@@ -15,6 +15,9 @@ from .base import AffineChain, Hidden, RepModel, Structure, UnitNorms
 from .init import gaussian_param, zeros_param
 
 
+MAX_DEPTH = 100_000  # a deeper chain is a typo, not an experiment (and its width list would not fit in memory)
+
+
 @dataclass
 class FCConfig:
     name: str = "fc"
@@ -27,6 +30,7 @@ class FCConfig:
 
     def __post_init__(self):
         check(self.depth >= 2, "depth", self.depth, "an integer >= 2")
+        check(self.depth <= MAX_DEPTH, "depth", self.depth, f"an integer <= {MAX_DEPTH}")
         widths = self.widths()
         check(len(widths) == self.depth - 1, "width", self.width,
               f"one positive int or a list of depth-1 = {self.depth - 1} positive ints")

@@ -83,13 +83,14 @@ def aggregate(rd: RunDir, cfg_dict: dict, chash: str, seeds: Sequence[int], resu
                     "; ".join(f"{i}: {summaries[i].get('message', '')}" for i in failed), best, seeds[best])
     rd.write_bytes(METRICS, _member_metrics(members, seeds))
     ck = members[best].load_checkpoint()
-    rd.save_checkpoint({**ck, "config_hash": chash, "config": cfg_dict, "status": top["status"], "best_member": best})
-    rd.write_json(SUMMARY, top)
+    ck = {**ck, "config_hash": chash, "config": cfg_dict, "status": top["status"], "best_member": best}
     if top["status"] == "failed":
+        rd.save_checkpoint(ck)
+        rd.write_json(SUMMARY, top)
         why = f"every ensemble member failed (member 0: {summaries[0].get('message', '')})"
         rd.record_failure(why)
         raise RepcostError(f"run failed: {why}; summary and checkpoint in {rd.path} (a relaunch starts over)")
-    rd.mark_finished(chash)
+    rd.finish(ck, top, chash)
     return top
 
 

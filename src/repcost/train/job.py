@@ -19,7 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from .. import threads
+from .. import startup, threads
 from ..analysis.hooks import descriptions
 from ..config import validate
 from ..config.schema import RunSpec
@@ -85,6 +85,7 @@ def write_hydra_files(cfg: DictConfig, hydra_cfg: DictConfig) -> Callable[[RunDi
         rd.write_bytes(".hydra/config.yaml", OmegaConf.to_yaml(cfg).encode())
         rd.write_bytes(".hydra/hydra.yaml", OmegaConf.to_yaml(hydra_cfg).encode())
         rd.write_bytes(".hydra/overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(list(hc.overrides.task))).encode())
+        startup.training_begins()  # the directory is a relaunchable run now: the training's signal handling rules
     return write
 
 
@@ -140,11 +141,30 @@ def done(summary: dict, run_dir: Path) -> dict:
 
 def run_job(cfg: DictConfig) -> dict:
     """Validate a composed config and train it in Hydra's output dir (skip if finished, else resume or start fresh)."""
-    spec, run_cfg, run_dir, multirun = prepare(cfg)
-    summary = run_training(spec, run_cfg, run_dir, force=bool(cfg.get("force", False)),
-                           on_stale="move" if multirun else "refuse",
-                           before_start=write_hydra_files(cfg, HydraConfig.instance().cfg))
-    return done(summary, run_dir)
+    try:
+        spec, run_cfg, run_dir, multirun = prepare(cfg)
+        started: list[RunDir] = []
+        write = write_hydra_files(cfg, HydraConfig.instance().cfg)
+
+        def before_start(rd: RunDir) -> None:
+            write(rd)
+            started.append(rd)
+
+        try:
+            summary = run_training(spec, run_cfg, run_dir, force=bool(cfg.get("force", False)),
+                                   on_stale="move" if multirun else "refuse", before_start=before_start)
+        except Exception as e:
+            if started and not multirun:  # a sweep job's failure is recorded by job_failed
+                started[0].settle_failure(failure_message(e))
+            raise
+        return done(summary, run_dir)
+    finally:
+        startup.job_ended()
+
+
+def failure_message(e: BaseException) -> str:
+    """A failure's one line as error.txt keeps it (a bug's with its exception class)."""
+    return f"{e}" if isinstance(e, RepcostError) else f"{e.__class__.__name__}: {e}"
 
 
 def report(summary: dict, run_dir: Path) -> None:
@@ -167,13 +187,14 @@ def job_failed(e: Exception, cfg: DictConfig, hydra_cfg: DictConfig) -> dict:
     the other jobs go on."""
     hc = hydra_cfg.hydra
     run_dir = RunDir(Path(hc.runtime.output_dir))
-    msg = f"{e}" if isinstance(e, RepcostError) else f"{e.__class__.__name__}: {e}"
+    msg = failure_message(e)
     # never touch a live run's directory, nor mark a finished run failed (e.g. a bad override on relaunch)
     if "in use by a running repcost process" not in msg and run_dir.finished_hash() is None:
         try:
             if not run_dir.file(".hydra/overrides.yaml").exists():  # failed before the run started
                 write_hydra_files(cfg, hydra_cfg)(run_dir)
             run_dir.record_failure(msg)
+            run_dir.settle_failure(msg)  # a checkpoint claiming `finished` without FINISHED is renamed
             if not isinstance(e, RepcostError):
                 run_dir.write_bytes("traceback.txt", "".join(traceback.format_exception(e)).encode())
         except RepcostError:

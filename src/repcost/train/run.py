@@ -353,18 +353,19 @@ def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: 
         t0 = time.perf_counter()
         summary.update(runner.final(model))
         summary["analysis_time_s"] = time.perf_counter() - t0
-    job.rd.save_checkpoint(job.checkpoint(engine.state_dict(i), result.status, wall, model.family))
+    checkpoint = job.checkpoint(engine.state_dict(i), result.status, wall, model.family)
     if result.status == "finished" and data.task == "regression" and data.d_in == 1 and data.d_out == 1:
         _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary)
-    job.rd.write_json(SUMMARY, summary)
     if tracker is not None:
         tracker.hparams(job.cfg_dict, summary)
         tracker.close()
     if result.status == "failed":
+        job.rd.save_checkpoint(checkpoint)
+        job.rd.write_json(SUMMARY, summary)
         job.rd.record_failure(result.message)
         return RepcostError(f"run failed: {result.message}; summary and checkpoint in {job.rd.path} "
                             "(a relaunch starts over)")
-    job.rd.mark_finished(job.chash)
+    job.rd.finish(checkpoint, summary, job.chash)  # checkpoint, summary, FINISHED: never one without the others
     return summary
 
 

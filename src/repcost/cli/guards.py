@@ -1,0 +1,123 @@
+"""A Hydra callback that guards what Hydra does outside repcost's task function.
+
+* Before Hydra creates a run's or a sweep's directory (`on_run_start`, `on_multirun_start`): the directory is
+  checked (`repcost.places`): names taken into it are plain names, `hydra.run.dir` is not empty, no run inside a
+  sweep root and no sweep inside a run. A refusal is a `FatalError` (Hydra turns a callback's Exception into a
+  warning and goes on).
+* Each sweep job's outcome is appended to `<sweep dir>/.sweep_outcomes` (`on_job_end` runs in the job's own process
+  under joblib or submitit), and `on_multirun_end` (in the launching process) tallies them, so `repcost-train -m`
+  can exit non-zero with one line when any job failed (`multirun_failures`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from .. import startup
+from ..errors import FatalError, RepcostError
+from ..places import (check_interpolated_names, check_plain_name, check_run_place, check_sweep_place,
+                      interpolated_keys)
+
+OUTCOMES = ".sweep_outcomes"  # one line per ended job of the latest multirun: "ok|failed<TAB>job dir"
+
+
+@dataclass
+class MultirunFailures:
+    """The failed jobs of the multirun that just ended in this process."""
+
+    failed: list[str]
+    total: int
+
+    def line(self) -> str:
+        """The one summary line (names the first failed job's error.txt)."""
+        first = Path(self.failed[0]) / "error.txt"
+        more = f" (and {len(self.failed) - 1} more)" if len(self.failed) > 1 else ""
+        return (f"{len(self.failed)} of {self.total} jobs failed: see {first}{more}; "
+                "relaunch the same command to retry the failed jobs")
+
+
+_last: MultirunFailures | None = None
+
+
+def multirun_failures() -> MultirunFailures | None:
+    """The failures of the multirun that ended last in this process (None if none failed), and forget them."""
+    global _last
+    out, _last = _last, None
+    return out
+
+
+def _template(node: DictConfig, key: str) -> str:
+    return str(OmegaConf.to_container(node, resolve=False).get(key) or "")
+
+
+def _check_names(config: DictConfig, dir_key: str) -> None:
+    if OmegaConf.select(config, "name", default=None) is not None:  # the sweep name, whatever the dir templates say
+        check_plain_name("name", config.name)
+    section, key = dir_key.rsplit(".", 1)
+    template = _template(OmegaConf.select(config, section), key)
+    keys = {k for k in interpolated_keys(template) if not k.startswith("hydra.")}
+    values = {k: OmegaConf.select(config, k, default=None) for k in keys}
+    check_interpolated_names(template, values, dir_key)
+
+
+def _fatal(fn, *args) -> Any:
+    try:
+        return fn(*args)
+    except RepcostError as e:
+        raise FatalError(str(e)) from None
+
+
+class GuardsCallback(Callback):
+    """Checks the places of runs and sweeps before Hydra creates them; tallies a multirun's failed jobs."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _fatal(_check_names, config, "hydra.run.dir")
+        startup.note_run_dir(_fatal(check_run_place, OmegaConf.select(config, "hydra.run.dir", default=None)))
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if config.hydra.mode == RunMode.MULTIRUN:
+            startup.note_run_dir(config.hydra.runtime.output_dir)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        global _last
+        _last = None
+        _fatal(_check_names, config, "hydra.sweep.dir")
+        sweep = _fatal(check_sweep_place, OmegaConf.select(config, "hydra.sweep.dir", default=None))
+        try:
+            sweep.mkdir(parents=True, exist_ok=True)
+            (sweep / OUTCOMES).write_bytes(b"")
+        except OSError as e:
+            raise FatalError(f"cannot create or write {e.filename or sweep}: {e.strerror or e}") from None
+
+    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
+        if config.hydra.mode != RunMode.MULTIRUN or job_return is None:
+            return
+        value = getattr(job_return, "_return_value", None)  # .return_value re-raises a failed job's exception
+        failed = str(getattr(job_return, "status", "")).endswith("FAILED") or (
+            isinstance(value, dict) and value.get("status") == "failed")
+        line = f"{'failed' if failed else 'ok'}\t{config.hydra.runtime.output_dir}\n".encode()
+        try:  # one appended line: safe from parallel job processes
+            fd = os.open(Path(config.hydra.sweep.dir) / OUTCOMES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # the job's own error line already named its directory
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global _last
+        try:
+            lines = (Path(config.hydra.sweep.dir) / OUTCOMES).read_text().splitlines()
+        except OSError:
+            return
+        ends = [ln.split("\t", 1) for ln in lines if "\t" in ln]
+        failed = [d for kind, d in ends if kind == "failed"]
+        _last = MultirunFailures(failed, len(ends)) if failed else None

@@ -1,0 +1,91 @@
+"""Where runs and sweeps may live: names without path tricks, runs never inside sweeps and sweeps never inside runs.
+
+A run directory is one holding a run's own files (`.hydra/overrides.yaml`, `checkpoint.pt`, `FINISHED`, …); a
+sweep root is the directory a multirun writes its jobs under (`hydra.sweep.dir`), recognised by the files the
+multirun leaves there (`last_sweep_jobs.txt`, Hydra's `multirun.yaml`, `runs.csv`). A single run planted in a
+sweep root would become a bogus job of it (`repcost-collect` lists every run below the root), and a sweep inside a
+run would mix its jobs with the run's files, so both are refused before any directory is created.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .errors import ConfigError, RepcostError
+
+SWEEP_MARKERS = ("last_sweep_jobs.txt", "multirun.yaml", "runs.csv")
+RUN_MARKERS = (".hydra/overrides.yaml", "checkpoint.pt", "FINISHED", "summary.json")
+_INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)\}")
+
+
+def check_plain_name(key: str, value: object) -> None:
+    """`value` (of config key `key`) must be usable as one directory name: no separators, not `.`/`..`, not empty."""
+    text = str(value)
+    bad = (not text.strip() or text in (".", "..") or "/" in text or "\\" in text or "\0" in text
+           or len(text.encode()) > 200)
+    if bad:
+        raise ConfigError(key, value, "a plain directory name (no path separators or '..', at most 200 bytes)")
+
+
+def interpolated_keys(template: str) -> list[str]:
+    """The config keys a directory template takes verbatim (`${name}`, `${model.name}`; resolvers left out)."""
+    return _INTERPOLATION.findall(template)
+
+
+def check_interpolated_names(template: str, values: dict[str, object], dir_key: str) -> None:
+    """Every config key `${a.b}` that `template` (e.g. hydra.sweep.dir's unresolved value) takes verbatim must be a
+    plain name, so a value such as `name=../../etc` cannot move the directory elsewhere. `values` maps those keys
+    (dotted) to their values; keys it lacks (hydra.*, resolvers) are not checked."""
+    for key in interpolated_keys(template):
+        if key in values and values[key] is not None:
+            try:
+                check_plain_name(key, values[key])
+            except ConfigError as e:
+                raise ConfigError(e.key, e.value, f"{e.allowed}; it names {dir_key}") from None
+
+
+def is_sweep_root(path: Path) -> bool:
+    """Whether `path` holds the files a multirun leaves in its sweep directory."""
+    return any((path / m).is_file() for m in SWEEP_MARKERS)
+
+
+def is_run_dir(path: Path) -> bool:
+    """Whether `path` holds a run's own files."""
+    return any((path / m).exists() for m in RUN_MARKERS)
+
+
+def _lineage(path: Path) -> list[Path]:
+    p = Path(os.path.abspath(path))
+    return [p, *p.parents]
+
+
+def check_run_place(run_dir: str | None) -> Path:
+    """A single run's directory (hydra.run.dir): not empty, not a sweep root nor inside one (unless it is an existing
+    job of the sweep, e.g. `--resume SWEEP/JOB`). Returns it as an absolute path; RepcostError otherwise."""
+    if run_dir is None or not str(run_dir).strip():
+        raise RepcostError("hydra.run.dir is empty: a run needs its own directory (leave the key out for the default "
+                           "outputs/runs/…, or name a directory)")
+    path = Path(os.path.abspath(str(run_dir)))
+    own_job = (path / ".hydra" / "overrides.yaml").is_file() and not is_sweep_root(path)
+    for p in _lineage(path):
+        if is_sweep_root(p) and not (own_job and p != path):
+            where = "is" if p == path else f"lies inside {p}, which is"
+            raise RepcostError(f"hydra.run.dir={path} {where} a sweep directory: a single run there would become a "
+                               "bogus job of the sweep; choose a directory outside it")
+    return path
+
+
+def check_sweep_place(sweep_dir: str | None) -> Path:
+    """A multirun's root (hydra.sweep.dir): not empty, not a run directory nor inside one. Absolute path returned."""
+    if sweep_dir is None or not str(sweep_dir).strip():
+        raise RepcostError("hydra.sweep.dir is empty: a sweep needs its own directory (leave the key out for the "
+                           "default outputs/sweeps/<name>, or name a directory)")
+    path = Path(os.path.abspath(str(sweep_dir)))
+    for p in _lineage(path):
+        if is_run_dir(p) and not is_sweep_root(p):
+            where = "is" if p == path else f"lies inside {p}, which is"
+            raise RepcostError(f"hydra.sweep.dir={path} {where} a run directory: the sweep's jobs would mix with the "
+                               "run's files; choose a directory outside it")
+    return path

@@ -1,0 +1,30 @@
+"""Library warnings (torch, numpy, Hydra's) go to the run's log file, not to the console.
+
+`capture_library_warnings()` routes `warnings.warn` through logging (`logging.captureWarnings`, logger
+`py.warnings`), and repcost's job logging (configs/hydra/job_logging/repcost.yaml) gives its console handler
+`console_filter()`, which keeps those records off the console; the file handler (RUN_DIR/train.log) keeps them.
+So stderr carries only repcost's own lines. The filter's factory turns the capture on as well, so every process
+that configures repcost's job logging (joblib and submitit job processes too) captures its warnings.
+"""
+
+from __future__ import annotations
+
+import logging
+
+WARNINGS_LOGGER = "py.warnings"
+
+
+def capture_library_warnings() -> None:
+    """Send warnings.warn to the `py.warnings` logger (the run's log file) instead of stderr."""
+    logging.captureWarnings(True)
+
+
+class _NotWarnings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name != WARNINGS_LOGGER
+
+
+def console_filter() -> logging.Filter:
+    """The console handler's filter (a dictConfig factory): warnings are captured, and kept off the console."""
+    capture_library_warnings()
+    return _NotWarnings()
