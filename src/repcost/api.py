@@ -53,6 +53,9 @@ class Run:
     path: Path
     _model_cache: dict = field(default_factory=dict, repr=False)
 
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)  # Run("outputs/...") from a notebook
+
     @cached_property
     def config(self) -> dict:
         """The resolved run config: .hydra/config.yaml, or the checkpoint's copy (ensemble members have no .hydra)."""

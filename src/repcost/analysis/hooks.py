@@ -144,7 +144,7 @@ def describe_certificate(summary: dict) -> list[str]:
     if "cert.clarke_stationarity" in summary:
         c, n = summary["cert.clarke_stationarity"], summary["cert.kinks"]
         clarke = (f", {c:.3g} over the slopes of {n} kinks" if math.isfinite(c)
-                  else f", not computed over the slopes of {n} kinks")
+                  else f", not computed over the slopes of {n} kinks: analysis.certificate.max_kinks")
     gap = f", unit gap {summary['cert.unit_gap']:.3g}" if "cert.unit_gap" in summary else ""
     lines = [f"critical point: {'yes' if summary['critical_point'] else 'no'} (stationarity "
              f"{summary['cert.stationarity']:.3g}{clarke}{gap}; docs/recipes-and-certificates.md)"]
