@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
+from pathlib import Path
 
 
 class RepcostError(Exception):
@@ -46,3 +48,11 @@ class FatalError(BaseException):
     def __init__(self, message: str, code: int = 2):
         super().__init__(message)
         self.code = code
+
+
+def io_error(path: Path, e: OSError) -> RepcostError:
+    """A one-line error for an output that could not be written (disk full, read-only, size limit, …)."""
+    why = {errno.ENOSPC: "no space left on the device", errno.EFBIG: "file too large (a file-size limit)",
+           errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
+           errno.ENOTDIR: "a path component is not a directory", errno.EEXIST: "a file is in the way"}
+    return RepcostError(f"cannot write {path}: {why.get(e.errno, e.strerror or str(e))}")

@@ -26,13 +26,12 @@ from typing import Any
 
 import torch
 
-from .errors import RepcostError
+from .errors import RepcostError, io_error
 from .runio import (
     FILE_MODE,
     atomic_torch_save,
     atomic_write_bytes,
     atomic_write_json,
-    io_error,
     json_line,
 )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import io
 import json
@@ -13,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .errors import RepcostError
+from .errors import io_error
 
 
 def jsonable(x: Any) -> Any:
@@ -44,14 +43,6 @@ def _umask() -> int:
 
 
 FILE_MODE = 0o666 & ~_umask()
-
-
-def io_error(path: Path, e: OSError) -> RepcostError:
-    """A one-line error for an output that could not be written (disk full, read-only, size limit, …)."""
-    why = {errno.ENOSPC: "no space left on the device", errno.EFBIG: "file too large (a file-size limit)",
-           errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
-           errno.ENOTDIR: "a path component is not a directory", errno.EEXIST: "a file is in the way"}
-    return RepcostError(f"cannot write {path}: {why.get(e.errno, e.strerror or str(e))}")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -12,8 +12,7 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf.errors import OmegaConfBaseException
 
 from ..config.messages import did_you_mean
-from ..errors import FatalError, OneLineParser, RepcostError  # noqa: F401 (OneLineParser: for the CLIs)
-from ..runio import io_error
+from ..errors import FatalError, OneLineParser, RepcostError, io_error  # noqa: F401 (OneLineParser: for the CLIs)
 
 
 def _near_key(key: str, cause: BaseException | None) -> str:
