@@ -172,8 +172,9 @@ class RunDir:
         Never raises: the caller is already reporting an error."""
         if self.finished_hash() is not None or not self.path.is_dir():
             return
-        try:
-            if not self.file(ERROR).exists():
+        trained = self.file(CHECKPOINT).exists() or self.file(METRICS).exists()
+        try:  # refused before any training (e.g. data and loss that do not go together): no failure to record
+            if trained and not self.file(ERROR).exists():
                 self.record_failure(message)
         except RepcostError:
             pass  # e.g. the disk is still full: the error line on stderr says why
