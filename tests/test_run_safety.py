@@ -111,17 +111,21 @@ def test_resume_removes_temp_files_and_checkpoints_carry_time(tmp_path):
     # a periodic checkpoint written mid-run carries the time trained so far
     d2 = tmp_path / "run2"
     seen = []
-    orig = RunDir.save_checkpoint
+    orig, orig_finish = RunDir.save_checkpoint, RunDir.finish
 
     def spy(self, obj):
         seen.append(obj["wall_time_s"])
         orig(self, obj)
 
-    RunDir.save_checkpoint = spy
+    def spy_finish(self, checkpoint, summary, chash):  # the final checkpoint, written with the summary and FINISHED
+        seen.append(checkpoint["wall_time_s"])
+        orig_finish(self, checkpoint, summary, chash)
+
+    RunDir.save_checkpoint, RunDir.finish = spy, spy_finish
     try:
         run_training(spec, plain, d2)
     finally:
-        RunDir.save_checkpoint = orig
+        RunDir.save_checkpoint, RunDir.finish = orig, orig_finish
     assert len(seen) == 5 and all(t > 0 for t in seen) and seen == sorted(seen)
 
 

@@ -31,7 +31,7 @@ BASE = ["model=fc", "model.depth=3", "model.width=8", "data=teacher", "data.n_tr
 # (seed, λ, lr of phase 0, lr of phase 1, init_scale): B reaches the target loss at step 15, D diverges at step 45
 GRID = {"A": (0, 1e-3, 0.05, 0.02, 1.0), "B": (1, 1e-2, 0.05, 0.02, 1.0), "C": (0, 1e-3, 0.05, 0.03, 1.2),
         "D": (0, 1e-3, 0.05, 2.0, 1.0)}
-VOLATILE = ("wall_time_s", "analysis_time_s", "git_commit", "message")
+VOLATILE = ("wall_time_s", "git_commit", "message")
 
 
 def _config(seed, lam, lr0, lr1, scale):

@@ -62,8 +62,8 @@ def test_phases_run_in_sequence(tmp_path):
     s, d = train(tmp_path, "train=adam_gd", "train.phases.0.steps=30", "train.phases.1.steps=20", "train.log_every=10")
     lines = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
     assert s["steps"] == 50
-    assert [ln["phase"] for ln in lines] == [0, 0, 0, 1, 1]
-    assert lines[-1]["lr"] == pytest.approx(1e-2)
+    assert [ln["phase"] for ln in lines] == [0, 0, 0, 1, 1, 1]  # the last line: the state after step 50
+    assert lines[-2]["lr"] == pytest.approx(1e-2) and lines[-1]["step"] == 50 and "lr" not in lines[-1]
 
 
 def test_lam_factor_trains_its_phase_on_a_scaled_lambda(tmp_path):

@@ -350,9 +350,7 @@ def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: 
     model = engine.members[i].model
     summary = run_summary(engine, i, result, job, data.name, wall)
     if result.status == "finished":
-        t0 = time.perf_counter()
         summary.update(runner.final(model))
-        summary["analysis_time_s"] = time.perf_counter() - t0
     checkpoint = job.checkpoint(engine.state_dict(i), result.status, wall, model.family)
     if result.status == "finished" and data.task == "regression" and data.d_in == 1 and data.d_out == 1:
         _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary)
