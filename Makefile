@@ -36,8 +36,9 @@ lint: setup
 test-wheel: setup
 	$(PY) -m pytest -q -m slow tests/test_wheel.py
 
+# the slow tests but the wheel's (make test-wheel): end-to-end scenarios, the bad-input suite, held-out recipes
 test-slow: setup
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q -n 2 -m slow --ignore tests/test_wheel.py
 
 test-all: setup
 	$(PY) -m pytest -q -m ''

@@ -49,3 +49,39 @@ class StopAfter:
         if self.n < 0:
             self.signal = 15
         return self.signal is not None
+
+
+# End-to-end scenarios of a minute or more each (sweeps through launchers, figure modules on real runs, several
+# CLI processes in a row) whose parts each have a fast test: `make test` skips them, `make test-slow` (CI) runs them.
+SLOW_SCENARIOS = {
+    "test_sweeps.py::test_joblib_sweep_collect_relaunch_and_killed_job",
+    "test_sweeps.py::test_figure_rows_are_the_last_multiruns_jobs_only",
+    "test_figure_modules.py::test_jacot23_fig3_denoising_rows_on_tiny_autoencoders",
+    "test_figure_modules.py::test_savarese19_fig2_compute_plot_verdict",
+    "test_figure_modules.py::test_jacot23_fig1_spectra_rows_and_rank_verdict",
+    "test_stacked.py::test_preempted_stacked_sweep_resumes",
+    "test_stacked.py::test_bad_launcher_options_are_one_line",
+    "test_run_safety.py::test_sweep_relaunch_keeps_finished_and_moves_changed_jobs_aside",
+    "test_run_safety.py::test_analyze_applies_overrides_on_a_run_without_analyses",
+    "test_analysis_hooks.py::test_analyze_cli_reproduces_final_analysis",
+    "test_analysis_hooks.py::test_analyze_bad_input_one_line_exit_2",
+    "test_unit_insertion.py::test_insert_units_bad_values_are_one_line_errors",
+    "test_unit_insertion.py::test_insert_units_is_part_of_the_run_identity",
+    "test_figure_script.py::test_forces_script_on_a_collapsed_net_ends_with_one_line",
+    "test_figure_script.py::test_figure_script_bad_override_ends_with_one_line",
+    "test_plugins.py::test_analyze_reads_an_analysis_preset_from_a_user_config_dir",
+    "test_cli.py::test_two_runs_same_second_get_two_dirs",
+    "test_cli.py::test_bad_config_one_line_exit_2",
+    "test_alignment.py::test_identity_input_min_cost_drops_to_n_squared_at_the_cp_rank",
+    "test_bad_inputs.py::test_file_size_limit_keeps_the_last_good_checkpoint",
+    "test_relu_1d_dual.py::test_every_1d_two_layer_run_reports_its_gap",
+    "test_plot.py::test_metric_curves_of_runs",
+    "test_descent_probe.py::test_probe_bad_inputs_are_one_line",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        file_and_name = f"{item.path.name}::{item.originalname}"
+        if file_and_name in SLOW_SCENARIOS:
+            item.add_marker(pytest.mark.slow)
