@@ -74,7 +74,7 @@ def test_bad_config_one_line_exit_2(tmp_path, run_cli, overrides, key, allowed):
 
 
 @pytest.mark.parametrize("clarke, says", [(0.004, "0.004 over the slopes of 7 kinks"),
-                                          (float("nan"), "not computed over the slopes of 7 kinks")])
+                                          (float("nan"), "not computed over the slopes of 7 kinks: analysis.certificate.max_kinks")])
 def test_the_finished_line_states_the_clarke_measure(tmp_path, caplog, clarke, says):
     import logging
 
