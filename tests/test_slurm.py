@@ -76,14 +76,14 @@ def _start(cmd: list[str], cwd: Path, log: Path) -> subprocess.Popen:
     return subprocess.Popen(cmd, cwd=cwd, stdout=open(log, "w"), stderr=subprocess.STDOUT, env=_env())
 
 
-def _finish(p: subprocess.Popen, log: Path, what: str) -> str:
+def _finish(p: subprocess.Popen, log: Path, what: str, code: int = 0) -> str:
     try:
         p.wait(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         p.kill()
         raise
     out = log.read_text()
-    assert p.returncode == 0, f"{what} exited {p.returncode}:\n{out[-4000:]}"
+    assert p.returncode == code, f"{what} exited {p.returncode}:\n{out[-4000:]}"
     return out
 
 
@@ -245,7 +245,9 @@ def test_time_limit_requeues_and_a_hopeless_job_fails_alone(work: Path) -> None:
                     "hydra.launcher.max_num_timeout=1"]
     budget_proc = _start(cmd2, wd2, work / "budget.log")
     _finish(limit_proc, work / "limit.log", "time-limited sweep")
-    _finish(budget_proc, work / "budget.log", "sweep with a hopeless job")
+    # a sweep with a failed job exits 1, its last line naming the failed job's error.txt
+    out = _finish(budget_proc, work / "budget.log", "sweep with a hopeless job", code=1)
+    assert "1 of 2 jobs failed: see" in out.strip().splitlines()[-1] and "error.txt" in out, out[-2000:]
     _finish(ref_proc, ref_log, "uninterrupted run")
 
     sweep = wd / "outputs" / "sweeps" / "limit"
