@@ -73,14 +73,8 @@ def clean_exit(prog: str):
         where = e.filename or "an output path"
         print(f"{prog}: error: cannot create or write {where}: {e.strerror or e}", file=sys.stderr)
         sys.exit(2)
-    except ValueError as e:
-        line = environment_fault(e)
-        if line is None:
-            raise
-        print(f"{prog}: error: {line}", file=sys.stderr)
-        sys.exit(2)
-    except Exception as e:
-        line = yaml_fault(e)
+    except Exception as e:  # an unwritable log file, invalid YAML in a config dir: one line; anything else is a bug
+        line = environment_fault(e) if isinstance(e, ValueError) else yaml_fault(e)
         if line is None:
             raise
         print(f"{prog}: error: {line}", file=sys.stderr)
