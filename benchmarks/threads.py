@@ -24,7 +24,7 @@ from repcost import threads
 from repcost.config import compose_config, validate
 from repcost.data import load_data
 from repcost.models import build_model
-from repcost.train.loop import Trainer
+from repcost.train.engine import Engine
 
 MODELS = {"demo": [], "jacot22 MNIST": ["experiment=jacot22-fig1"], "jacot23 Fig 1": ["experiment=jacot23-fig1"]}
 
@@ -43,7 +43,7 @@ def steps_per_s(spec, data, model, steps: int) -> float:
                               log_every=10**9, progress=False)
     m = build_model(spec.model, data.d_in, data.d_out, spec.seed).to(dtype=spec.torch_dtype)
     m.load_state_dict(model.state_dict())
-    tr = Trainer(m, data, cfg, spec.seed)
+    tr = Engine([m], data, [cfg], [spec.seed])
     t = time.perf_counter()
     tr.run()
     return steps / (time.perf_counter() - t)

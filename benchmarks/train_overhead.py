@@ -33,7 +33,7 @@ def setup(steps: int):
 
 
 def time_repcost(steps: int) -> float:
-    """Seconds for `steps` steps of repcost's Trainer (logging to an in-memory list)."""
+    """Seconds for `steps` steps of repcost's Engine (logging to an in-memory list)."""
     spec, data, model = setup(steps)
     logs = []
     tr = Engine([model], data, [spec.train], [0], on_logs=[logs.append])
