@@ -18,6 +18,7 @@ import io
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -250,15 +251,15 @@ STARTUP_FILES = (LOCK,)  # besides log files (*.log) and temp files of killed wr
 
 
 def remove_startup_litter(path: Path) -> bool:
-    """Remove a directory that holds nothing but what a start-up leaves before a run is set up (log files, the
-    lock, temp files) and whose lock no process holds; True if it was removed. Anything else keeps it whole."""
+    """Remove a directory that holds nothing but what a start-up leaves before training (log files, the lock,
+    temp files, `.hydra/`) and whose lock no process holds; True if it was removed. Anything else keeps it whole."""
     path = Path(path)
     try:
         entries = list(path.iterdir())
     except OSError:
         return False
-    litter = all(p.is_file() and (p.suffix == ".log" or p.name in STARTUP_FILES or p.name.endswith(".tmp"))
-                 for p in entries)
+    litter = all((p.is_file() and (p.suffix == ".log" or p.name in STARTUP_FILES or p.name.endswith(".tmp")))
+                 or (p.name == ".hydra" and p.is_dir()) for p in entries)
     if not litter:
         return False
     try:
@@ -271,7 +272,7 @@ def remove_startup_litter(path: Path) -> bool:
             finally:
                 os.close(fd)
         for p in entries:
-            p.unlink(missing_ok=True)
+            shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
         path.rmdir()
     except OSError:
         return False

@@ -10,11 +10,9 @@ A directory that holds anything else (a checkpoint, metrics, results) is never t
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 
-PRE_TRAINING = {".lock", ".hydra"}  # what a run directory holds before training starts (rundir.LOCK), and its log
 
 
 def run_dir_override(argv: list[str]) -> str | None:
@@ -40,18 +38,14 @@ def snapshot(argv: list[str]) -> set[Path] | None:
     return {p for p in target.parents if p.is_dir()}
 
 
-def forget_refused_run(run_dir: Path, log_name: str, existing: set[Path] | None) -> bool:
+def forget_refused_run(run_dir: Path, existing: set[Path] | None) -> bool:
     """Remove a refused run's directory if this command created it (`existing` from `snapshot`) and it holds
-    nothing but `.lock`, `.hydra/` and `log_name`; then the empty folders above it that the command created.
-    Returns whether it removed the run directory."""
+    nothing but start-up leftovers (`rundir.remove_startup_litter`); then the empty folders above it that the
+    command created. Returns whether it removed the run directory."""
+    from ..rundir import remove_startup_litter  # only on a refusal: `--help` and the start-up load no torch
+
     run_dir = Path(run_dir).resolve()
-    if existing is None or run_dir in existing or not run_dir.is_dir():
-        return False
-    if not {p.name for p in run_dir.iterdir()} <= PRE_TRAINING | {log_name}:
-        return False
-    try:
-        shutil.rmtree(run_dir)
-    except OSError:
+    if existing is None or run_dir in existing or not run_dir.is_dir() or not remove_startup_litter(run_dir):
         return False
     for parent in run_dir.parents:
         if parent in existing:

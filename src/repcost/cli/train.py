@@ -55,7 +55,7 @@ _existing_dirs: set | None = None  # refused.snapshot of this command, taken bef
 
 def _forget_refused_run() -> None:
     hc = HydraConfig.get()
-    forget_refused_run(Path(hc.runtime.output_dir), f"{hc.job.name}.log", _existing_dirs)
+    forget_refused_run(Path(hc.runtime.output_dir), _existing_dirs)
 
 
 def _resume_argv(argv: list[str]) -> list[str]:

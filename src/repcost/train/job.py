@@ -6,7 +6,6 @@ share these, so a job behaves the same whichever way it was launched.
 
 from __future__ import annotations
 
-import difflib
 import importlib.resources
 import logging
 import sys
@@ -22,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from .. import startup, threads
 from ..analysis.hooks import descriptions
 from ..config import validate
+from ..config.messages import did_you_mean
 from ..config.schema import RunSpec
 from ..errors import RepcostError
 from ..plugins import plugin_names
@@ -70,8 +70,7 @@ def check_experiment(hc: DictConfig) -> None:
         return
     options = group_options(hc, "experiment")
     if choice not in options:
-        near = difflib.get_close_matches(str(choice), options, n=3)
-        hint = f"; did you mean {', '.join(near)}?" if near else f"; presets: {', '.join(options)}"
+        hint = did_you_mean(str(choice), options) or f"; presets: {', '.join(options)}"
         raise RepcostError(f"unknown experiment '{choice}'{hint}")
 
 
@@ -114,15 +113,6 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, bool]:
     return spec, run_cfg, Path(hc.runtime.output_dir), multirun
 
 
-def _total_steps(run_dir: Path) -> int | None:
-    """The step budget in a run directory's saved config (None if it cannot be read)."""
-    try:
-        phases = OmegaConf.load(Path(run_dir) / ".hydra" / "config.yaml").train.phases
-        return sum(int(p.steps) for p in phases)
-    except Exception:  # a message detail only
-        return None
-
-
 def done(summary: dict, run_dir: Path) -> dict:
     """A job's return value, its outcome logged (a reused run: one line; a trained one: `report`).
 
@@ -130,7 +120,7 @@ def done(summary: dict, run_dir: Path) -> dict:
     if summary.pop("reused", False):
         log.info("already finished (force=true moves it aside and reruns): %s", run_dir)
     elif summary.get("status") == "preempted" and take_interrupt():
-        total = _total_steps(run_dir)
+        total = summary.get("total_steps")  # the training's own record of its budget
         log.warning("interrupted at step %s%s; relaunch the same command to resume", summary.get("steps"),
                     f" of {total}" if total is not None else "")
         raise Interrupted

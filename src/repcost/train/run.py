@@ -210,7 +210,7 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
         for start, idx in by_start.items():
             if flag.signal is not None:  # preempted in an earlier group: left for the relaunch
                 for i in idx:
-                    out[i] = {"status": "preempted", "steps": start[2]}
+                    out[i] = {"status": "preempted", "steps": start[2], "total_steps": specs[i].train.total_steps}
                 continue
             for i in idx:
                 if before_start[i] is not None:
