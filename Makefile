@@ -48,6 +48,9 @@ bench: setup
 	$(PY) benchmarks/jacobian.py
 	$(PY) benchmarks/analysis_overhead.py
 	$(PY) benchmarks/ensemble.py
+	$(PY) benchmarks/certificate_cost.py
+	$(PY) benchmarks/startup.py
+	$(PY) benchmarks/threads.py
 
 # Every GPU check and measurement (issue 19): GPU tests, benchmarks/gpu_loop.py, gpu_stacked.py and the
 # full jacot23-fig1 on CUDA, cold and with the compile cache warm (logs under outputs/bench-gpu/).
