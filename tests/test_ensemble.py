@@ -98,6 +98,7 @@ def test_members_match_single_runs(tmp_path, model, opt):
     objs = [m["objective"] for m in members]
     assert top["best_member"] == objs.index(min(objs)) and top["objective"] == min(objs)
     assert top["member_objectives"] == objs and top["member_seeds"] == [3, 4]
+    assert (top["members_agreeing"] == 2) == (max(objs) <= 1.01 * min(objs)) and top["members_agreeing"] >= 1
     assert top["ensemble_size"] == 2 and top["status"] == "finished" and top["seed"] == 3 + top["best_member"]
     assert top["failed_members"] == [] and top["member_status"] == ["finished"] * 2
     assert json.loads((ens / "summary.json").read_text()) == json.loads(json.dumps(top))

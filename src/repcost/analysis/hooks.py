@@ -151,6 +151,7 @@ def describe_certificate(summary: dict) -> list[str]:
     if "cert.duality_gap_rel" in summary:
         lines.append(f"global minimum: the objective is at most {summary['cert.duality_gap_rel']:.3g} (relative) above "
                      "it (duality gap of the convex 1-D problem)")
+        lines.append("  i.e. no two-layer net of any width reaches an objective more than that fraction below this one")
     if "cert.descent_rel" in summary:
         lines.append(f"descent check: L-BFGS lowers the objective by {summary['cert.descent_rel']:.3g} (relative) in "
                      f"{summary['cert.descent_evals']} evaluations")

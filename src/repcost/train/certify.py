@@ -11,8 +11,6 @@ certificate is local only (the critical-point certificate), not a global one.
 
 from __future__ import annotations
 
-import math
-
 from ..analysis.certificate import global_gap
 from ..config.schema import TrainConfig
 from ..models.base import RepModel
@@ -36,10 +34,10 @@ def rounds_begun(cfg: TrainConfig, steps: int) -> int:
 
 
 def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, steps: int) -> dict:
-    """summary.json's record of certified stopping (empty when `train.certify` is off)."""
+    """summary.json's record of certified stopping (empty when `train.certify` is off; gap null where none exists)."""
     if cfg.certify.gap_tol is None:
         return {}
-    return {"certified": stop_reason == "certified", "certify.gap_rel": math.nan if gap is None else gap,
+    return {"certified": stop_reason == "certified", "certify.gap_rel": gap,
             "certify.gap_tol": cfg.certify.gap_tol, "certify.rounds": rounds_begun(cfg, steps),
             "certify.max_rounds": cfg.certify.rounds, "certify.budget_steps": cfg.total_steps, "certify.steps": steps}
 
@@ -52,7 +50,7 @@ def describe(summary: dict) -> str | None:
     after = f"after {rounds} escalation round{'s' * (rounds != 1)}, {summary['certify.steps']} steps"
     if summary["certified"]:
         return f"certified within {100 * gap:.3g} % of the global minimum of its objective (duality gap; {after})"
-    if math.isnan(gap):
+    if gap is None:
         return ("not certified: no global-minimum certificate exists for this model (the duality gap needs a two-layer "
                 "ReLU net on 1-D inputs with MSE and λ > 0); the critical-point certificate above is a local one, "
                 "and agreement across seeds (train.ensemble_size) is the check left")

@@ -6,7 +6,9 @@ others as one stacked group (`run.train_runs`), so it equals that single run to 
 relaunch resumes or reuses each member by itself. The top directory then gets:
   summary.json    the best member's summary (lowest final objective among members that did not
                   fail) plus ensemble_size, best_member, member_objectives, member_seeds,
-                  member_status, failed_members (Jacot et al. 2022's min-over-trials protocol)
+                  member_status, failed_members (Jacot et al. 2022's min-over-trials protocol), and
+                  members_agreeing: how many finished members end within AGREEMENT (relative) of the best
+                  objective, the seed-agreement check where no global certificate exists
   metrics.jsonl   every member's lines, each with `member` and `seed`
   checkpoint.pt   the best member's, in the single-run format, with `best_member`
   analysis/       a copy of the best member's
@@ -30,6 +32,7 @@ from ..identity import member_config
 from ..rundir import MEMBERS, METRICS, SUMMARY, RunDir
 
 log = logging.getLogger("repcost")
+AGREEMENT = 0.01  # members within 1 % of the best objective agree with it
 
 
 def member_jobs(spec: RunSpec, cfg_dict: dict, rd: RunDir
@@ -75,7 +78,9 @@ def aggregate(rd: RunDir, cfg_dict: dict, chash: str, seeds: Sequence[int], resu
     best = min(ok, key=lambda i: objectives[i] if math.isfinite(objectives[i]) else math.inf)
     failed = [i for i in range(K) if statuses[i] == "failed"]
     top = {**summaries[best], "ensemble_size": K, "best_member": best, "member_objectives": objectives,
-           "member_seeds": list(seeds), "member_status": statuses, "failed_members": failed, "config_hash": chash}
+           "member_seeds": list(seeds), "member_status": statuses, "failed_members": failed, "config_hash": chash,
+           "members_agreeing": sum(statuses[i] == "finished" and objectives[i] <= (1 + AGREEMENT) * objectives[best]
+                                   for i in range(K))}
     if (members[best].path / "analysis").is_dir():  # the best member's arrays/tables, where a single run has them
         shutil.copytree(members[best].path / "analysis", rd.path / "analysis", dirs_exist_ok=True)
     if failed and top["status"] != "failed":
