@@ -76,3 +76,16 @@ def test_a_bad_certify_setting_is_one_line(tmp_path, run_cli):
                 cwd=tmp_path)
     assert p.returncode == 2 and "train.certify.gap_tol" in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_a_run_preempted_inside_an_escalation_round_resumes_exactly(tmp_path):
+    from conftest import StopAfter
+
+    args = (*SMALL, "train.certify.rounds=4")
+    ref, _ = train(tmp_path, *args, name="ref")
+    assert ref["certify.rounds"] >= 1
+    part, _ = train(tmp_path, *args, name="run", stop_flag=StopAfter(400 + 150 + 20))  # inside round 0's 2nd phase
+    assert part["status"] == "preempted"
+    done, _ = train(tmp_path, *args, name="run")
+    strip = lambda s: {k: v for k, v in s.items() if not k.endswith("time_s")}  # noqa: E731
+    assert strip(done) == strip(ref)
