@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -84,6 +85,8 @@ def main() -> None:
         if not isinstance(e, Interrupted):
             print("repcost-train: interrupted", file=sys.stderr)
         sys.exit(130)
+    finally:  # the command is over (its files closed): spare the interpreter's last collection of torch's
+        gc.freeze()  # objects at exit (~0.4 s of every run); atexit handlers and buffered streams still run
 
 
 def _main() -> None:
