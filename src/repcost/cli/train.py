@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import sys
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..config import resolvers  # noqa: F401  (registers ${repcost_uid:} and ${repcost_job_dir:})
 from ..errors import FatalError, RepcostError
 from ..paths import CONFIG_DIR
-from ..startup import startup_guard
+from ..startup import load_torch, process_ends, startup_guard
 from ..train.preempt import Interrupted
 from ..warnings_log import capture_library_warnings
 
@@ -85,8 +84,8 @@ def main() -> None:
         if not isinstance(e, Interrupted):
             print("repcost-train: interrupted", file=sys.stderr)
         sys.exit(130)
-    finally:  # the command is over (its files closed): spare the interpreter's last collection of torch's
-        gc.freeze()  # objects at exit (~0.4 s of every run); atexit handlers and buffered streams still run
+    finally:
+        process_ends()
 
 
 def _main() -> None:
@@ -107,6 +106,7 @@ def _main() -> None:
             print(f"repcost-train {repcost_version()} (Hydra {version('hydra-core')})")
             return
         check_argv(sys.argv[1:])
+        load_torch()  # what Hydra's callbacks would import next, at a fraction of the garbage collector's cost
         global _existing_dirs
         _existing_dirs = snapshot(sys.argv[1:])
         _app()
