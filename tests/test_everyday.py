@@ -173,6 +173,15 @@ def test_a_run_draws_its_figure_without_pyplot(tmp_path):
     assert (run / "figures" / "fit.png").read_bytes().startswith(b"\x89PNG")
 
 
+
+def test_load_torch_leaves_the_collector_as_it_was_and_torch_out_of_its_reach():
+    code = ("import gc, sys; {}from repcost.startup import load_torch; load_torch(); "
+            "print('torch' in sys.modules, gc.isenabled(), gc.get_freeze_count() > 10**5, len(gc.get_objects()) < 10**4)")
+    for before, enabled in (("", "True"), ("gc.disable(); ", "False")):
+        out = subprocess.run([sys.executable, "-c", code.format(before)], capture_output=True, text=True, cwd=REPO)
+        assert out.stdout.split() == ["True", enabled, "True", "True"], out.stderr
+
+
 # -- Ctrl-C -----------------------------------------------------------------------------------------------------
 def _train_cmd(run: Path) -> list[str]:
     return [sys.executable, "-m", "repcost.cli.train", f"hydra.run.dir={run}", "train.phases.0.steps=3000",
