@@ -26,4 +26,5 @@ def learned_function_figure(x_grid: np.ndarray, f_grid: np.ndarray, x: np.ndarra
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
+    fig.set_layout_engine(None)  # laid out: savefig then draws once, without a layout pass first
     return fig
