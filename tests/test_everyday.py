@@ -180,6 +180,9 @@ def test_load_torch_leaves_the_collector_as_it_was_and_torch_out_of_its_reach():
     for before, enabled in (("", "True"), ("gc.disable(); ", "False")):
         out = subprocess.run([sys.executable, "-c", code.format(before)], capture_output=True, text=True, cwd=REPO)
         assert out.stdout.split() == ["True", enabled, "True", "True"], out.stderr
+    # torch loaded already (the CLI in a notebook or a test): the host process's objects stay the collector's
+    out = subprocess.run([sys.executable, "-c", code.format("import torch; ")], capture_output=True, text=True, cwd=REPO)
+    assert out.stdout.split() == ["True", "True", "False", "False"], out.stderr
 
 
 # -- Ctrl-C -----------------------------------------------------------------------------------------------------

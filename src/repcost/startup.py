@@ -11,16 +11,18 @@ before, so the training loop's own handlers (`repcost.train.preempt.stop_on_sign
 treat any Python handler already installed as a launcher's. `job_ended` re-arms the guard for the next job of an
 in-process multirun.
 
-Python's cyclic garbage collector costs a run's start ~0.4 s of full collections, each traversing every object
-torch's import created. `load_torch` imports torch with the collector paused and then freezes (`gc.freeze`) what
-is loaded, objects that live as long as the process; `process_ends` freezes the rest, so the interpreter's
-last collection at exit skips them too.
+Python's cyclic garbage collector costs a run's start ~0.3 s of full collections, each traversing every object
+torch's import created, and its exit ~0.4 s more. `load_torch` imports torch with the collector paused and then
+freezes (`gc.freeze`) what is loaded, objects that live as long as the process, and again at exit, so the
+interpreter's last collection skips them.
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -105,10 +107,15 @@ def note_run_dir_clear() -> None:
 
 
 def load_torch() -> None:
-    """Import torch with the cyclic garbage collector paused, then move everything loaded so far out of its reach.
+    """In a fresh repcost-train process: import torch with the cyclic garbage collector paused, move everything
+    loaded so far out of its reach, and have the rest frozen at exit too.
 
     The import makes ~10^5 long-lived objects: collected as usual, the import itself and every later one (scipy
-    for the certificate, matplotlib for figures/fit.png) run full collections over them (~0.3 s together)."""
+    for the certificate, matplotlib for figures/fit.png) run full collections over them (~0.3 s together), and
+    the interpreter's last collection at exit visits every object (~0.4 s). Where torch is loaded already (the
+    CLI called in a notebook or a test), nothing is done: the host process's objects are not frozen."""
+    if "torch" in sys.modules:
+        return
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -117,9 +124,4 @@ def load_torch() -> None:
         if enabled:
             gc.enable()
     gc.freeze()
-
-
-def process_ends() -> None:
-    """The command is over (its files closed): spare the interpreter's last collection of every object at exit
-    (~0.4 s with torch loaded); atexit handlers and buffered streams still run."""
-    gc.freeze()
+    atexit.register(gc.freeze)  # runs after the command's files are closed; atexit handlers still run

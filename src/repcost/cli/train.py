@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..config import resolvers  # noqa: F401  (registers ${repcost_uid:} and ${repcost_job_dir:})
 from ..errors import FatalError, RepcostError
 from ..paths import CONFIG_DIR
-from ..startup import load_torch, process_ends, startup_guard
+from ..startup import load_torch, startup_guard
 from ..train.preempt import Interrupted
 from ..warnings_log import capture_library_warnings
 
@@ -84,8 +84,6 @@ def main() -> None:
         if not isinstance(e, Interrupted):
             print("repcost-train: interrupted", file=sys.stderr)
         sys.exit(130)
-    finally:
-        process_ends()
 
 
 def _main() -> None:
