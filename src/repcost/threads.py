@@ -7,14 +7,15 @@ The rule (`choose`), in order:
    a user or a cluster script that set it has chosen).
 3. `threads=auto` otherwise: the cores this process may use (its CPU affinity, within a cgroup CPU quota),
    shared among the jobs of the launch that run at once (`concurrency`: a parallel or stacked launcher's
-   `n_jobs`), less the cores other processes keep busy right now (the run queue, sampled; only where the
-   process may use every core of the machine, since the run queue counts them all), at least 1.
+   `n_jobs`), less the cores other processes keep busy right now (the run queue, sampled, less this process's
+   own runnable threads such as OpenMP workers still spinning; only where the process may use every core of
+   the machine, since the run queue counts them all), at least 1.
    A run whose step is small (samples × parameters below `SMALL_WORK` = 1e5) gets 1 thread whatever the
    cores: its largest product is under ~1e5 multiply-adds (tens of µs), too small to split, and extra threads
    only cost synchronisation, which becomes ruinous (tens of ms per step) as soon as another process competes
-   for the cores. Above it the cores decide: Jacot et al. 2022's MNIST net (42 samples × 42k parameters, its
-   first layer alone 1.6e6 multiply-adds per pass) already gains from a second idle core, and loses from it
-   beside a busy process, which the run queue shows.
+   for the cores. Above it the free cores decide: Jacot et al. 2022's MNIST net (42 samples × 42k parameters,
+   its first layer alone 1.6e6 multiply-adds per pass) gets both cores of an idle 2-core machine and one beside
+   a busy process, where a second thread makes its steps several times slower (benchmarks/threads.py).
 
 Threads are applied at run start (`apply`, from the job's validated config; `fit_to_model` once the model's
 size is known) and only through this module, so a sweep never overrides an explicit choice; code that
