@@ -1,12 +1,14 @@
 """Start-up cost of the command line: `repcost-train --help`, `import repcost`, and a demo run's overhead.
 
 A run's overhead is the process wall time minus the training wall time the run reports
-(`summary.json` `wall_time_s`: data, model, training and final analyses), i.e. what every run pays
-to start Python, import, compose and validate the config and write its files. Targets on an idle
-2-core machine: demo overhead <= 2.5 s, `--help` <= 1.5 s. Each figure is the median of `--rounds`
-fresh processes. On a busy machine wall times stretch; the CPU time (user + system) of the same demo with
-zero training steps (everything but the steps: start-up, final certificate, figure) approximates the
-overhead an idle core would show. `--venv` measures another installation (e.g. another checkout's `.venv`).
+(`summary.json` `wall_time_s`: data, model and the training loop), i.e. what every run pays to start
+Python, import, compose and validate the config, run the final certificate, draw figures/fit.png, write
+its files and exit. Targets on an idle 2-core machine: demo overhead <= 2.5 s, `--help` <= 1.5 s. Each
+figure is the median of `--rounds` fresh processes; the load average is printed at the start and the end.
+On a busy machine wall times stretch; the CPU time (user + system) of the same demo with zero training
+steps (everything but the steps) approximates the overhead an idle core would show (an upper bound: it
+also counts torch's OpenMP workers spinning). `--venv` measures another installation (e.g. another
+checkout's `.venv`).
 
     python benchmarks/startup.py [--venv .venv] [--rounds 5]
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -52,6 +55,7 @@ def main() -> None:
     a = ap.parse_args()
     bin_dir = Path(a.venv) / "bin"
     train, python = str(bin_dir / "repcost-train"), str(bin_dir / "python")
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as cwd:
         helps = [_timed([train, "--help"], cwd) for _ in range(a.rounds)]
         imports = [_timed([python, "-c", "import repcost"], cwd) for _ in range(a.rounds)]
@@ -60,7 +64,8 @@ def main() -> None:
                       "train.phases.0.steps=0", "train.phases.1.steps=0"], cwd) for k in range(a.rounds)]
         help_cpu = [_run([train, "--help"], cwd)[1] for _ in range(a.rounds)]
     overhead = statistics.median(w - t for w, t in runs)
-    print(f"installation: {a.venv} (median of {a.rounds} processes each)")
+    print(f"installation: {a.venv} (median of {a.rounds} processes each; load average {load_start:.2f} at the "
+          f"start, {os.getloadavg()[0]:.2f} at the end)")
     print(f"  repcost-train --help     {statistics.median(helps):6.2f} s   (target <= 1.5 s; CPU "
           f"{statistics.median(help_cpu):.2f} s)")
     print(f"  python -c 'import repcost' {statistics.median(imports):4.2f} s")

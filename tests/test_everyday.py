@@ -73,6 +73,61 @@ def test_threads_are_left_alone_for_library_use_and_shared_in_sweeps(monkeypatch
         torch.set_num_threads(before)
 
 
+
+def _work(overrides: list[str]) -> float:
+    """samples × parameters of a config's full-batch step, from its real data and model."""
+    from repcost.config import compose_config, validate
+    from repcost.data import load_data
+    from repcost.models import build_model
+
+    spec = validate(compose_config([*overrides, "device=cpu"]))
+    data = load_data(spec.data)
+    model = build_model(spec.model, data.d_in, data.d_out, spec.seed, data.x_train)
+    return float(data.x_train.shape[0] * sum(p.numel() for p in model.parameters()))
+
+
+def test_the_small_model_rule_keeps_the_demo_on_one_thread_and_lets_the_cores_decide_for_the_mnist_net(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "cores_available", lambda: 2)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
+    demo, mnist = _work([]), _work(["experiment=jacot22-fig1"])
+    assert demo < threads.SMALL_WORK < mnist
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 0)
+    assert threads.choose("auto", demo) == (1, "small model")
+    assert threads.choose("auto", mnist)[0] == 2  # an idle 2-core machine: both cores
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 1)
+    assert threads.choose("auto", mnist)[0] == 1  # beside one busy process: the free core
+
+
+def test_this_process_threads_are_not_counted_as_busy_elsewhere(monkeypatch):
+    import hashlib
+    import threading
+
+    stop = threading.Event()
+
+    def hash_away() -> None:  # hashlib releases the GIL on large buffers: this thread runs beside the test
+        block = bytes(1 << 22)
+        while not stop.is_set():
+            hashlib.sha256(block).digest()
+
+    worker = threading.Thread(target=hash_away)
+    worker.start()
+    try:
+        assert max(threads.own_running_threads() for _ in range(50)) >= 2
+    finally:
+        stop.set()
+        worker.join()
+    assert threads.own_running_threads() >= 1  # the reading thread itself
+
+    class Proc(type(Path())):  # /proc/loadavg: 4 runnable tasks on the machine
+        def read_text(self, *a, **k) -> str:
+            return "0.50 0.40 0.30 4/120 999\n" if str(self) == "/proc/loadavg" else super().read_text(*a, **k)
+
+    monkeypatch.setattr(threads, "Path", Proc)
+    monkeypatch.setattr(threads, "own_running_threads", lambda: 3)  # 3 of them ours (e.g. spinning OpenMP workers)
+    assert threads.busy_elsewhere(samples=1) == 1
+
+
 # -- start-up ---------------------------------------------------------------------------------------------------
 def _modules_after(code: str) -> set[str]:
     out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print('MODULES', *sys.modules)"],
@@ -87,6 +142,10 @@ def test_import_and_help_load_no_heavy_modules(tmp_path):
                             "from repcost.cli.train import main; main()")
     assert not heavy & loaded
     assert not {"scipy", "cvxpy", "matplotlib"} & _modules_after("import repcost.analysis, repcost.models")
+    # a run's own modules, up to its first step: scipy and matplotlib load only for the final certificate and figure
+    assert not {"scipy", "cvxpy", "matplotlib", "tensorboard", "submitit"} & _modules_after(
+        "import repcost.cli.collect, repcost.train.job, repcost.train.run, repcost.analysis.hooks, "
+        "repcost.analysis.certificate")
     import repcost
     import repcost.analysis as analysis
 
@@ -99,6 +158,31 @@ def test_import_and_help_load_no_heavy_modules(tmp_path):
                        cwd=tmp_path)
     assert v.returncode == 0 and v.stdout.startswith(f"repcost-train {version('repcost')} (Hydra ")
     assert not list(tmp_path.iterdir())
+
+
+
+def test_a_run_draws_its_figure_without_pyplot(tmp_path):
+    run = tmp_path / "run"
+    code = ("import sys; from repcost.cli.train import main\n"
+            f"sys.argv = ['repcost-train', 'hydra.run.dir={run}', *{TINY!r}]; main()\n"
+            "print('MODULES', *sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr
+    loaded = set(out.stdout.split("MODULES", 1)[1].split())
+    assert "matplotlib.pyplot" not in loaded and "matplotlib.backends.backend_agg" in loaded
+    assert (run / "figures" / "fit.png").read_bytes().startswith(b"\x89PNG")
+
+
+
+def test_load_torch_leaves_the_collector_as_it_was_and_torch_out_of_its_reach():
+    code = ("import gc, sys; {}from repcost.startup import load_torch; load_torch(); "
+            "print('torch' in sys.modules, gc.isenabled(), gc.get_freeze_count() > 10**5, len(gc.get_objects()) < 10**4)")
+    for before, enabled in (("", "True"), ("gc.disable(); ", "False")):
+        out = subprocess.run([sys.executable, "-c", code.format(before)], capture_output=True, text=True, cwd=REPO)
+        assert out.stdout.split() == ["True", enabled, "True", "True"], out.stderr
+    # torch loaded already (the CLI in a notebook or a test): the host process's objects stay the collector's
+    out = subprocess.run([sys.executable, "-c", code.format("import torch; ")], capture_output=True, text=True, cwd=REPO)
+    assert out.stdout.split() == ["True", "True", "False", "False"], out.stderr
 
 
 # -- Ctrl-C -----------------------------------------------------------------------------------------------------

@@ -7,11 +7,15 @@ The rule (`choose`), in order:
    a user or a cluster script that set it has chosen).
 3. `threads=auto` otherwise: the cores this process may use (its CPU affinity, within a cgroup CPU quota),
    shared among the jobs of the launch that run at once (`concurrency`: a parallel or stacked launcher's
-   `n_jobs`), less the cores other processes keep busy right now (the run queue, sampled; only where the
-   process may use every core of the machine, since the run queue counts them all), at least 1.
-   A run whose step is small (samples × parameters below `SMALL_WORK`) gets 1 thread whatever the cores:
-   its operations are too small to split, and extra threads only cost synchronisation, which becomes
-   ruinous (tens of ms per step) as soon as another process competes for the cores.
+   `n_jobs`), less the cores other processes keep busy right now (the run queue, sampled, less this process's
+   own runnable threads such as OpenMP workers still spinning; only where the process may use every core of
+   the machine, since the run queue counts them all), at least 1.
+   A run whose step is small (samples × parameters below `SMALL_WORK` = 1e5) gets 1 thread whatever the
+   cores: its largest product is under ~1e5 multiply-adds (tens of µs), too small to split, and extra threads
+   only cost synchronisation, which becomes ruinous (tens of ms per step) as soon as another process competes
+   for the cores. Above it the free cores decide: Jacot et al. 2022's MNIST net (42 samples × 42k parameters,
+   its first layer alone 1.6e6 multiply-adds per pass) gets both cores of an idle 2-core machine and one beside
+   a busy process, where a second thread makes its steps several times slower (benchmarks/threads.py).
 
 Threads are applied at run start (`apply`, from the job's validated config; `fit_to_model` once the model's
 size is known) and only through this module, so a sweep never overrides an explicit choice; code that
@@ -28,9 +32,10 @@ from typing import Any
 
 from .errors import ConfigError
 
-# samples × parameters of one full-batch step below which a run trains on one thread. The demo (10 × 301) and
-# Jacot et al. 2022's MNIST net (42 × 42k = 1.8e6) sit below it, Jacot 2023's Fig 1 net (2000 × 91k = 1.8e8) above.
-SMALL_WORK = 2e7
+# samples × parameters of one full-batch step below which a run trains on one thread. The demo (10 × 301 = 3e3)
+# sits below it; Jacot et al. 2022's MNIST net (42 × 42k = 1.8e6) and Jacot 2023's Fig 1 net (2000 × 91k = 1.8e8)
+# above, where the free cores decide (benchmarks/threads.py).
+SMALL_WORK = 1e5
 
 
 def check_threads(value: Any) -> int | str:
@@ -57,10 +62,27 @@ def cores_available() -> int:
     return max(1, cores)
 
 
-def busy_elsewhere(samples: int = 5, interval: float = 0.01) -> int:
-    """Processes other than this one that are running right now (median of a few reads of the run queue).
+def own_running_threads() -> int:
+    """Threads of this process that are runnable right now (at least this one): e.g. torch's OpenMP workers,
+    which keep spinning for a while after a parallel operation."""
+    n = 0
+    try:
+        for task in Path("/proc/self/task").iterdir():
+            try:
+                stat = (task / "stat").read_text()
+            except OSError:  # the thread ended meanwhile
+                continue
+            n += stat[stat.rindex(")") + 2:].startswith("R")  # the state follows the parenthesised name
+    except (OSError, ValueError):
+        return 1
+    return max(1, n)
 
-    Linux's /proc/loadavg counts runnable tasks, this process included; elsewhere 0 (nothing known).
+
+def busy_elsewhere(samples: int = 5, interval: float = 0.01) -> int:
+    """Tasks other than this process's threads that are running right now (median of a few reads of the run queue).
+
+    Linux's /proc/loadavg counts runnable tasks, this process's own included (its spinning OpenMP workers too,
+    which are not competition); elsewhere 0 (nothing known).
     """
     counts = []
     for i in range(samples):
@@ -68,7 +90,7 @@ def busy_elsewhere(samples: int = 5, interval: float = 0.01) -> int:
             running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
         except (OSError, ValueError, IndexError):
             return 0
-        counts.append(max(0, running - 1))
+        counts.append(max(0, running - own_running_threads()))
         if i + 1 < samples:
             time.sleep(interval)
     return sorted(counts)[len(counts) // 2]

@@ -32,7 +32,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy.optimize import lsq_linear, minimize
 from torch.overrides import TorchFunctionMode
 
 from ..objective import objective
@@ -103,6 +102,8 @@ def _gradient(model, params, x, y, loss, lam, reg_scale, masks, slopes) -> np.nd
 def _least_norm_matrix_free(model, params, x, y, loss, lam, reg_scale, masks, s0: np.ndarray,
                             lo: np.ndarray) -> np.ndarray:
     """Slopes in [lo, 1] that (locally) minimise ‖G(s)‖², by L-BFGS-B with autograd's gradient in s."""
+    from scipy.optimize import minimize  # scipy loads where kinks need it, not with the certificate
+
     scale = 1.0
 
     def f(s: np.ndarray) -> tuple[float, np.ndarray]:  # ‖G(s)‖² / ‖G(s0)‖²: L-BFGS-B's tolerances are absolute
@@ -166,6 +167,8 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     if n > exact_kinks:
         s = _least_norm_matrix_free(model, params, x, y, loss, lam, reg_scale, masks, s0, lo)
     else:
+        from scipy.optimize import lsq_linear
+
         J = np.empty((g0.size, n))
         for j in range(n):  # G is affine in each slope alone: a unit step gives the exact partial derivative
             e = s0.copy()

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy.optimize import minimize
 
 from .arrays import as_matrix, as_vector
 from .phi import PhiResult, _check_L, _Objective, phi_L, phi_L_solve, reduce_units
@@ -164,6 +163,8 @@ def phi3_lower_bound_search(
     starts += [0.5 * logw + rng.normal(size=logw.size) for _ in range(n_restarts)]
     if use_primal:
         starts.append(np.log(phi_L_solve(W, a, 3).lam[active]))
+
+    from scipy.optimize import minimize  # scipy loads when a bound is computed, not with the module
 
     def neg(t):
         G, grad = _dual_objective(t, obj)

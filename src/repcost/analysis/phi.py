@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 
 from .arrays import as_matrix, as_vector
 
@@ -167,6 +166,8 @@ def phi_L_solve(
         lam = np.sqrt(weights)
         lam_full[active] = lam / np.linalg.norm(lam)
         return PhiResult(float(weights.sum()), lam_full, L, r, active, 0.0, True)
+
+    from scipy.optimize import minimize  # scipy loads when Φ_L is solved, not with the module
 
     q = 2.0 / (L - 1)
     logw = np.log(weights)

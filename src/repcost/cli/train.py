@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..config import resolvers  # noqa: F401  (registers ${repcost_uid:} and ${repcost_job_dir:})
 from ..errors import FatalError, RepcostError
 from ..paths import CONFIG_DIR
-from ..startup import startup_guard
+from ..startup import load_torch, startup_guard
 from ..train.preempt import Interrupted
 from ..warnings_log import capture_library_warnings
 
@@ -104,6 +104,7 @@ def _main() -> None:
             print(f"repcost-train {repcost_version()} (Hydra {version('hydra-core')})")
             return
         check_argv(sys.argv[1:])
+        load_torch()  # what Hydra's callbacks would import next, at a fraction of the garbage collector's cost
         global _existing_dirs
         _existing_dirs = snapshot(sys.argv[1:])
         _app()

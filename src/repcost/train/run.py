@@ -372,8 +372,6 @@ def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: 
 def _plot_fit(model, data, path: Path, summary: dict) -> None:
     """figures/fit.png: the learned 1-D function over the data range (and a margin), the points and the
     min-norm linear spline through them."""
-    import matplotlib.pyplot as plt
-
     from ..analysis.splines import linear_spline_interpolant
     from ..plots.learned_function import learned_function_figure
 
@@ -390,4 +388,3 @@ def _plot_fit(model, data, path: Path, summary: dict) -> None:
                                   spline_grid=linear_spline_interpolant(x.numpy(), y)(g))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
