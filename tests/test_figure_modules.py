@@ -134,7 +134,8 @@ def test_jacot23_depth_reads_ranks_from_the_runs_analysis_files(tmp_path):
     from repcost.figures import jacot23_depth
 
     runs = _runs(tmp_path, "jacot23-depth-quick", "model.depth", (2, 3), "model.width=8", "data.n_train=40",
-                 "data.n_test=20", "train.phases.0.steps=30", "analysis.n_points=4")
+                 "data.n_test=20", "train.phases.0.steps=30", *(f"train.phases.{i}.steps=10" for i in range(1, 5)),
+                 "analysis.n_points=4")
     rows = jacot23_depth.compute(runs)
     assert [r["depth"] for r in rows] == [2, 3]
     for r in rows:
@@ -146,7 +147,16 @@ def test_jacot23_depth_reads_ranks_from_the_runs_analysis_files(tmp_path):
     good = [dict(rows[0], jacobian_rank=rows[0]["k"] + 3, krr_jacobian_rank=rows[0]["k"] + 5),
             dict(rows[1], jacobian_rank_equals_true=n, krr_jacobian_rank=rows[0]["k"] + 5)]
     assert jacot23_depth.verdict(good, full=True).passed is True
-    assert jacot23_depth.verdict([dict(good[0], jacobian_rank=good[0]["k"]), good[1]], full=True).passed is False
+    bad = [dict(good[0], jacobian_rank=good[0]["k"]), good[1]]
+    assert jacot23_depth.verdict(bad, full=True).passed is False
+    for rows_ in (good, bad):  # the quick variant decides by the same rule
+        assert jacot23_depth.verdict(rows_, full=False).passed is jacot23_depth.verdict(rows_, full=True).passed
+    # several seeds: each judged on its own rows, reproduced when most seeds are
+    def seeds(*ok):
+        return [dict(r, seed=i) for i, o in enumerate(ok) for r in (good if o else bad)]
+    two_of_three = jacot23_depth.verdict(seeds(True, False, True), full=False)
+    assert two_of_three.passed is True and "in 2/3 seeds" in two_of_three.text
+    assert jacot23_depth.verdict(seeds(True, False, False), full=False).passed is False
 
 
 def test_jacot23_fig1_spectra_rows_and_rank_verdict(tmp_path):
@@ -172,6 +182,9 @@ def test_jacot23_fig1_spectra_rows_and_rank_verdict(tmp_path):
     two_of_three = jacot23_fig1.verdict(seeds(0.05, 0.5, 0.02), full=True)
     assert two_of_three.passed is True and "in 2/3 seeds" in two_of_three.text
     assert jacot23_fig1.verdict(seeds(0.05, 0.5, 0.3), full=True).passed is False
+    # the quick variant decides by the same rule
+    for ratios in ((0.05, 0.5, 0.02), (0.05, 0.5, 0.3)):
+        assert jacot23_fig1.verdict(seeds(*ratios), full=False).passed is jacot23_fig1.verdict(seeds(*ratios), full=True).passed
 
 
 def test_jacot22_bipartite_bound_exact_costs_and_verdict(tmp_path):
