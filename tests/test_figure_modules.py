@@ -249,7 +249,16 @@ def test_jacot22_fig1_groups_forces_and_merge(tmp_path):
     assert len(jacot22_fig1.plot(rows).axes) == 4
     three = [dict(r, groups=3) for r in rows]
     assert jacot22_fig1.verdict(three, full=True).passed is True
-    assert jacot22_fig1.verdict([three[0], dict(three[1], groups=5)], full=True).passed is False
+    five = [three[0], dict(three[1], groups=5)]
+    assert jacot22_fig1.verdict(five, full=True).passed is False
+    for rows_ in (three, five):  # the quick variant decides by the same rule
+        assert jacot22_fig1.verdict(rows_, full=False).passed is jacot22_fig1.verdict(rows_, full=True).passed
+    # several seeds: each judged on its own rows, reproduced when most seeds are
+    def seeds(*ok):
+        return [dict(r, seed=i) for i, o in enumerate(ok) for r in (three if o else five)]
+    two_of_three = jacot22_fig1.verdict(seeds(True, False, True), full=False)
+    assert two_of_three.passed is True and "in 2/3 seeds" in two_of_three.text
+    assert jacot22_fig1.verdict(seeds(False, False, True), full=False).passed is False
 
 
 def test_ongie22_fig3_and_fig2_on_tiny_runs(tmp_path):
