@@ -52,6 +52,11 @@ class PhaseConfig:
     # violates the infinite-width problem's optimality condition (analysis.units.insert_units; a conditional-
     # gradient step, Bach 2017). It escapes the stalls where no existing unit's gradient helps. MSE only
     insert_units: int = 0
+    # before the phase's first step (after insert_units, before rebalance), make each member the minimiser of
+    # the convex problem at this phase's objective: the global minimum over nets of any width, all units re-placed
+    # at once (analysis.units.place_convex_minimum; Bach 2017, Savarese et al. 2019 §3). Two-layer ReLU nets on
+    # 1-D inputs with a scalar output, MSE only; width >= the minimiser's units
+    convex_units: bool = False
 
     def __post_init__(self):
         check(self.optimizer in OPTIMIZERS, "optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))
@@ -139,6 +144,8 @@ class TrainConfig:
         for i, ph in enumerate(self.phases):
             check(ph.insert_units == 0 or self.loss == "mse", f"phases[{i}].insert_units", ph.insert_units,
                   "0 with loss=cross_entropy (units are placed by the MSE residual)")
+            check(not ph.convex_units or self.loss == "mse", f"phases[{i}].convex_units", ph.convex_units,
+                  "false with loss=cross_entropy (the convex problem is the MSE one)")
         check(self.target_loss is None or self.target_loss >= 0, "target_loss", self.target_loss, "null or >= 0")
         check(self.plateau_window >= 0, "plateau_window", self.plateau_window, "an integer >= 0")
         check(self.plateau_rel_tol >= 0, "plateau_rel_tol", self.plateau_rel_tol, "a number >= 0")

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from tqdm.auto import tqdm
 
-from ..analysis.units import insert_units, rebalance
+from ..analysis.units import insert_units, place_convex_minimum, rebalance
 from ..config.schema import PhaseConfig, TrainConfig
 from ..data.bundle import DataBundle
 from ..errors import RepcostError
@@ -443,10 +443,19 @@ class Engine:
                 if feats:
                     log.info("member %d (seed %d), phase %d: inserted %d units, largest dual violation %.3g",
                              i, m.seed, self.pos.phase, len(feats), max(f.violation for f in feats))
+        if ph.convex_units:
+            for i in self.active:
+                m = self.members[i]
+                try:
+                    k = place_convex_minimum(m.model, m.data.x_train, m.y_train, m.reg_coef * ph.lam_factor)
+                except (ValueError, NotImplementedError) as e:
+                    raise RepcostError(f"{self._phase_key()}.convex_units=true: {e}") from None
+                log.info("member %d (seed %d), phase %d: %s", i, m.seed, self.pos.phase,
+                         f"placed the convex problem's minimiser ({k} units)" if k else "kept (no lower objective)")
         if ph.rebalance:
             for i in self.active:
                 self._rebalance(i)
-        if ph.insert_units or ph.rebalance:
+        if ph.insert_units or ph.rebalance or ph.convex_units:
             self._take_snapshot()
 
     def _phase_key(self) -> str:
