@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: setup
-	$(VENV)/bin/repcost-train
+	$(VENV)/bin/repcost-train train=certified
 
 # The full MNIST (60,000 + 10,000 digits) as IDX files in $REPCOST_DATA/mnist (default ~/.cache/repcost/mnist),
 # for data=mnist data.source=full; a second run is a no-op (docs/data.md)

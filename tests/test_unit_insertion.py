@@ -155,3 +155,26 @@ def test_insert_units_is_part_of_the_run_identity(tmp_path):
     cli("repcost-train", *base, "+train.phases.0.insert_units=3", f"hydra.run.dir={tmp_path / 'b'}", cwd=tmp_path)
     ids = [json.loads((tmp_path / d / "summary.json").read_text()).get("config_hash") for d in "ab"]
     assert ids[0] is not None and ids[0] != ids[1]
+
+
+def test_an_idle_unit_that_adds_a_constant_is_re_placed_without_raising_the_objective():
+    """A unit with tiny path mass but its kink beyond the data adds a_k·[b_k]₊ to every prediction: zeroing it would
+    shift the fit. Its constant moves into the output bias, and no insertion ever raises the objective."""
+    x, y = _data(d_out=1)
+    spec = MODELS.get("linear_relu")
+    net = spec.build(spec.schema(depth=2, width=8), 1, 1, torch.Generator().manual_seed(0)).double()
+    rho = 1e-3
+    with torch.no_grad():
+        net.linear[0][0, 0], net.b[0], net.a[0, 0] = 1e-6, 5.0, 2.0  # path mass 2e-6, constant 10 on the data
+        net.c[0] = float(y.mean()) - 10.0  # the constant is part of the fit
+    xt = x[:, None]
+    objective = lambda: float(((net(xt) - y) ** 2).mean() + rho * net.param_sq_norm())  # noqa: E731
+    with torch.no_grad():
+        before, f_before = objective(), net(xt).clone()
+        feats = insert_units(net, xt, y, 4, rho)
+        after = objective()
+    assert after <= before
+    if not feats:  # nothing lowered the objective: the net is exactly as it was
+        assert torch.equal(net(xt), f_before)
+    # the constant is kept: predictions move only by the inserted features, not by 10
+    assert float((net(xt) - f_before).abs().max()) < 5.0

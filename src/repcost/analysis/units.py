@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..models.base import RepModel, UnitNorms
+from ..objective import data_loss
 from .certificate import weighted_gap
 from .relu_1d_dual import two_layer_1d
 from .unit_features import UnitFeature, best_unit_feature
@@ -71,20 +72,29 @@ def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho:
     Returns what was inserted, one entry per unit.
     """
     W, b, a = two_layer_1d(model, x, writable=True)
+    c = model.affine_chain().biases[-1]
+    c = c if isinstance(c, torch.nn.Parameter) else None
+    objective = lambda: float(data_loss(model(x), y, "mse") + rho * model.param_sq_norm())  # noqa: E731
     inserted: list[UnitFeature] = []
     with torch.no_grad():
         mass = W[:, 0].detach().double().abs() * a.detach().double().norm(dim=0)
         idle = [k for k in torch.argsort(mass).tolist() if mass[k] <= IDLE * float(mass.sum())]
         for k in idle[:n]:
-            saved = W[k].clone(), b[k].clone(), a[:, k].clone()
+            before = objective()
+            saved = [t.clone() for t in (W[k], b[k], a[:, k], c if c is not None else W[k])]
+            if c is not None:  # an idle unit can still add a constant a_k·[b_k]₊ (a kink beyond the data): keep it in c
+                c += (a[:, k:k + 1] * torch.relu(x[:, 0] * W[k, 0] + b[k])).mean(dim=1)
             a[:, k] = 0
             feat = best_unit_feature(x[:, 0], model(x) - y, rho)
-            if feat is None or not feat.violation > 1:
-                W[k], b[k], a[:, k] = saved
+            if feat is not None and feat.violation > 1:
+                t = float(feat.eta.norm()) ** 0.5
+                W[k, 0] = feat.sign * t
+                b[k] = -feat.sign * feat.kink * t
+                a[:, k] = (feat.eta / t).to(a.dtype)
+            if feat is None or not feat.violation > 1 or not objective() < before:  # only a step that lowers it
+                W[k], b[k], a[:, k] = saved[:3]
+                if c is not None:
+                    c.copy_(saved[3])
                 break
-            t = float(feat.eta.norm()) ** 0.5
-            W[k, 0] = feat.sign * t
-            b[k] = -feat.sign * feat.kink * t
-            a[:, k] = (feat.eta / t).to(a.dtype)
             inserted.append(feat)
     return inserted

@@ -69,6 +69,31 @@ class PhaseConfig:
 
 
 @dataclass
+class CertifyConfig:
+    """Certified stopping (train/certify.py; docs/recipes-and-certificates.md, "Certified stopping"): with
+    `gap_tol` set, a run stops as soon as the duality gap of its objective says it is within gap_tol (relative) of
+    the global minimum, checked at the end of every phase that trains the stated objective (lam_factor 1), and
+    after its schedule escalates by up to `rounds` rounds of `phases`, round r with steps × step_growth^r and
+    insert_units × (r + 1). Only where the gap exists (two-layer ReLU nets on 1-D inputs, MSE, λ > 0)."""
+
+    gap_tol: Optional[float] = None  # null: off
+    rounds: int = 0  # the escalation budget: at most this many rounds after the schedule
+    phases: List[PhaseConfig] = field(default_factory=list)  # one escalation round
+    step_growth: float = 2.0
+
+    def __post_init__(self):
+        check(self.gap_tol is None or 0 < self.gap_tol < 1, "certify.gap_tol", self.gap_tol,
+              "null (off) or a relative duality gap in (0, 1)")
+        check(self.rounds >= 0, "certify.rounds", self.rounds, "an integer >= 0")
+        check(self.rounds == 0 or len(self.phases) > 0, "certify.phases", self.phases,
+              "a non-empty list of phases (one escalation round) when rounds > 0")
+        check(not self.phases or self.phases[-1].lam_factor == 1.0, "certify.phases[-1].lam_factor",
+              self.phases[-1].lam_factor if self.phases else None,
+              "1.0: a round must end on the stated objective, where the gap is checked")
+        check(math.isfinite(self.step_growth) and self.step_growth >= 1, "certify.step_growth", self.step_growth, "a factor >= 1")
+
+
+@dataclass
 class TrainConfig:
     lam: float = 1e-4  # λ in objective = loss + λ·s·Σ‖p‖²
     reg_scale: str = "one"  # s: one (Jacot 2022), per_depth = 1/L (Jacot 2023, Ongie C_L), half (Savarese)
@@ -101,6 +126,7 @@ class TrainConfig:
     # the certificate's descent check: full-batch L-BFGS from the final parameters with this many objective
     # evaluations reports the relative decrease it finds (`cert.descent_rel`; 0 = off). It reads the trained
     # model and changes nothing, so it is not part of the run's identity
+    certify: CertifyConfig = field(default_factory=CertifyConfig)
 
     def __post_init__(self):
         check(math.isfinite(self.lam) and self.lam >= 0, "lam", self.lam, "a finite regularisation strength λ >= 0")
@@ -127,9 +153,18 @@ class TrainConfig:
             check(getattr(self, key) in SWITCHES, key, getattr(self, key), "one of " + ", ".join(SWITCHES))
 
     @property
+    def all_phases(self) -> list[PhaseConfig]:
+        """The phases the budget allows: the schedule, then `certify.rounds` escalation rounds (CertifyConfig)."""
+        c = self.certify
+        rounds = [dataclasses.replace(ph, steps=int(round(ph.steps * c.step_growth ** r)),
+                                      insert_units=ph.insert_units * (r + 1))
+                  for r in range(c.rounds if c.gap_tol is not None else 0) for ph in c.phases]
+        return list(self.phases) + rounds
+
+    @property
     def total_steps(self) -> int:
-        """Step budget summed over the phases."""
-        return sum(p.steps for p in self.phases)
+        """Step budget summed over the phases (escalation rounds included)."""
+        return sum(p.steps for p in self.all_phases)
 
 
 @dataclass

@@ -26,6 +26,7 @@ from ..errors import RepcostError
 from ..identity import STACKABLE_KEYS, without_stackable
 from ..models.base import RepModel
 from ..objective import data_loss, objective, reg_scale_factor, training_targets
+from .certify import gap_rel
 from .optim import Optimizer
 from .preempt import StopFlag
 from .schedule import lr_factor
@@ -58,7 +59,7 @@ FAILED_REASONS = ("non_finite", "diverged")
 
 @dataclass
 class TrainResult:
-    stop_reason: str  # budget | target_loss | plateau | grad_tol | non_finite | diverged | preempted
+    stop_reason: str  # budget | target_loss | plateau | grad_tol | certified | non_finite | diverged | preempted
     steps: int
     message: str = ""
 
@@ -120,6 +121,7 @@ class Member:
         self.optimizer_state: dict | None = None  # its optimiser state at the stop
         self.good_step = -1  # the last step whose check found the objective finite (-1: none yet)
         self.last_logged = -1
+        self.gap: float | None = None  # the last duality gap certified stopping measured (train.certify)
         # (tensors, index): where the engine keeps the last parameters seen finite (index: this
         # member's slice of stacked tensors, None for a single model's own)
         self.restore_from: tuple[list[torch.Tensor], int | None] | None = None
@@ -221,6 +223,7 @@ class Engine:
             raise RepcostError("stacked members must be models of one family")
         check_stackable(cfgs)
         self.cfg = cfgs[0]
+        self.phases = self.cfg.all_phases  # the schedule, then the certify escalation rounds
         on_logs = list(on_logs) if on_logs is not None else [None] * self.K
         hooks = list(hooks) if hooks is not None else [None] * self.K
         self.members = [Member(m, data, c, s, on_log=on_logs[i], hook=hooks[i], hook_every=hook_every)
@@ -296,10 +299,13 @@ class Engine:
                          dynamic_ncols=True, leave=False)
         self._t0 = time.perf_counter()
         try:
-            while self.pos.phase < len(cfg.phases) and self.active:
-                if not self._run_phase(cfg.phases[self.pos.phase]):
+            while self.pos.phase < len(self.phases) and self.active:
+                ph = self.phases[self.pos.phase]
+                if not self._run_phase(ph):
                     break
                 self._final_check("end of phase")
+                if cfg.certify.gap_tol is not None and ph.lam_factor == 1.0:
+                    self._certify_check()
                 self.pos.phase += 1
                 self.pos.step_in_phase = 0
         finally:
@@ -317,7 +323,7 @@ class Engine:
         if self.pos.step_in_phase == 0:
             self._before_phase(ph)
         bs = self._start_phase(ph)
-        last_phase = self.pos.phase == len(self.cfg.phases) - 1
+        last_phase = self.pos.phase == len(self.phases) - 1
         lr = _LrSchedule(ph, self._base_lr, self.optimizer.lr)
         while self.pos.step_in_phase < ph.steps:
             if self.stop_flag:
@@ -402,12 +408,25 @@ class Engine:
                 r.message += f" ({where})"
                 self.stop(i, r)
 
+    def _certify_check(self) -> None:
+        """Certified stopping: every active member whose duality gap is within `train.certify.gap_tol` stops here.
+        Where the model has no duality gap nothing is checked again (and no escalation round runs)."""
+        tol = self.cfg.certify.gap_tol
+        for i in self.active:
+            m = self.members[i]
+            m.gap = gap_rel(m.model, m.data, m.y_train, m.cfg)
+            if m.gap is None:  # no global certificate for this model: the schedule is the whole budget
+                self.phases = self.phases[:max(len(self.cfg.phases), self.pos.phase + 1)]
+            elif m.gap <= tol:
+                self.stop(i, TrainResult("certified", self.pos.step, f"duality gap {m.gap:.3g} <= "
+                                         f"train.certify.gap_tol {tol:g}"))
+
     def _log_final(self, i: int) -> None:
         m = self.members[i]
         if m.on_log is None:
             return
         ev = m.evaluate()
-        m.log({"step": self.position(i).step, "phase": min(self.position(i).phase, len(self.cfg.phases) - 1), **ev,
+        m.log({"step": self.position(i).step, "phase": min(self.position(i).phase, len(self.phases) - 1), **ev,
                "time_s": time.perf_counter() - self._t0})  # the state after the last step: no step, no lr
 
     # -- phases --------------------------------------------------------------------------------
@@ -420,7 +439,7 @@ class Engine:
                     feats = insert_units(m.model, m.data.x_train, m.y_train, ph.insert_units,
                                          m.reg_coef * ph.lam_factor)
                 except (ValueError, NotImplementedError) as e:
-                    raise RepcostError(f"train.phases[{self.pos.phase}].insert_units={ph.insert_units}: {e}") from None
+                    raise RepcostError(f"{self._phase_key()}.insert_units={ph.insert_units}: {e}") from None
                 if feats:
                     log.info("member %d (seed %d), phase %d: inserted %d units, largest dual violation %.3g",
                              i, m.seed, self.pos.phase, len(feats), max(f.violation for f in feats))
@@ -430,13 +449,19 @@ class Engine:
         if ph.insert_units or ph.rebalance:
             self._take_snapshot()
 
+    def _phase_key(self) -> str:
+        """The config key of the current phase, for messages."""
+        n, k = len(self.cfg.phases), len(self.cfg.certify.phases)
+        return (f"train.phases[{self.pos.phase}]" if self.pos.phase < n
+                else f"train.certify.phases[{(self.pos.phase - n) % max(k, 1)}]")
+
     def _rebalance(self, i: int) -> None:
         m = self.members[i]
         loss0 = m.evaluate()["train_loss"]
         try:
             before, after = rebalance(m.model)
         except (ValueError, NotImplementedError) as e:
-            raise RepcostError(f"train.phases[{self.pos.phase}].rebalance=true: {e}") from None
+            raise RepcostError(f"{self._phase_key()}.rebalance=true: {e}") from None
         loss1 = m.evaluate()["train_loss"]
         if not abs(loss1 - loss0) <= 1e-4 * abs(loss0) + 1e-12:  # a family whose rescaling is not a symmetry
             raise RepcostError(f"rebalancing the {m.model.family} model changed its train loss {loss0:.6g} -> "
@@ -456,7 +481,7 @@ class Engine:
             if members[i].result is not None:
                 opt.active[i] = False
         self.optimizer = opt
-        self._base_lr = torch.tensor([m.cfg.phases[self.pos.phase].lr for m in members], dtype=torch.float64,
+        self._base_lr = torch.tensor([m.cfg.all_phases[self.pos.phase].lr for m in members], dtype=torch.float64,
                                      device=dev)
         dtype = self.terms.params[0].dtype
         coef = [m.reg_coef for m in members]

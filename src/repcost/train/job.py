@@ -27,6 +27,7 @@ from ..errors import RepcostError
 from ..plugins import plugin_names
 from ..provenance import run_plugin_sources
 from ..rundir import RunDir
+from .certify import describe as describe_certified
 from .preempt import Interrupted, take_interrupt
 from .run import run_training
 
@@ -167,6 +168,8 @@ def report(summary: dict, run_dir: Path) -> None:
              for k in keys if k in summary]
     log.info("run finished: %s\n  %s", run_dir, "  ".join(parts))
     for line in descriptions(summary):  # the certificate and any analysis that describes itself
+        log.info("  %s", line)
+    if (line := describe_certified(summary)) is not None:
         log.info("  %s", line)
     for fig in sorted((run_dir / "figures").glob("*.png")):
         log.info("  figure: %s", fig)

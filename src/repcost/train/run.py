@@ -31,6 +31,7 @@ from ..models import build_model
 from ..rundir import CHECKPOINT, ERROR, SUMMARY, RunDir
 from ..provenance import provenance
 from .. import threads
+from . import certify
 from .engine import Engine, TrainResult
 from .ensemble import aggregate, member_jobs
 from .preempt import StopFlag, stop_on_signals
@@ -331,6 +332,7 @@ def run_summary(engine: Engine, i: int, result: TrainResult, job: RunJob, data_n
         "steps": engine.position(i).step,
         "stop_reason": result.stop_reason,
         "status": result.status,
+        **certify.summary_fields(spec.train, result.stop_reason, m.gap, engine.position(i).step),
         "message": result.message,
         "wall_time_s": wall,
         "device": str(torch.device(spec.device)),

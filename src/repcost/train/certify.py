@@ -1,0 +1,63 @@
+"""Certified stopping (`train.certify`; docs/recipes-and-certificates.md, "Certified stopping").
+
+A run with `train.certify.gap_tol` set asks, at the end of every phase that trains the stated objective, how far
+its objective can be above the global minimum: the duality gap of the convex 1-D problem
+(`analysis.certificate.global_gap`, two-layer ReLU nets on 1-D inputs with MSE). A member whose gap is within the
+tolerance stops there, certified. After the schedule the budget allows `certify.rounds` escalation rounds
+(`TrainConfig.all_phases`); a member still above the tolerance at the end of the budget is not certified and says
+so. Where no gap exists (deeper nets, other inputs or losses) nothing escalates and the run says that its
+certificate is local only (the critical-point certificate), not a global one.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..analysis.certificate import global_gap
+from ..config.schema import TrainConfig
+from ..models.base import RepModel
+from ..data.bundle import DataBundle
+
+
+def gap_rel(model: RepModel, data: DataBundle, y_train, cfg: TrainConfig) -> float | None:
+    """The relative duality gap of the stated objective at the model's parameters; None where none exists."""
+    return global_gap(model, data.x_train, y_train, cfg.loss, cfg.lam, cfg.reg_scale).get("duality_gap_rel")
+
+
+def rounds_begun(cfg: TrainConfig, steps: int) -> int:
+    """How many escalation rounds a run that stopped after `steps` steps had begun."""
+    start, n, k = sum(ph.steps for ph in cfg.phases), 0, len(cfg.certify.phases)
+    phases = cfg.all_phases[len(cfg.phases):]
+    for r in range(len(phases) // max(k, 1)):
+        if steps <= start:
+            break
+        n, start = r + 1, start + sum(ph.steps for ph in phases[r * k:(r + 1) * k])
+    return n
+
+
+def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, steps: int) -> dict:
+    """summary.json's record of certified stopping (empty when `train.certify` is off)."""
+    if cfg.certify.gap_tol is None:
+        return {}
+    return {"certified": stop_reason == "certified", "certify.gap_rel": math.nan if gap is None else gap,
+            "certify.gap_tol": cfg.certify.gap_tol, "certify.rounds": rounds_begun(cfg, steps),
+            "certify.max_rounds": cfg.certify.rounds, "certify.budget_steps": cfg.total_steps, "certify.steps": steps}
+
+
+def describe(summary: dict) -> str | None:
+    """The one line a run with `train.certify` ends on."""
+    if "certified" not in summary:
+        return None
+    gap, rounds = summary["certify.gap_rel"], summary["certify.rounds"]
+    after = f"after {rounds} escalation round{'s' * (rounds != 1)}, {summary['certify.steps']} steps"
+    if summary["certified"]:
+        return f"certified within {100 * gap:.3g} % of the global minimum of its objective (duality gap; {after})"
+    if math.isnan(gap):
+        return ("not certified: no global-minimum certificate exists for this model (the duality gap needs a two-layer "
+                "ReLU net on 1-D inputs with MSE and λ > 0); the critical-point certificate above is a local one, "
+                "and agreement across seeds (train.ensemble_size) is the check left")
+    above = f"gap {100 * gap:.3g} % (> train.certify.gap_tol {100 * summary['certify.gap_tol']:.3g} %)"
+    if summary.get("stop_reason") != "budget":
+        return f"not certified: {above} when it stopped ({summary.get('stop_reason')}, {after})"
+    return (f"not certified: {above} after the budget of {summary['certify.max_rounds']} escalation rounds, "
+            f"{summary['certify.budget_steps']} steps (raise train.certify.rounds)")

@@ -1,0 +1,78 @@
+"""Certified stopping (`train.certify`, repcost.train.certify): a run escalates after its schedule until the 1-D
+duality gap certifies it, stops as soon as it does, says so in one line, and says plainly when it cannot."""
+
+from __future__ import annotations
+
+import json
+
+import math
+
+from test_ensemble import train
+
+# a small net and data; one escalation round: insertion, a rebalance, Adam at 3·λ then at λ
+SMALL = ("train=certified", "model.width=20", "data.n_points=6", "train.phases.0.steps=300", "train.phases.1.steps=100",
+         "train.certify.gap_tol=0.05", "train.log_every=50",
+         "train.certify.phases=[{optimizer: adam, lr: 3e-3, steps: 150, insert_units: 4, rebalance: true, lam_factor: 3.0},"
+         "{optimizer: adam, lr: 1e-3, steps: 150, insert_units: 4, rebalance: true}]")
+
+
+def _summary(d):
+    return json.loads((d / "summary.json").read_text())
+
+
+def test_escalation_stops_as_soon_as_the_gap_certifies_and_a_smaller_budget_says_it_did_not(tmp_path, run_cli):
+    d = tmp_path / "a"
+    p = run_cli("repcost-train", *SMALL, "train.certify.rounds=4", f"hydra.run.dir={d}", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    a = _summary(d)
+    r = a["certify.rounds"]
+    assert a["certified"] and a["stop_reason"] == "certified" and 1 <= r < 4
+    # the gap it stopped on is the final certificate's, recomputed from the saved run, and within the tolerance
+    assert a["certify.gap_rel"] == a["cert.duality_gap_rel"] <= 0.05 and a["cert.dual_value"] <= a["objective"]
+    assert a["steps"] == 400 + sum(300 * 2 ** k for k in range(r)) < a["certify.budget_steps"]
+    assert "certified within" in p.stderr + p.stdout
+    # the same run with one round fewer: the same steps up to there, then "not certified" after its budget
+    b_dir = tmp_path / "b"
+    p = run_cli("repcost-train", *SMALL, f"train.certify.rounds={r - 1}", f"hydra.run.dir={b_dir}", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    b = _summary(b_dir)
+    assert not b["certified"] and b["stop_reason"] == "budget" and b["certify.gap_rel"] > 0.05
+    assert b["steps"] == b["certify.budget_steps"] < a["steps"]
+    assert "not certified: gap" in p.stderr + p.stdout and "after the budget" in p.stderr + p.stdout
+    lines = {ln["step"]: ln for ln in map(json.loads, (d / "metrics.jsonl").read_text().splitlines()) if "lr" in ln}
+    for ln in map(json.loads, (b_dir / "metrics.jsonl").read_text().splitlines()):
+        if "lr" in ln:
+            assert ln["objective"] == lines[ln["step"]]["objective"]
+
+
+def test_without_a_duality_gap_nothing_escalates_and_the_run_says_its_certificate_is_local(tmp_path, run_cli):
+    d = tmp_path / "deep"
+    p = run_cli("repcost-train", *SMALL, "model.depth=3", "train.certify.rounds=4", f"hydra.run.dir={d}", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    s = _summary(d)
+    assert not s["certified"] and s["steps"] == 400 and s["certify.rounds"] == 0 and "cert.duality_gap_rel" not in s
+    assert "no global-minimum certificate exists for this model" in p.stderr + p.stdout
+
+
+def test_ensemble_members_stop_where_their_single_runs_do(tmp_path):
+    args = (*SMALL, "train.certify.rounds=3", "seed=0")
+    top, ens = train(tmp_path, *args, "train.ensemble_size=3", name="ens")
+    steps = []
+    for i in range(3):
+        single, _ = train(tmp_path, *args, f"seed={i}", name=f"single{i}")
+        m = _summary(ens / "members" / str(i))
+        for k in ("steps", "stop_reason", "certified", "certify.rounds", "seed", "config_hash"):
+            assert m[k] == single[k], (i, k)
+        # stacked and single arithmetic agree to round-off over thousands of steps, insertions and rebalances
+        for k in ("objective", "cost", "certify.gap_rel"):
+            assert math.isclose(m[k], single[k], rel_tol=1e-6), (i, k, m[k], single[k])
+        steps.append(m["steps"])
+    assert len(set(steps)) > 1  # the members stopped in different rounds, each where its single run does
+    assert top["steps"] == steps[top["best_member"]]
+
+
+def test_a_bad_certify_setting_is_one_line(tmp_path, run_cli):
+    p = run_cli("repcost-train", "train=certified", "train.certify.gap_tol=2", f"hydra.run.dir={tmp_path / 'x'}",
+                cwd=tmp_path)
+    assert p.returncode == 2 and "train.certify.gap_tol" in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "x").exists()
