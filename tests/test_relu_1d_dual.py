@@ -140,3 +140,23 @@ def test_every_1d_two_layer_run_reports_its_gap(tmp_path):
     p = cli("repcost-train", "model.depth=3", "train.phases.0.steps=5", "train.phases.1.steps=5",
             f"hydra.run.dir={tmp_path / 'b'}", cwd=tmp_path)
     assert p.returncode == 0 and "cert.duality_gap_rel" not in json.loads((tmp_path / "b" / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("rho", [1e-2, 5e-8])
+def test_placing_the_convex_minimiser_reaches_the_independent_primal_and_closes_the_gap(rho):
+    """units.place_convex_minimum (its own solver, started from Savarese Thm 3.3's interpolant) against this file's
+    lasso solve, down to the min-norm recipes' tiny ρ; the net it leaves has a duality gap ≈ 0."""
+    from repcost.analysis.units import place_convex_minimum
+
+    x, y = _data(n=9, seed=2)
+    xt, yt = torch.tensor(x)[:, None], torch.tensor(y)[:, None]
+    spec = MODELS.get("linear_relu")
+    net = spec.build(spec.schema(depth=2, width=2 * len(x)), 1, 1, torch.Generator().manual_seed(0)).double()
+    assert place_convex_minimum(net, xt, yt, rho) > 0
+    obj = float((((net(xt) - yt) ** 2).mean() + rho * net.param_sq_norm()).detach())
+    if rho >= 1e-3:  # L-BFGS-B on this file's form stalls short of the minimum at the tiniest ρ
+        assert obj == pytest.approx(_lasso(x, y, rho)[0], rel=1e-6)
+    assert duality_gap(net, xt, yt, "mse", rho)["duality_gap_rel"] < 1e-3
+    small = spec.build(spec.schema(depth=2, width=2), 1, 1, torch.Generator().manual_seed(0)).double()
+    with pytest.raises(ValueError, match="raise model.width"):
+        place_convex_minimum(small, xt, yt, rho)
