@@ -22,23 +22,12 @@ def gap_rel(model: RepModel, data: DataBundle, y_train, cfg: TrainConfig) -> flo
     return global_gap(model, data.x_train, y_train, cfg.loss, cfg.lam, cfg.reg_scale).get("duality_gap_rel")
 
 
-def rounds_begun(cfg: TrainConfig, steps: int) -> int:
-    """How many escalation rounds a run that stopped after `steps` steps had begun."""
-    start, n, k = sum(ph.steps for ph in cfg.phases), 0, len(cfg.certify.phases)
-    phases = cfg.all_phases[len(cfg.phases):]
-    for r in range(len(phases) // max(k, 1)):
-        if steps <= start:
-            break
-        n, start = r + 1, start + sum(ph.steps for ph in phases[r * k:(r + 1) * k])
-    return n
-
-
-def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, steps: int) -> dict:
+def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, rounds: int, steps: int) -> dict:
     """summary.json's record of certified stopping (empty when `train.certify` is off; gap null where none exists)."""
     if cfg.certify.gap_tol is None:
         return {}
     return {"certified": stop_reason == "certified", "certify.gap_rel": gap,
-            "certify.gap_tol": cfg.certify.gap_tol, "certify.rounds": rounds_begun(cfg, steps),
+            "certify.gap_tol": cfg.certify.gap_tol, "certify.rounds": rounds,
             "certify.max_rounds": cfg.certify.rounds, "certify.budget_steps": cfg.total_steps, "certify.steps": steps}
 
 

@@ -122,6 +122,7 @@ class Member:
         self.good_step = -1  # the last step whose check found the objective finite (-1: none yet)
         self.last_logged = -1
         self.gap: float | None = None  # the last duality gap certified stopping measured (train.certify)
+        self.rounds = 0  # escalation rounds begun (train.certify)
         # (tensors, index): where the engine keeps the last parameters seen finite (index: this
         # member's slice of stacked tensors, None for a single model's own)
         self.restore_from: tuple[list[torch.Tensor], int | None] | None = None
@@ -283,6 +284,8 @@ class Engine:
         self.pos = Position(**{f.name: p[f.name] for f in fields(Position)})
         m.record = Record(**{f.name: p[f.name] for f in fields(Record) if f.name in p})
         m.gen.set_state(state["generator"])
+        extra = self.pos.phase - len(self.cfg.phases)  # resumed inside an escalation round: the rounds begun
+        m.rounds = extra // max(len(self.cfg.certify.phases), 1) + 1 if extra >= 0 else 0
         self.resume_optimizers[i] = state.get("optimizer")
         self._take_snapshot()
 
@@ -431,7 +434,11 @@ class Engine:
 
     # -- phases --------------------------------------------------------------------------------
     def _before_phase(self, ph: PhaseConfig) -> None:
-        """What a phase does to the models before its first step: unit insertion, rebalancing."""
+        """What a phase does to the models before its first step: unit insertion, convex placement, rebalancing."""
+        extra, k = self.pos.phase - len(self.cfg.phases), len(self.cfg.certify.phases)
+        if extra >= 0 and extra % max(k, 1) == 0:  # the first phase of an escalation round
+            for i in self.active:
+                self.members[i].rounds = extra // max(k, 1) + 1
         if ph.insert_units:
             for i in self.active:
                 m = self.members[i]

@@ -332,7 +332,7 @@ def run_summary(engine: Engine, i: int, result: TrainResult, job: RunJob, data_n
         "steps": engine.position(i).step,
         "stop_reason": result.stop_reason,
         "status": result.status,
-        **certify.summary_fields(spec.train, result.stop_reason, m.gap, engine.position(i).step),
+        **certify.summary_fields(spec.train, result.stop_reason, m.gap, m.rounds, engine.position(i).step),
         "message": result.message,
         "wall_time_s": wall,
         "device": str(torch.device(spec.device)),
