@@ -77,6 +77,10 @@ SLOW_SCENARIOS = {
     "test_relu_1d_dual.py::test_every_1d_two_layer_run_reports_its_gap",
     "test_plot.py::test_metric_curves_of_runs",
     "test_descent_probe.py::test_probe_bad_inputs_are_one_line",
+    "test_certify.py::test_ensemble_members_stop_where_their_single_runs_do",
+    "test_certify.py::test_a_run_preempted_inside_an_escalation_round_resumes_exactly",
+    "test_stacked.py::test_stacked_sweep_equals_unstacked_and_is_reused",
+    "test_descent_probe.py::test_probe_starts_at_the_run_and_only_descends",
 }
 
 
