@@ -17,7 +17,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..api import load_run, load_sweep
 from ..errors import RepcostError
@@ -110,6 +110,19 @@ class Verdict:
     @property
     def label(self) -> str:
         return {True: "pass", False: "fail", None: "n/a at this size"}[self.passed]
+
+
+def most_seeds(seeds: list, judge: Callable[[Any], tuple[bool, list[str]]], claim: str) -> Verdict:
+    """A verdict over seeds: `judge(seed)` gives (reproduced, lines) for one seed's rows; reproduced when most seeds
+    are (one seed: its own verdict)."""
+    lines, passed = [], 0
+    for seed in seeds:
+        ok, seed_lines = judge(seed)
+        passed += ok
+        lines += ([f"  seed {seed}: {'reproduced' if ok else 'NOT reproduced'}"] if len(seeds) > 1 else []) + seed_lines
+    if len(seeds) > 1:
+        lines.append(f"  {claim} in {passed}/{len(seeds)} seeds (reproduced when most are)")
+    return Verdict(2 * passed > len(seeds), "\n".join(lines))
 
 
 def figure_main(module, description: str) -> None:

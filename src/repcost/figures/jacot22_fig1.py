@@ -18,7 +18,7 @@ from ..analysis.forces import layer_forces, project_points_and_forces
 from ..analysis.reformulation import reformulated_loss
 from ..errors import RepcostError
 from ..plots.jacot22 import forces_figure
-from . import Verdict
+from . import Verdict, most_seeds
 
 FIG_ID = "jacot22-fig1"
 SORT_BY = None
@@ -104,11 +104,5 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     """Per seed (the full preset trains one, the quick one three): reproduced when every hidden layer's active
     neurons form RAYS groups (cos > COS); over several seeds, when most seeds are."""
     seeds = sorted({r.get("seed", 0) for r in rows})
-    lines, passed = [], 0
-    for seed in seeds:
-        ok, seed_lines = _seed_verdict([r for r in rows if r.get("seed", 0) == seed])
-        passed += ok
-        lines += ([f"  seed {seed}:"] if len(seeds) > 1 else []) + seed_lines
-    if len(seeds) > 1:
-        lines.append(f"  {RAYS} rays in every layer in {passed}/{len(seeds)} seeds (reproduced when most are)")
-    return Verdict(2 * passed > len(seeds), "\n".join(lines))
+    return most_seeds(seeds, lambda seed: _seed_verdict([r for r in rows if r.get("seed", 0) == seed]),
+                      f"{RAYS} rays in every layer")

@@ -21,7 +21,7 @@ from ..analysis.krr import fit_krr
 from ..analysis.spectra import numerical_rank
 from ..data.rank_k import true_jacobian_ranks
 from ..plots.jacot23 import depth_figure
-from . import Verdict
+from . import Verdict, most_seeds
 
 FIG_ID = "jacot23-depth"
 SORT_BY = None  # compute() orders the runs by (seed, N, depth)
@@ -99,11 +99,4 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     Jacobian ranks at every point, the shallowest overestimates the rank, and KRR's Jacobian rank is above k;
     over several seeds, when most seeds are."""
     seeds = sorted({t.get("seed", 0) for t in rows})
-    lines, passed = [], 0
-    for seed in seeds:
-        ok, seed_lines = _seed_verdict([t for t in rows if t.get("seed", 0) == seed])
-        passed += ok
-        lines += ([f"  seed {seed}:"] if len(seeds) > 1 else []) + seed_lines
-    if len(seeds) > 1:
-        lines.append(f"  reproduced in {passed}/{len(seeds)} seeds (reproduced when most are)")
-    return Verdict(2 * passed > len(seeds), "\n".join(lines))
+    return most_seeds(seeds, lambda seed: _seed_verdict([t for t in rows if t.get("seed", 0) == seed]), "reproduced")

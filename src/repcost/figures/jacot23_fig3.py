@@ -22,7 +22,7 @@ from ..analysis.jacobians import jacobian_spectra
 from ..analysis.spectra import numerical_rank
 from ..data.curve_2d import curve_points, distance_to_curve
 from ..plots.jacot23 import autoencoder_jacobian_axes, curve_denoising_axes, mnist_rows_axes, ratio_vs_depth_axes
-from . import LoadedRun, Verdict, is_full, sweep_for
+from . import LoadedRun, Verdict, is_full, most_seeds, sweep_for
 
 FIG_ID = "jacot23-fig3"
 MNIST_SIGMAS = (0.1, 0.2, 0.4)  # per-pixel noise std (pixels in [0, 1]); 0.2 is the headline
@@ -167,14 +167,9 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     meets the target; over several seeds (the quick presets train three), when most seeds are. The PCA
     baselines depend on the data only and serve every seed."""
     seeds = sorted({q.get("seed", 0) for q in rows if q["panel"] != "A mnist PCA"})
-    lines, passed = [], 0
-    for seed in seeds:
-        mine = [q for q in rows if q["panel"] == "A mnist PCA" or q.get("seed", 0) == seed]
-        checks = _seed_checks(mine)
-        ok = all(c[0] for c in checks)
-        passed += ok
-        lines += ([f"  seed {seed}: {'reproduced' if ok else 'NOT reproduced'}"] if len(seeds) > 1 else [])
-        lines += [c[1] for c in checks]
-    if len(seeds) > 1:
-        lines.append(f"  reproduced in {passed}/{len(seeds)} seeds (reproduced when most are)")
-    return Verdict(2 * passed > len(seeds), "\n".join(lines))
+
+    def judge(seed) -> tuple[bool, list[str]]:
+        checks = _seed_checks([q for q in rows if q["panel"] == "A mnist PCA" or q.get("seed", 0) == seed])
+        return all(c[0] for c in checks), [c[1] for c in checks]
+
+    return most_seeds(seeds, judge, "reproduced")
