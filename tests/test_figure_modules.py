@@ -149,14 +149,20 @@ def test_jacot23_depth_reads_ranks_from_the_runs_analysis_files(tmp_path):
     assert jacot23_depth.verdict(good, full=True).passed is True
     bad = [dict(good[0], jacobian_rank=good[0]["k"]), good[1]]
     assert jacot23_depth.verdict(bad, full=True).passed is False
-    for rows_ in (good, bad):  # the quick variant decides by the same rule
-        assert jacot23_depth.verdict(rows_, full=False).passed is jacot23_depth.verdict(rows_, full=True).passed
-    # several seeds: each judged on its own rows, reproduced when most seeds are
+    _decides_per_seed_by_majority(jacot23_depth.verdict, good, bad)
+
+
+def _decides_per_seed_by_majority(verdict, good: list[dict], bad: list[dict]) -> None:
+    """The quick variant decides by the full run's rule; with several seeds each is judged on its own rows and the
+    figure is reproduced when most seeds are."""
+    for rows_ in (good, bad):
+        assert verdict(rows_, full=False).passed is verdict(rows_, full=True).passed
+
     def seeds(*ok):
         return [dict(r, seed=i) for i, o in enumerate(ok) for r in (good if o else bad)]
-    two_of_three = jacot23_depth.verdict(seeds(True, False, True), full=False)
+    two_of_three = verdict(seeds(True, False, True), full=False)
     assert two_of_three.passed is True and "in 2/3 seeds" in two_of_three.text
-    assert jacot23_depth.verdict(seeds(True, False, False), full=False).passed is False
+    assert verdict(seeds(False, False, True), full=False).passed is False
 
 
 def test_jacot23_fig1_spectra_rows_and_rank_verdict(tmp_path):
@@ -251,14 +257,7 @@ def test_jacot22_fig1_groups_forces_and_merge(tmp_path):
     assert jacot22_fig1.verdict(three, full=True).passed is True
     five = [three[0], dict(three[1], groups=5)]
     assert jacot22_fig1.verdict(five, full=True).passed is False
-    for rows_ in (three, five):  # the quick variant decides by the same rule
-        assert jacot22_fig1.verdict(rows_, full=False).passed is jacot22_fig1.verdict(rows_, full=True).passed
-    # several seeds: each judged on its own rows, reproduced when most seeds are
-    def seeds(*ok):
-        return [dict(r, seed=i) for i, o in enumerate(ok) for r in (three if o else five)]
-    two_of_three = jacot22_fig1.verdict(seeds(True, False, True), full=False)
-    assert two_of_three.passed is True and "in 2/3 seeds" in two_of_three.text
-    assert jacot22_fig1.verdict(seeds(False, False, True), full=False).passed is False
+    _decides_per_seed_by_majority(jacot22_fig1.verdict, three, five)
 
 
 def test_ongie22_fig3_and_fig2_on_tiny_runs(tmp_path):
