@@ -64,6 +64,11 @@ def rebalance(model: RepModel, max_sweeps: int = 1000, tol: float = 1e-12) -> tu
     return before, max_unit_gap(model.unit_norms())
 
 
+def _objective(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho: float) -> float:
+    """MSE + ρΣ‖p‖², the objective a unit placement must lower."""
+    return float(data_loss(model(x), y, "mse") + rho * model.param_sq_norm())
+
+
 def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho: float) -> list[UnitFeature]:
     """Re-place up to n idle units where a new unit lowers MSE + ρΣ‖p‖² most (PhaseConfig.insert_units).
 
@@ -76,7 +81,7 @@ def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho:
     W, b, a = two_layer_1d(model, x, writable=True)
     c = model.affine_chain().biases[-1]
     c = c if isinstance(c, torch.nn.Parameter) else None
-    objective = lambda: float(data_loss(model(x), y, "mse") + rho * model.param_sq_norm())  # noqa: E731
+    objective = lambda: _objective(model, x, y, rho)  # noqa: E731
     inserted: list[UnitFeature] = []
     with torch.no_grad():
         mass = W[:, 0].detach().double().abs() * a.detach().double().norm(dim=0)
@@ -118,7 +123,7 @@ def place_convex_minimum(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho:
     k = sol.eta.size
     if k > W.shape[0]:
         raise ValueError(f"the minimiser has {k} units, the net {W.shape[0]}: raise model.width to at least {k}")
-    objective = lambda: float(data_loss(model(x), y, "mse") + rho * model.param_sq_norm())  # noqa: E731
+    objective = lambda: _objective(model, x, y, rho)  # noqa: E731
     with torch.no_grad():
         before, saved = objective(), [t.clone() for t in (W, b, a, c)]
         root = torch.as_tensor(np.sqrt(np.abs(sol.eta)), dtype=W.dtype, device=W.device)

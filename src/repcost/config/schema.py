@@ -168,6 +168,11 @@ class TrainConfig:
                   for r in range(c.rounds if c.gap_tol is not None else 0) for ph in c.phases]
         return list(self.phases) + rounds
 
+    def round_of(self, phase: int) -> int:
+        """The escalation round (1, 2, …) phase `phase` of `all_phases` belongs to; 0 for the schedule."""
+        extra = phase - len(self.phases)
+        return 0 if extra < 0 else extra // max(len(self.certify.phases), 1) + 1
+
     @property
     def total_steps(self) -> int:
         """Step budget summed over the phases (escalation rounds included)."""

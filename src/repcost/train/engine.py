@@ -122,7 +122,6 @@ class Member:
         self.good_step = -1  # the last step whose check found the objective finite (-1: none yet)
         self.last_logged = -1
         self.gap: float | None = None  # the last duality gap certified stopping measured (train.certify)
-        self.rounds = 0  # escalation rounds begun (train.certify)
         # (tensors, index): where the engine keeps the last parameters seen finite (index: this
         # member's slice of stacked tensors, None for a single model's own)
         self.restore_from: tuple[list[torch.Tensor], int | None] | None = None
@@ -257,6 +256,10 @@ class Engine:
         """Member i's position: where it stopped, or the engine's while it trains."""
         return self.members[i].stopped_at or self.pos
 
+    def last_phase(self, i: int) -> int:
+        """The index of the last phase member i trained in (a stop at the budget sits past the end)."""
+        return min(self.position(i).phase, len(self.phases) - 1)
+
     def stop(self, i: int, result: TrainResult, opt_state: dict | None = None) -> None:
         """Freeze member i at its current parameters (already restored if it went non-finite)."""
         m = self.members[i]
@@ -284,8 +287,6 @@ class Engine:
         self.pos = Position(**{f.name: p[f.name] for f in fields(Position)})
         m.record = Record(**{f.name: p[f.name] for f in fields(Record) if f.name in p})
         m.gen.set_state(state["generator"])
-        extra = self.pos.phase - len(self.cfg.phases)  # resumed inside an escalation round: the rounds begun
-        m.rounds = extra // max(len(self.cfg.certify.phases), 1) + 1 if extra >= 0 else 0
         self.resume_optimizers[i] = state.get("optimizer")
         self._take_snapshot()
 
@@ -429,16 +430,12 @@ class Engine:
         if m.on_log is None:
             return
         ev = m.evaluate()
-        m.log({"step": self.position(i).step, "phase": min(self.position(i).phase, len(self.phases) - 1), **ev,
+        m.log({"step": self.position(i).step, "phase": self.last_phase(i), **ev,
                "time_s": time.perf_counter() - self._t0})  # the state after the last step: no step, no lr
 
     # -- phases --------------------------------------------------------------------------------
     def _before_phase(self, ph: PhaseConfig) -> None:
         """What a phase does to the models before its first step: unit insertion, convex placement, rebalancing."""
-        extra, k = self.pos.phase - len(self.cfg.phases), len(self.cfg.certify.phases)
-        if extra >= 0 and extra % max(k, 1) == 0:  # the first phase of an escalation round
-            for i in self.active:
-                self.members[i].rounds = extra // max(k, 1) + 1
         if ph.insert_units:
             for i in self.active:
                 m = self.members[i]
@@ -467,9 +464,9 @@ class Engine:
 
     def _phase_key(self) -> str:
         """The config key of the current phase, for messages."""
-        n, k = len(self.cfg.phases), len(self.cfg.certify.phases)
+        n = len(self.cfg.phases)
         return (f"train.phases[{self.pos.phase}]" if self.pos.phase < n
-                else f"train.certify.phases[{(self.pos.phase - n) % max(k, 1)}]")
+                else f"train.certify.phases[{(self.pos.phase - n) % len(self.cfg.certify.phases)}]")
 
     def _rebalance(self, i: int) -> None:
         m = self.members[i]
