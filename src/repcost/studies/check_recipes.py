@@ -233,19 +233,6 @@ def certificate(summary: dict) -> dict:
             "cert_unit_gap": float(summary.get("cert.unit_gap", math.nan))}
 
 
-def global_gap_rel(run_dir: Path) -> float:
-    """How far the run's objective is at most above its global minimum, relative (the duality gap of the convex
-    1-D problem, `cert.duality_gap_rel`), recomputed from the saved net for runs certified before the gap
-    existed (newer summaries carry it)."""
-    from repcost.analysis.certificate import global_gap
-    from repcost.figures import LoadedRun
-
-    run = LoadedRun.load(run_dir)
-    t = run.spec.train
-    return global_gap(run.model, run.data.x_train, run.data.y_train, t.loss, t.lam, t.reg_scale).get(
-        "duality_gap_rel", math.nan)
-
-
 EXTRA: list[str] = []  # --set overrides, appended to every run (exploring variants of a recipe)
 
 
@@ -262,23 +249,21 @@ def case_1d(family: str, i: int, out: Path) -> dict:
     x, y = family_1d(family, i)
     run_dir = out / f"1d_{family}_{i}"
     cmin = spline_min_cost(x, y)
+    row = {"study": "1d", "family": family, "block": _block(i), "dataset": i, "L": 2, "n_points": len(x), "C": None,
+           "C_min": cmin, "ratio": None, "spread": 0.0, "loss_over_var": None, "certificate_gap": 0.0}  # the CSV's order
     try:
         s = train(["experiment=min_norm_1d", f"data.x={_fmt(x)}", f"data.y={_fmt(y)}", *EXTRA], run_dir)
     except RepcostError as e:  # a run that failed (e.g. diverged) is a dataset not certified, never dropped
         nan = math.nan
-        return {"study": "1d", "family": family, "block": _block(i), "dataset": i, "L": 2, "n_points": len(x),
-                "C": nan, "C_min": cmin, "ratio": nan, "spread": 0.0, "loss_over_var": nan, "certificate_gap": 0.0,
-                "global_gap_rel": nan, "certify_rounds": nan, "steps": nan, "wall_s": nan,
-                **certificate({}), "passed": False,
+        return {**row, "C": nan, "ratio": nan, "loss_over_var": nan, "global_gap_rel": nan, "certify_rounds": nan,
+                "steps": nan, "wall_s": nan, **certificate({}), "passed": False,
                 "run_dir": "failed: " + str(e).splitlines()[0].removeprefix("run failed: ")}
-    gap = s["cert.duality_gap_rel"] if "cert.duality_gap_rel" in s else global_gap_rel(run_dir)
+    gap = s.get("cert.duality_gap_rel", math.nan)
     # summary.json's verdict where the run certifies itself (train.certify); the gap against 1 % otherwise
     certified = bool(s["certified"]) if "certified" in s else bool(gap <= GAP_TOL)
-    return {"study": "1d", "family": family, "block": _block(i), "dataset": i, "L": 2, "n_points": len(x),
-            "C": s["cost"], "C_min": cmin, "ratio": s["cost"] / cmin, "spread": 0.0,
-            "loss_over_var": s["train_loss"] / float(np.var(y)), "certificate_gap": 0.0, "global_gap_rel": gap,
-            "certify_rounds": s.get("certify.rounds", 0), "steps": s["steps"], "wall_s": s["script_wall_s"],
-            **certificate(s), "passed": certified,
+    return {**row, "C": s["cost"], "ratio": s["cost"] / cmin, "loss_over_var": s["train_loss"] / float(np.var(y)),
+            "global_gap_rel": gap, "certify_rounds": s.get("certify.rounds", 0), "steps": s["steps"],
+            "wall_s": s["script_wall_s"], **certificate(s), "passed": certified,
             "run_dir": str(run_dir.relative_to(REPO)) if run_dir.is_relative_to(REPO) else ""}
 
 
