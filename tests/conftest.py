@@ -81,6 +81,9 @@ SLOW_SCENARIOS = {
     "test_certify.py::test_a_run_preempted_inside_an_escalation_round_resumes_exactly",
     "test_stacked.py::test_stacked_sweep_equals_unstacked_and_is_reused",
     "test_descent_probe.py::test_probe_starts_at_the_run_and_only_descends",
+    "test_everyday.py::test_a_plugin_source_change_makes_its_finished_run_stale",
+    "test_sweeps.py::test_signal_checkpoint_and_exact_resume",
+    "test_plot.py::test_sweep_plot_png_and_pdf",
 }
 
 
