@@ -84,6 +84,8 @@ SLOW_SCENARIOS = {
     "test_everyday.py::test_a_plugin_source_change_makes_its_finished_run_stale",
     "test_sweeps.py::test_signal_checkpoint_and_exact_resume",
     "test_plot.py::test_sweep_plot_png_and_pdf",
+    "test_figure_script.py::test_savarese_parallel_script_writes_png_and_csv",
+    "test_certify.py::test_escalation_stops_as_soon_as_the_gap_certifies_and_a_smaller_budget_says_it_did_not",
 }
 
 
