@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
+
+import pytest
 
 from repcost.train.preempt import StopFlag, stop_on_signals
 
@@ -42,3 +45,37 @@ def test_without_a_launcher_every_stop_signal_is_repcosts():
             _send(sig)
         assert flag.signal == sig and flag.chained == {}
         flag.hand_back()  # nothing to hand back: a no-op
+
+
+def _fake_scontrol(tmp_path, monkeypatch, body: str) -> None:
+    exe = tmp_path / "scontrol"
+    exe.write_text(f"#!/bin/sh\n{body}\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+
+
+def _hand_back_to_a_requeuing_launcher() -> None:
+    """A launcher whose USR2 handler requeues the way submitit's does (check_call of `scontrol requeue`)."""
+    old = signal.getsignal(signal.SIGUSR2)
+    signal.signal(signal.SIGUSR2, lambda s, f: subprocess.check_call(["scontrol", "requeue", "42"]))
+    try:
+        flag = StopFlag()
+        with stop_on_signals(flag):
+            _send(signal.SIGUSR2)
+        flag.hand_back()
+    finally:
+        signal.signal(signal.SIGUSR2, old)
+
+
+def test_scontrol_killed_by_the_requeues_own_sigterm_is_a_requeue(tmp_path, monkeypatch):
+    """SLURM sends SIGTERM to every process of a job it requeues, scontrol included when it is slow to exit:
+    the run exits as after any requeue instead of failing the job."""
+    _fake_scontrol(tmp_path, monkeypatch, "kill -TERM $$")
+    with pytest.raises(SystemExit):
+        _hand_back_to_a_requeuing_launcher()
+
+
+def test_a_refused_requeue_still_fails(tmp_path, monkeypatch):
+    _fake_scontrol(tmp_path, monkeypatch, "exit 1")
+    with pytest.raises(subprocess.CalledProcessError):
+        _hand_back_to_a_requeuing_launcher()

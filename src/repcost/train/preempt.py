@@ -15,6 +15,11 @@ launcher's USR1/USR2 too, stops at the next step, writes its checkpoint, and the
 (`StopFlag.hand_back`: the launcher's handler requeues and exits): the requeued job resumes from the very
 step it was signalled at. SIGTERM, which submitit ignores on purpose, stays ignored.
 
+submitit requeues with `scontrol requeue`, and SLURM answers a requeue by sending SIGTERM to every process of
+the job, that scontrol among them when it has not exited yet: submitit then takes the requeue for a failure
+(CalledProcessError) and the sweep records the job as failed while SLURM restarts it. `hand_back` treats that
+one failure as the requeue it is and exits as submitit does after a requeue.
+
 SIGCONT is the exception: submitit's handler for it only logs, and SLURM sends SIGCONT together with the
 job's signal. A USR2 handled while that logging call runs raises submitit's final "timed-out too many times"
 error inside `logging`, which swallows it (Handler.handleError); the job then trains on into its hard time
@@ -25,6 +30,8 @@ action (continue a stopped process), which is all a run needs.
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -57,8 +64,19 @@ class StopFlag:
     def hand_back(self) -> None:
         """Once the run's checkpoint is written: give the signal to the launcher that owned it (it may exit)."""
         handler = self.chained.get(self.signal) if self.signal is not None else None
-        if callable(handler):
+        if not callable(handler):
+            return
+        try:
             handler(self.signal, None)
+        except subprocess.CalledProcessError as e:
+            if not _requeue_under_way(e):
+                raise
+            sys.exit(-1)  # submitit's own exit after a requeue (see the module docstring)
+
+
+def _requeue_under_way(e: subprocess.CalledProcessError) -> bool:
+    """`scontrol requeue` killed by the SIGTERM that SLURM sends the job it is requeueing: the requeue was taken."""
+    return list(e.cmd)[:2] == ["scontrol", "requeue"] and e.returncode == -signal.SIGTERM
 
 
 def _owned_by_launcher(handler: object) -> bool:
