@@ -70,7 +70,8 @@ clean:
 # fig-% runs its sweep with the default launcher unless LAUNCHER is given (make fig-<id> LAUNCHER=stacked)
 FIG_LAUNCHER = $(if $(filter command line environment,$(origin LAUNCHER)),--launcher $(LAUNCHER),)
 FIGURE_IDS := $(patsubst experiments/%.py,%,$(wildcard experiments/*.py))
-figures: $(addprefix fig-,$(FIGURE_IDS))
+figures: setup  # every figure, one line each (verdict, the line behind it, time); logs in figures/quick/
+	$(PY) -m repcost.figures.run_all $(if $(FULL),--full,)
 
 fig-%: setup
 	MPLBACKEND=Agg $(PY) experiments/$*.py $(if $(FULL),--full,) $(if $(FULL_ONLY),--full-only $(FULL_ONLY),) $(FIG_LAUNCHER)

@@ -54,6 +54,7 @@ class StopAfter:
 # End-to-end scenarios of a minute or more each (sweeps through launchers, figure modules on real runs, several
 # CLI processes in a row) whose parts each have a fast test: `make test` skips them, `make test-slow` (CI) runs them.
 SLOW_SCENARIOS = {
+    "test_figure_script.py::test_make_figures_prints_one_line_per_figure",
     "test_sweeps.py::test_joblib_sweep_collect_relaunch_and_killed_job",
     "test_sweeps.py::test_figure_rows_are_the_last_multiruns_jobs_only",
     "test_figure_modules.py::test_jacot23_fig3_denoising_rows_on_tiny_autoencoders",

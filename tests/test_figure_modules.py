@@ -236,6 +236,8 @@ def test_jacot22_fig2_plateau_rows_and_verdict(tmp_path):
     late = rows(1e-6, (0.2, 0.1, 0.08, 0.07, 0.05), "t")
     out2 = jacot22_fig2.compute((mnist, late, {"jacot22-fig2": "quick", "jacot22-fig2-teacher": "quick"}))
     assert jacot22_fig2.verdict(out2, full=True).passed is False
+    for o in (out, out2):  # the quick size decides by the same rule
+        assert jacot22_fig2.verdict(o, full=False).passed is jacot22_fig2.verdict(o, full=True).passed
 
 
 def test_jacot22_fig1_groups_forces_and_merge(tmp_path):
@@ -312,6 +314,12 @@ def test_jacot23_fig3_denoising_rows_on_tiny_autoencoders(tmp_path):
     two_of_three = jacot23_fig3.verdict(seeds(True, False, True), full=False)
     assert two_of_three.passed is True and "in 2/3 seeds" in two_of_three.text
     assert jacot23_fig3.verdict(seeds(False, False, True), full=False).passed is False
+    # the full presets: MNIST over three seeds, the curve over one; each panel is judged on its own seeds
+    mnist3 = [dict(r, seed=i) for i in range(3) for r in good if r["panel"] == "A mnist"]
+    curve1 = [r for r in good if r["panel"] == "B/C curve"]
+    assert jacot23_fig3.verdict(pca + mnist3 + curve1, full=True).passed is True
+    bad_curve = [r for r in bad if r["panel"] == "B/C curve"]
+    assert jacot23_fig3.verdict(pca + mnist3 + bad_curve, full=True).passed is False
 
 
 def test_ongie22_fig5_projection_interpolants():

@@ -71,3 +71,23 @@ def test_forces_script_on_a_collapsed_net_ends_with_one_line(tmp_path):
     assert "Traceback" not in p.stderr
     last = p.stderr.strip().splitlines()[-1]
     assert "inactive on the data" in last and "use a smaller λ" in last
+
+
+def test_make_figures_prints_one_line_per_figure(capsys):
+    """`make figures`' driver on a real figure script: one line with the verdict, its time and the line behind it;
+    the script's whole printout in its log."""
+    from repcost.figures import FIG_DIR, run_all
+
+    assert run_all.main(["--only", "ongie22-fig4"]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.split()[:2] in (["ongie22-fig4", "pass"], ["ongie22-fig4", "fail"]) and " s  " in line
+    log = (FIG_DIR / "quick" / "ongie22-fig4.log").read_text()
+    assert line.split(" s  ", 1)[1] in log and "verdict: " in log
+
+
+def test_a_figure_that_fails_to_run_is_one_error_line():
+    from repcost.figures.run_all import summary_line
+
+    out = "training…\nerror: jacot23-fig3: no finished runs in its sweep\n"
+    assert summary_line("jacot23-fig3", out, 3.0, 2).split()[1] == "error"
+    assert summary_line("jacot23-fig3", out, 3.0, 2).endswith("error: jacot23-fig3: no finished runs in its sweep")

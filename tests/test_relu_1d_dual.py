@@ -1,5 +1,6 @@
-"""The duality gap of 1-D two-layer ReLU nets (analysis/relu_1d_dual.py, relu_1d_dual.duality_gap): a lower bound on
-the global minimum, tight at it, checked against an independent primal solve and Savarese Thm 3.3's spline."""
+"""The duality gap of 1-D two-layer ReLU nets (analysis/relu_1d_dual.py, relu_1d_dual.duality_gap) and the exact
+convex solve behind it (analysis/relu_1d_convex.py): a lower bound on the global minimum, tight at it, checked
+against an independent primal solve and Savarese Thm 3.3's spline."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from repcost.analysis.relu_1d_dual import duality_gap
 from scipy.optimize import minimize
 
 from repcost.analysis import spline_min_cost
-from repcost.analysis.relu_1d_dual import relu_1d_duality_gap
+from repcost.analysis.relu_1d_convex import MAX_POINTS, convex_minimum
+from repcost.analysis.relu_1d_dual import duality_gap, relu_1d_duality_gap
 from repcost.models import MODELS
 
 F64 = torch.float64
@@ -144,8 +145,8 @@ def test_every_1d_two_layer_run_reports_its_gap(tmp_path):
 
 @pytest.mark.parametrize("rho", [1e-2, 5e-8])
 def test_placing_the_convex_minimiser_reaches_the_independent_primal_and_closes_the_gap(rho):
-    """units.place_convex_minimum (its own solver, started from Savarese Thm 3.3's interpolant) against this file's
-    lasso solve, down to the min-norm recipes' tiny ρ; the net it leaves has a duality gap ≈ 0."""
+    """units.place_convex_minimum (the exact solve's coefficients, as a net) against this file's lasso solve and
+    against the solve's own dual value, down to the min-norm recipes' tiny ρ; the net's duality gap is ≈ 0."""
     from repcost.analysis.units import place_convex_minimum
 
     x, y = _data(n=9, seed=2)
@@ -156,7 +157,30 @@ def test_placing_the_convex_minimiser_reaches_the_independent_primal_and_closes_
     obj = float((((net(xt) - yt) ** 2).mean() + rho * net.param_sq_norm()).detach())
     if rho >= 1e-3:  # L-BFGS-B on this file's form stalls short of the minimum at the tiniest ρ
         assert obj == pytest.approx(_lasso(x, y, rho)[0], rel=1e-6)
-    assert duality_gap(net, xt, yt, "mse", rho)["duality_gap_rel"] < 1e-3
+    assert obj == pytest.approx(convex_minimum(x, y, rho).dual_value, rel=1e-7)
+    assert duality_gap(net, xt, yt, "mse", rho)["duality_gap_rel"] < 1e-7
     small = spec.build(spec.schema(depth=2, width=2), 1, 1, torch.Generator().manual_seed(0)).double()
     with pytest.raises(ValueError, match="raise model.width"):
         place_convex_minimum(small, xt, yt, rho)
+
+
+@pytest.mark.parametrize(("n", "rho", "d", "pair"), [(9, 1e-2, 1, 0), (150, 5e-8, 1, 0), (60, 1e-5, 1, 0),
+                                                     (12, 1e-3, 2, 0), (9, 5e-8, 1, 1e-3)])
+def test_the_exact_solve_meets_its_dual(n, rho, d, pair):
+    """convex_minimum's value (the objective of its coefficients) and its dual value (D at its dual point) are
+    two computations that meet only at the minimum, here on 150 points at the recipes' ρ too, and with two
+    points `pair` apart carrying different labels (slopes ~10³); where L-BFGS-B converges, the independent
+    lasso solve agrees."""
+    g = np.random.default_rng(n)
+    x = np.sort(g.uniform(-2, 2, n))
+    if pair:
+        x[1] = x[0] + pair
+    y = np.sin(2 * x)[:, None] * np.arange(1, d + 1) + g.normal(0, 0.3, (n, d))
+    cm = convex_minimum(x, y, rho)
+    assert cm.dual_value <= cm.value * (1 + 1e-12)  # weak duality
+    assert cm.value == pytest.approx(cm.dual_value, rel=1e-7)
+    assert cm.eta.shape == (len(cm.kinks), d) and len(cm.kinks) <= 2 * n
+    if rho >= 1e-3 and d == 1:
+        assert cm.value == pytest.approx(_lasso(x, y[:, 0], rho)[0], rel=1e-6)
+    with pytest.raises(ValueError, match=f"at most {MAX_POINTS} points"):
+        convex_minimum(np.linspace(0, 1, MAX_POINTS + 1), np.zeros(MAX_POINTS + 1), rho)

@@ -7,30 +7,20 @@ penalty into 2ρ·|w_k|·‖a_k‖; Bach 2017, "Breaking the curse of dimensiona
 networks"; Savarese et al. 2019 §3). Its Lagrange dual is
     D(α) = −⟨α, y⟩ − (N/4)‖α‖²   over  Σ_i α_i = 0,  ‖Σ_i α_i [s(x_i − b)]₊‖ ≤ 2ρ for all b, s = ±1,
 so for any feasible α,  D(α) ≤ min ≤ objective(θ): objective(θ) − D(α) bounds how far θ is above the
-global minimum. α = (2/N)(f − y) is the optimal dual point at the optimum; the net's own α, and the
-best point a QP solver finds from it, are centred and scaled into the feasible set. In 1-D the
-constraint's supremum over b is attained at a data point (the feature's inner product is piecewise linear
-in b with breaks there; beyond the data it is constant once Σα = 0), so 2N features check it exactly.
+global minimum. α = (2/N)(f − y) is the optimal dual point at the optimum; the net's own α, centred and
+scaled into the feasible set, is one candidate, the exact dual optimum (`relu_1d_convex.convex_minimum`) the
+other. In 1-D the constraint's supremum over b is attained at a data point (the feature's inner product is
+piecewise linear in b with breaks there; beyond the data it is constant once Σα = 0), so 2N features check it
+exactly.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from ..models.base import RepModel
 from ..objective import data_loss
-from .unit_features import unit_features
-
-
-SOLVE_MAX_POINTS = 500  # SLSQP's dense steps grow as N³; beyond this only the net's own dual point is used
-
-
-def _feasible(beta: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, float]:
-    """β (N, d) centred (Σβ = 0) and scaled into max_j ‖Φ_jᵀβ‖ ≤ 1; returns it and the sup before scaling."""
-    beta = beta - beta.mean(axis=0, keepdims=True)
-    sup = float(np.linalg.norm(phi.T @ beta, axis=1).max())
-    return (beta / sup if sup > 1 else beta), sup
+from .relu_1d_convex import MAX_POINTS, convex_minimum, dual_value, kink_features, make_feasible
 
 
 def relu_1d_duality_gap(x: torch.Tensor, f: torch.Tensor, y: torch.Tensor, rho: float,
@@ -41,33 +31,17 @@ def relu_1d_duality_gap(x: torch.Tensor, f: torch.Tensor, y: torch.Tensor, rho: 
     (its sup / 2ρ; 1 or less at the global minimum).
 
     Dual points are written α = 2ρβ, so the constraint reads ‖Φ_jᵀβ‖ ≤ 1 and D = 2ρ(−⟨β, y⟩ − (Nρ/2)‖β‖²).
-    The net's own point is one candidate; with `solve`, scipy's SLSQP maximises D from it over the
-    constraint (2N features) and the better of the two, made exactly feasible, is kept: any feasible point
-    gives a valid bound, so the solver's accuracy affects only how tight it is."""
-    from scipy.optimize import minimize
-
+    The net's own point is one candidate; with `solve` (and at most relu_1d_convex.MAX_POINTS points) the
+    exact dual optimum is the other, and the better is kept: any feasible point gives a valid bound."""
     if not rho > 0:
         raise ValueError(f"the duality gap needs weight decay: rho = {rho} (with λ = 0 the dual is trivial)")
     xd, fd, yd = (t.detach().to("cpu", torch.float64).numpy() for t in (x, f, y))
-    n, d = yd.shape
-    phi = unit_features(torch.from_numpy(xd), torch.from_numpy(xd))[2].numpy()  # (N, 2N): kinks at the data
-    D = lambda b: 2 * rho * float(-(b * yd).sum() - n * rho / 2 * (b ** 2).sum())  # noqa: E731
-    own, sup = _feasible((fd - yd) / (n * rho), phi)  # β = α/2ρ = (f − y)/(Nρ)
-    best = D(own)
-    if solve and n <= SOLVE_MAX_POINTS:
-        # β in units of its own size (SLSQP's tolerances are absolute), or of the size at which one feature
-        # reaches the constraint where the net's own point is ~0
-        scale = max(float(np.abs(own).max()), 1.0 / max(float(phi.sum(axis=0).max()), 1e-300))
-        cons = [{"type": "eq", "fun": lambda v: (v.reshape(n, d)).sum(axis=0) * scale}]
-        if d == 1:
-            cons.append({"type": "ineq", "fun": lambda v: 1.0 - np.abs(phi.T @ v * scale)})
-        else:
-            cons.append({"type": "ineq",
-                         "fun": lambda v: 1.0 - np.linalg.norm(phi.T @ v.reshape(n, d) * scale, axis=1) ** 2})
-        res = minimize(lambda v: -D(v.reshape(n, d) * scale) / (2 * rho * scale), own.ravel() / scale,
-                       method="SLSQP", constraints=cons, options={"maxiter": 1000, "ftol": 1e-15})
-        solved, _ = _feasible(res.x.reshape(n, d) * scale, phi)
-        best = max(best, D(solved))
+    n = yd.shape[0]
+    phi = kink_features(xd)[2]
+    own, sup = make_feasible((fd - yd) / (n * rho), phi)  # β = α/2ρ = (f − y)/(Nρ)
+    best = dual_value(own, yd, rho)
+    if solve and n <= MAX_POINTS:
+        best = max(best, convex_minimum(xd, yd, rho).dual_value)
     gap = objective - best
     return {"dual_value": best, "duality_gap": gap, "duality_gap_rel": gap / objective if objective > 0 else gap,
             "dual_violation": sup}

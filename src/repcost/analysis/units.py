@@ -14,7 +14,7 @@ from ..models.base import RepModel, UnitNorms
 from ..objective import data_loss
 from .certificate import weighted_gap
 from .relu_1d_dual import two_layer_1d
-from .relu_1d_primal import convex_minimum
+from .relu_1d_convex import convex_minimum
 from .unit_features import UnitFeature, best_unit_feature
 
 NEGLIGIBLE = 1e-12  # a unit side below this fraction of its layer's mass is not rescaled (rebalance)
@@ -109,7 +109,7 @@ def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho:
 
 def place_convex_minimum(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho: float) -> int:
     """Make the net the minimiser of the convex problem at ρ (PhaseConfig.convex_units): the global minimum of
-    MSE + ρΣ‖p‖² over nets of any width (`relu_1d_primal.convex_minimum`), its units balanced, the others zero.
+    MSE + ρΣ‖p‖² over nets of any width (`relu_1d_convex.convex_minimum`), its units balanced, the others zero.
 
     A fully corrective form of `insert_units`: all units are re-placed at once. Needs a scalar output with a free
     output bias and at least as many units as the minimiser has; kept only if it lowers the objective (returns the
@@ -120,20 +120,20 @@ def place_convex_minimum(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho:
     if a.shape[0] != 1 or not isinstance(c, torch.nn.Parameter):
         raise ValueError("needs a scalar output with a free output bias")
     sol = convex_minimum(x[:, 0].detach().double().cpu().numpy(), y[:, 0].detach().double().cpu().numpy(), rho)
-    k = sol.eta.size
+    k, eta = sol.eta.shape[0], sol.eta[:, 0]
     if k > W.shape[0]:
         raise ValueError(f"the minimiser has {k} units, the net {W.shape[0]}: raise model.width to at least {k}")
     objective = lambda: _objective(model, x, y, rho)  # noqa: E731
     with torch.no_grad():
         before, saved = objective(), [t.clone() for t in (W, b, a, c)]
-        root = torch.as_tensor(np.sqrt(np.abs(sol.eta)), dtype=W.dtype, device=W.device)
+        root = torch.as_tensor(np.sqrt(np.abs(eta)), dtype=W.dtype, device=W.device)
         s = torch.as_tensor(sol.signs, dtype=W.dtype, device=W.device)
         for t in (W, b, a):
             t.zero_()
         W[:k, 0] = s * root
         b[:k] = -s * root * torch.as_tensor(sol.kinks, dtype=W.dtype, device=W.device)
-        a[0, :k] = torch.as_tensor(np.sign(sol.eta), dtype=W.dtype, device=W.device) * root
-        c.fill_(sol.c)
+        a[0, :k] = torch.as_tensor(np.sign(eta), dtype=W.dtype, device=W.device) * root
+        c.fill_(float(sol.c[0]))
         if not objective() < before:
             for t, old in zip((W, b, a, c), saved):
                 t.copy_(old)

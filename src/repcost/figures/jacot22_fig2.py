@@ -89,6 +89,4 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
                      f"(log) = {rr[0][f'plateau_start_log{LOG_FRAC:g}']}; objective by width "
                      + ", ".join(f"{r['width']}: {r['objective']:.4g}" for r in rr)
                      + (f"; not at their minimum: {bad}" if bad else ""))
-    if not ok and not full:
-        return Verdict(None, "\n".join(lines + ["  (quick size; make fig-jacot22-fig2 FULL=1 for the paper's)"]))
     return Verdict(bool(ok), "\n".join(lines))
