@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from ..paths import REPO_ROOT
 from . import FIG_DIR
