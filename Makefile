@@ -71,7 +71,7 @@ clean:
 FIG_LAUNCHER = $(if $(filter command line environment,$(origin LAUNCHER)),--launcher $(LAUNCHER),)
 FIGURE_IDS := $(patsubst experiments/%.py,%,$(wildcard experiments/*.py))
 figures: setup  # every figure, one line each (verdict, the line behind it, time); logs in figures/quick/
-	$(PY) -m repcost.figures.run_all $(if $(FULL),--full,)
+	$(PY) -m repcost.figures.run_all $(if $(FULL),--full,) --launcher $(LAUNCHER)
 
 fig-%: setup
 	MPLBACKEND=Agg $(PY) experiments/$*.py $(if $(FULL),--full,) $(if $(FULL_ONLY),--full-only $(FULL_ONLY),) $(FIG_LAUNCHER)

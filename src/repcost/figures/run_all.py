@@ -1,9 +1,10 @@
 """`make figures`: every figure script in turn, one line each: its verdict, the line behind it, its time.
 
 Each script's full printout goes to <log dir>/<id>.log (figures/quick/ for the quick variants, figures/ with
---full); the exit status is 0 when every script ran, whatever the verdicts, 1 otherwise.
+--full); the exit status is 0 when every script ran, whatever the verdicts, 1 otherwise. Sweeps run with the
+`parallel` launcher (one job per core) unless --launcher says otherwise.
 
-    python -m repcost.figures.run_all [--full] [--only ID ...]
+    python -m repcost.figures.run_all [--full] [--only ID ...] [--launcher NAME]
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--full", action="store_true", help="paper settings (hours on a CPU; default: the quick variants)")
     ap.add_argument("--only", nargs="+", default=None, metavar="ID", help="these figures only")
+    ap.add_argument("--launcher", default="parallel", help="hydra/launcher of every sweep (default: parallel)")
     a = ap.parse_args(argv)
     ids = a.only or sorted(p.stem for p in (REPO_ROOT / "experiments").glob("*.py"))
     log_dir = FIG_DIR if a.full else FIG_DIR / "quick"
@@ -41,8 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     ok, t_all = True, time.perf_counter()
     for fig_id in ids:
         t0 = time.perf_counter()
-        p = subprocess.run([sys.executable, str(REPO_ROOT / "experiments" / f"{fig_id}.py"), *(["--full"] if a.full else [])],
-                           capture_output=True, text=True, env={**os.environ, "MPLBACKEND": "Agg"})
+        cmd = [sys.executable, str(REPO_ROOT / "experiments" / f"{fig_id}.py"), "--launcher", a.launcher]
+        p = subprocess.run(cmd + (["--full"] if a.full else []), capture_output=True, text=True,
+                           env={**os.environ, "MPLBACKEND": "Agg"})
         (log_dir / f"{fig_id}.log").write_text(p.stdout + p.stderr)
         print(summary_line(fig_id, p.stdout + p.stderr, time.perf_counter() - t0, p.returncode), flush=True)
         ok &= p.returncode == 0
