@@ -5,8 +5,8 @@ Every dataset comes from a fixed generator with a fixed numpy seed sequence, sta
 was seen; no dataset is ever dropped or re-drawn by outcome.
 
 **1-D families** (Savarese et al. 2019 Thm 3.3; two-layer ReLU net, MSE). Each family's datasets 0–19 are its
-development block (the recipe was chosen looking at them), 20–29 and 30–39 its two held-out blocks (each
-run once, with the recipe fixed). A dataset passes when its run is `certified` (summary.json): its duality gap `cert.duality_gap_rel`,
+development block (the recipe was chosen looking at them), 20–29 and 30–39 its two held-out blocks (run
+with the recipe fixed). A dataset passes when its run is `certified` (summary.json): its duality gap `cert.duality_gap_rel`,
 a bound on how far the objective is above the global minimum over nets of any width, is at most 1 %.
 C(θ)/`spline_min_cost` is reported beside it.  Unless a family says otherwise, an interval is
 [m − h, m + h] with m ~ U(−1, 1), h ~ U(0.5, 2), and the label law is y = s·N(0, 1) or s·U(−1, 1)
