@@ -16,6 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
+
+from .unit_features import unit_features
 
 MAX_POINTS = 500  # the constraint matrix is dense (2M × N): ~2 s at N = 500, ~10 s and less accurate at 1,000
 _ZERO = 1e-7  # multipliers below this fraction of the largest are the solver's zeros (inactive constraints)
@@ -33,14 +36,6 @@ class ConvexMinimum:
     value: float
     beta: np.ndarray
     dual_value: float
-
-
-def kink_features(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(kinks t, signs s, Φ (N, 2M)): [s(x − t)]₊ with t at the M distinct values of x (N,), s = +1 then −1."""
-    t = np.unique(x)
-    s = np.concatenate([np.ones(t.size), -np.ones(t.size)])
-    t2 = np.concatenate([t, t])
-    return t2, s, np.maximum(s[None, :] * (x[:, None] - t2[None, :]), 0.0)
 
 
 def make_feasible(beta: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, float]:
@@ -66,7 +61,7 @@ def convex_minimum(x: np.ndarray, y: np.ndarray, rho: float) -> ConvexMinimum:
     n, d = y.shape
     if n > MAX_POINTS:
         raise ValueError(f"the exact 1-D solve takes at most {MAX_POINTS} points ({n} given)")
-    kinks, signs, phi = kink_features(x)
+    kinks, signs, phi = (t.numpy() for t in unit_features(torch.from_numpy(x), torch.from_numpy(np.unique(x))))
     k = phi.shape[1]
     # min (Nρ/2)‖β‖² + ⟨β, y⟩ (= −D/2ρ) s.t. Σβ = 0 (zero cone) and (1, Φ_jᵀβ) in a second-order cone for each j;
     # Clarabel's form is Aβ + s = b, s in the cones; β is flattened row-major (i, output). Stationarity,
