@@ -161,7 +161,7 @@ def test_import_and_help_load_no_heavy_modules(tmp_path):
 
 
 
-def test_a_run_draws_its_figure_without_pyplot(tmp_path):
+def test_a_run_draws_its_figure_in_a_helper_without_loading_matplotlib_itself(tmp_path):
     run = tmp_path / "run"
     code = ("import sys; from repcost.cli.train import main\n"
             f"sys.argv = ['repcost-train', 'hydra.run.dir={run}', *{TINY!r}]; main()\n"
@@ -169,9 +169,42 @@ def test_a_run_draws_its_figure_without_pyplot(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
     loaded = set(out.stdout.split("MODULES", 1)[1].split())
-    assert "matplotlib.pyplot" not in loaded and "matplotlib.backends.backend_agg" in loaded
+    assert not any(m.startswith("matplotlib") for m in loaded)  # the helper process loaded it and drew
     assert (run / "figures" / "fit.png").read_bytes().startswith(b"\x89PNG")
 
+
+def test_the_fit_helper_draws_what_this_process_draws_and_a_failed_helper_falls_back(tmp_path):
+    """Through the helper (JSON lines, exact floats) the PNG is byte for byte the one drawn in this process; a
+    helper killed before the request still gives the figure (drawn here); closing ends the helper."""
+    code = f"""
+import sys
+from pathlib import Path
+import numpy as np
+from repcost.startup import load_torch
+load_torch()  # as repcost-train: a fresh process that imported torch itself
+from repcost.plots.fit_process import FitFigures
+rng = np.random.default_rng(0)
+g = np.linspace(-1.3, 1.3, 600); x = np.sort(rng.uniform(-1, 1, 7)); y = rng.normal(size=7)
+arrays = dict(x_grid=g, f_grid=np.sin(3 * g), x=x, y=y, spline_grid=np.interp(g, x, y))
+out = Path({str(tmp_path)!r})
+with FitFigures() as f:
+    helper = f._proc
+    assert helper is not None
+    f.draw(out / "a" / "helper.png", "title", **arrays)
+    helper.kill(); helper.wait()
+    f.draw(out / "b" / "fallback.png", "title", **arrays)
+    assert f._proc is None and "matplotlib.figure" in sys.modules and "matplotlib.pyplot" not in sys.modules
+assert helper.returncode is not None
+with FitFigures() as f:  # matplotlib is loaded here now: no helper
+    assert f._proc is None
+    f.draw(out / "c" / "here.png", "title", **arrays)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    helper, fallback, here = (tmp_path / d / n for d, n in (("a", "helper.png"), ("b", "fallback.png"),
+                                                             ("c", "here.png")))
+    assert helper.read_bytes().startswith(b"\x89PNG") and helper.read_bytes() == fallback.read_bytes()
+    assert here.read_bytes() == helper.read_bytes()
 
 
 def test_load_torch_leaves_the_collector_as_it_was_and_torch_out_of_its_reach():

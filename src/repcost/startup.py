@@ -106,6 +106,14 @@ def note_run_dir_clear() -> None:
     _run_dir = None
 
 
+_started_torch = False
+
+
+def started_torch() -> bool:
+    """Whether `load_torch` imported torch, i.e. this is a fresh repcost-train process (not a notebook or a test)."""
+    return _started_torch
+
+
 def load_torch() -> None:
     """In a fresh repcost-train process: import torch with the cyclic garbage collector paused, move everything
     loaded so far out of its reach, and have the rest frozen at exit too.
@@ -114,8 +122,10 @@ def load_torch() -> None:
     for the certificate, matplotlib for figures/fit.png) run full collections over them (~0.3 s together), and
     the interpreter's last collection at exit visits every object (~0.4 s). Where torch is loaded already (the
     CLI called in a notebook or a test), nothing is done: the host process's objects are not frozen."""
+    global _started_torch
     if "torch" in sys.modules:
         return
+    _started_torch = True
     enabled = gc.isenabled()
     gc.disable()
     try:

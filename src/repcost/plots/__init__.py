@@ -1,1 +1,2 @@
-"""Matplotlib figure builders: arrays and tables in, matplotlib Figure out (no training, no I/O)."""
+"""Matplotlib figure builders: arrays and tables in, matplotlib Figure out (no training, no I/O); `fit_process`
+draws a run's figures/fit.png."""

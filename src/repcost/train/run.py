@@ -28,6 +28,7 @@ from ..data import load_data
 from ..errors import RepcostError
 from ..identity import run_hash
 from ..models import build_model
+from ..plots.fit_process import FitFigures
 from ..rundir import CHECKPOINT, ERROR, SUMMARY, RunDir
 from ..provenance import provenance
 from .. import threads
@@ -293,23 +294,24 @@ def train_jobs(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> lis
                 j.rd.save_checkpoint(j.checkpoint(engine.state_dict(i), "running", wall, family))
 
     engine.on_checkpoint = checkpoint_running
-    try:
-        with stop_on_signals(engine.stop_flag):
-            results = engine.run()
-    finally:
-        for metrics, _ in outs:
-            metrics.close()
-    elapsed = time.perf_counter() - t_start  # the training time of every run of this process
-    engine.unstack()
-    out: list[dict | Exception] = []
-    for i, (j, r) in enumerate(zip(jobs, results)):
-        wall = j.wall_before + elapsed
-        if r.status == "preempted":
-            j.rd.save_checkpoint(j.checkpoint(engine.state_dict(i), "preempted", wall, family))
-            out.append({"status": "preempted", "steps": r.steps, "total_steps": j.spec.train.total_steps,
-                        "signal": engine.stop_flag.signal})
-        else:
-            out.append(_complete(j, engine, i, r, runners[i], outs[i][1], data, wall))
+    with FitFigures(helper=_plots_fit(data)) as figures:
+        try:
+            with stop_on_signals(engine.stop_flag):
+                results = engine.run()
+        finally:
+            for metrics, _ in outs:
+                metrics.close()
+        elapsed = time.perf_counter() - t_start  # the training time of every run of this process
+        engine.unstack()
+        out: list[dict | Exception] = []
+        for i, (j, r) in enumerate(zip(jobs, results)):
+            wall = j.wall_before + elapsed
+            if r.status == "preempted":
+                j.rd.save_checkpoint(j.checkpoint(engine.state_dict(i), "preempted", wall, family))
+                out.append({"status": "preempted", "steps": r.steps, "total_steps": j.spec.train.total_steps,
+                            "signal": engine.stop_flag.signal})
+            else:
+                out.append(_complete(j, engine, i, r, runners[i], outs[i][1], data, wall, figures))
     if any(r.status == "preempted" for r in results):
         if engine.stop_flag.signal != signal.SIGINT:  # Ctrl-C: the caller says it in its own words
             log.warning("preempted (signal %s) at step %d; checkpoint saved, relaunch to resume",
@@ -347,7 +349,7 @@ def run_summary(engine: Engine, i: int, result: TrainResult, job: RunJob, data_n
 
 
 def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: AnalysisRunner, tracker, data,
-              wall: float) -> dict | RepcostError:
+              wall: float, figures: FitFigures) -> dict | RepcostError:
     """A run's final files: summary.json (the certificate and final analyses included), checkpoint.pt,
     figures/fit.png, then FINISHED; or error.txt for a failed run (returned as the RepcostError it raises)."""
     model = engine.members[i].model
@@ -355,8 +357,8 @@ def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: 
     if result.status == "finished":
         summary.update(runner.final(model))
     checkpoint = job.checkpoint(engine.state_dict(i), result.status, wall, model.family)
-    if result.status == "finished" and data.task == "regression" and data.d_in == 1 and data.d_out == 1:
-        _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary)
+    if result.status == "finished" and _plots_fit(data):
+        _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary, figures)
     if tracker is not None:
         tracker.hparams(job.cfg_dict, summary)
         tracker.close()
@@ -370,11 +372,15 @@ def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: 
     return summary
 
 
-def _plot_fit(model, data, path: Path, summary: dict) -> None:
+def _plots_fit(data) -> bool:
+    """Whether a run draws figures/fit.png: regression from R to R."""
+    return data.task == "regression" and data.d_in == 1 and data.d_out == 1
+
+
+def _plot_fit(model, data, path: Path, summary: dict, figures: FitFigures) -> None:
     """figures/fit.png: the learned 1-D function over the data range (and a margin), the points and the
     min-norm linear spline through them."""
     from ..analysis.splines import linear_spline_interpolant
-    from ..plots.learned_function import learned_function_figure
 
     x = data.x_train[:, 0].detach().cpu().double()
     lo, hi = float(x.min()), float(x.max())
@@ -384,8 +390,6 @@ def _plot_fit(model, data, path: Path, summary: dict) -> None:
         f = model(grid[:, None])[:, 0].cpu().double().numpy()
     y = data.y_train[:, 0].cpu().double().numpy()
     g = grid.cpu().double().numpy()
-    fig = learned_function_figure(g, f, x.numpy(), y, f"{model.family} L={model.depth}: train loss "
-                                  f"{summary['train_loss']:.3g}, cost {summary['cost']:.4g}",
-                                  spline_grid=linear_spline_interpolant(x.numpy(), y)(g))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    figures.draw(path, f"{model.family} L={model.depth}: train loss {summary['train_loss']:.3g}, cost "
+                 f"{summary['cost']:.4g}", x_grid=g, f_grid=f, x=x.numpy(), y=y,
+                 spline_grid=linear_spline_interpolant(x.numpy(), y)(g))

@@ -1,0 +1,96 @@
+"""figures/fit.png drawn by a helper process that loads matplotlib while the run trains.
+
+matplotlib's import (~0.4 s: building every artist's docstring) and the drawing are most of what a 1-D run does
+after training. In repcost-train's own process (`startup.load_torch` imported torch there), `FitFigures` starts a
+helper when training starts: it loads matplotlib on a core the run leaves free (1-D nets train on one thread),
+then draws each figure it is sent, so the run's end waits only for the drawing. Elsewhere (a notebook, a test, a
+sweep worker), or if the helper cannot start or fails, the figure is drawn in this process by the same function.
+Requests are JSON lines (exact floats) on the helper's stdin; it answers each with a line once the file is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..startup import started_torch
+
+
+class FitFigures:
+    """Draws learned-function figures (`save_learned_function`), in a helper process where it pays."""
+
+    def __init__(self, helper: bool = True) -> None:
+        """`helper`: start the helper process (if this is repcost-train's own process and matplotlib is not loaded)."""
+        self._proc: subprocess.Popen | None = None
+        if helper and started_torch() and "matplotlib.figure" not in sys.modules:
+            try:  # its own session: a terminal's Ctrl-C is for the run, which then closes the helper
+                self._proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                              start_new_session=True)
+            except OSError:
+                self._proc = None
+
+    def draw(self, path: Path, title: str, **arrays: np.ndarray) -> None:
+        """Write the figure of `arrays` (x_grid, f_grid, x, y, spline_grid) to `path` before returning."""
+        request = {"path": str(path), "title": title, **{k: np.asarray(v).tolist() for k, v in arrays.items()}}
+        if self._proc is not None:
+            try:
+                self._proc.stdin.write(json.dumps(request) + "\n")
+                self._proc.stdin.flush()
+                if self._proc.stdout.readline().strip() == "drawn":
+                    return
+            except OSError:
+                pass
+            self.close()  # the helper failed: this figure and the next are drawn here
+        save_learned_function(**request)
+
+    def __enter__(self) -> FitFigures:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the helper (it exits at the end of its input)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()
+            proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+        finally:
+            proc.stdout.close()
+
+
+def save_learned_function(path: str, title: str, x_grid: list, f_grid: list, x: list, y: list,
+                          spline_grid: list | None = None) -> None:
+    """`learned_function_figure` written to `path` (PNG, 110 dpi; its folder made if missing)."""
+    from .learned_function import learned_function_figure  # matplotlib
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    a = np.asarray
+    fig = learned_function_figure(a(x_grid), a(f_grid), a(x), a(y), title, None if spline_grid is None else a(spline_grid))
+    fig.savefig(path, dpi=110)
+
+
+def _serve() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run decides when the helper ends
+    from . import learned_function  # noqa: F401  (matplotlib loads now, before the first request)
+
+    for line in sys.stdin:
+        save_learned_function(**json.loads(line))
+        print("drawn", flush=True)
+    os._exit(0)  # every file is written and closed: no need for the interpreter's teardown (~0.1 s) the run waits on
+
+
+if __name__ == "__main__":
+    _serve()
