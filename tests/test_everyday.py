@@ -175,9 +175,9 @@ def test_a_run_draws_its_figure_in_a_helper_without_loading_matplotlib_itself(tm
 
 def test_the_fit_helper_draws_what_this_process_draws_and_a_failed_helper_falls_back(tmp_path):
     """Through the helper (JSON lines, exact floats) the PNG is byte for byte the one drawn in this process; a
-    helper killed before the request still gives the figure (drawn here); closing ends the helper."""
+    figure sent to a helper that dies before answering is drawn here by `wait`; closing ends the helper."""
     code = f"""
-import sys
+import os, signal, sys
 from pathlib import Path
 import numpy as np
 from repcost.startup import load_torch
@@ -191,13 +191,18 @@ with FitFigures() as f:
     helper = f._proc
     assert helper is not None
     f.draw(out / "a" / "helper.png", "title", **arrays)
-    helper.kill(); helper.wait()
+    f.wait()
+    assert (out / "a" / "helper.png").exists() and "matplotlib" not in sys.modules
+    os.kill(helper.pid, signal.SIGSTOP)  # the helper cannot answer: it dies before drawing what it is sent
     f.draw(out / "b" / "fallback.png", "title", **arrays)
+    helper.kill(); helper.wait()
+    f.wait()
     assert f._proc is None and "matplotlib.figure" in sys.modules and "matplotlib.pyplot" not in sys.modules
 assert helper.returncode is not None
-with FitFigures() as f:  # matplotlib is loaded here now: no helper
+with FitFigures() as f:  # matplotlib is loaded here now: no helper, drawn before draw returns
     assert f._proc is None
     f.draw(out / "c" / "here.png", "title", **arrays)
+    assert (out / "c" / "here.png").exists()
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert p.returncode == 0, p.stderr

@@ -28,6 +28,7 @@ class FitFigures:
     def __init__(self, helper: bool = True) -> None:
         """`helper`: start the helper process (if this is repcost-train's own process and matplotlib is not loaded)."""
         self._proc: subprocess.Popen | None = None
+        self._pending: list[dict] = []  # requests sent to the helper, not yet answered
         if helper and started_torch() and "matplotlib.figure" not in sys.modules:
             try:  # its own session: a terminal's Ctrl-C is for the run, which then closes the helper
                 self._proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
@@ -37,18 +38,28 @@ class FitFigures:
                 self._proc = None
 
     def draw(self, path: Path, title: str, **arrays: np.ndarray) -> None:
-        """Write the figure of `arrays` (x_grid, f_grid, x, y, spline_grid) to `path` before returning."""
+        """Have the figure of `arrays` (x_grid, f_grid, x, y, spline_grid) drawn to `path`: by the helper, while
+        this process goes on until `wait`, or here, before returning."""
         request = {"path": str(path), "title": title, **{k: np.asarray(v).tolist() for k, v in arrays.items()}}
         if self._proc is not None:
             try:
                 self._proc.stdin.write(json.dumps(request) + "\n")
                 self._proc.stdin.flush()
-                if self._proc.stdout.readline().strip() == "drawn":
-                    return
+                self._pending.append(request)
+                return
             except OSError:
-                pass
-            self.close()  # the helper failed: this figure and the next are drawn here
+                self.close()  # the helper failed: this figure and the next are drawn here
         save_learned_function(**request)
+
+    def wait(self) -> None:
+        """Return once every figure asked for is written (what the helper failed to draw is drawn here)."""
+        pending, self._pending = self._pending, []
+        for i, request in enumerate(pending):
+            if self._proc is None or self._proc.stdout.readline().strip() != "drawn":
+                self.close()
+                for r in pending[i:]:
+                    save_learned_function(**r)
+                return
 
     def __enter__(self) -> FitFigures:
         return self
@@ -57,7 +68,7 @@ class FitFigures:
         self.close()
 
     def close(self) -> None:
-        """End the helper (it exits at the end of its input)."""
+        """End the helper (it exits at the end of its input); figures not waited for are not waited for."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
