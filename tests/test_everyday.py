@@ -166,6 +166,7 @@ def test_a_run_loads_neither_matplotlib_nor_scipy_optimize_and_its_helper_draws_
     scipy.optimize, fit.png drawn by the helper (~0.3 s and ~0.45 s of imports off every 1-D run)."""
     run = tmp_path / "run"
     code = ("import sys; from repcost.cli.train import main\n"
+            "import repcost.train.run as run; run.helper_pays = lambda: True  # as on an idle machine\n"
             f"sys.argv = ['repcost-train', 'train=certified', 'hydra.run.dir={run}', *{TINY!r}]; main()\n"
             "print('MODULES', *sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
@@ -187,12 +188,12 @@ from pathlib import Path
 import numpy as np
 from repcost.startup import load_torch
 load_torch()  # as repcost-train: a fresh process that imported torch itself
-from repcost.plots.fit_process import FitFigures
+from repcost.plots.fit_process import FitFigures, helper_pays
 rng = np.random.default_rng(0)
 g = np.linspace(-1.3, 1.3, 600); x = np.sort(rng.uniform(-1, 1, 7)); y = rng.normal(size=7)
 arrays = dict(x_grid=g, f_grid=np.sin(3 * g), x=x, y=y, spline_grid=np.interp(g, x, y))
 out = Path({str(tmp_path)!r})
-with FitFigures() as f:
+with FitFigures(helper=True) as f:
     helper = f._proc
     assert helper is not None
     f.draw(out / "a" / "helper.png", "title", **arrays)
@@ -204,7 +205,8 @@ with FitFigures() as f:
     f.wait()
     assert f._proc is None and "matplotlib.figure" in sys.modules and "matplotlib.pyplot" not in sys.modules
 assert helper.returncode is not None
-with FitFigures() as f:  # matplotlib is loaded here now: no helper, drawn before draw returns
+assert not helper_pays()  # matplotlib is loaded here now
+with FitFigures(helper=False) as f:  # drawn before draw returns
     assert f._proc is None
     f.draw(out / "c" / "here.png", "title", **arrays)
     assert (out / "c" / "here.png").exists()
@@ -215,6 +217,29 @@ with FitFigures() as f:  # matplotlib is loaded here now: no helper, drawn befor
                                                              ("c", "here.png")))
     assert helper.read_bytes().startswith(b"\x89PNG") and helper.read_bytes() == fallback.read_bytes()
     assert here.read_bytes() == helper.read_bytes()
+
+
+def test_the_fit_helper_starts_only_where_it_pays(monkeypatch):
+    import repcost.plots.fit_process as fp
+
+    monkeypatch.delitem(sys.modules, "matplotlib.figure", raising=False)
+    monkeypatch.setattr(fp, "started_torch", lambda: True)
+    monkeypatch.setattr(fp.threads, "cores_available", lambda: 2)
+    monkeypatch.setattr(fp.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    monkeypatch.setattr(fp.threads, "busy_elsewhere", lambda samples=5, interval=0.01: 0)
+    assert fp.helper_pays()  # an idle 2-core machine, a 1-thread run
+    monkeypatch.setattr(fp.threads, "busy_elsewhere", lambda samples=5, interval=0.01: 1)
+    assert not fp.helper_pays()  # the other core is busy
+    monkeypatch.setattr(fp.threads, "busy_elsewhere", lambda samples=5, interval=0.01: 0)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    assert not fp.helper_pays()  # the run uses both cores
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    monkeypatch.setattr(fp, "started_torch", lambda: False)
+    assert not fp.helper_pays()  # a notebook, a test or a sweep worker: drawn in process
+    monkeypatch.setattr(fp, "started_torch", lambda: True)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", sys)
+    assert not fp.helper_pays()  # matplotlib is loaded already
 
 
 def test_load_torch_leaves_the_collector_as_it_was_and_torch_out_of_its_reach():

@@ -1,10 +1,10 @@
 """figures/fit.png drawn by a helper process that loads matplotlib while the run trains.
 
 matplotlib's import (~0.4 s: building every artist's docstring) and the drawing are most of what a 1-D run does
-after training. In repcost-train's own process (`startup.load_torch` imported torch there), `FitFigures` starts a
-helper when training starts: it loads matplotlib on a core the run leaves free (1-D nets train on one thread),
-then draws each figure it is sent, so the run's end waits only for the drawing. Elsewhere (a notebook, a test, a
-sweep worker), or if the helper cannot start or fails, the figure is drawn in this process by the same function.
+after training. Where it pays (`helper_pays`: repcost-train's own process, a core free), `FitFigures` starts a
+helper when training starts: it loads matplotlib on the free core (1-D nets train on one thread), then draws each
+figure it is sent while the run computes its final certificate, so the run's end waits at most for the drawing.
+Otherwise, or if the helper cannot start or fails, the figure is drawn in this process by the same function.
 Requests are JSON lines (exact floats) on the helper's stdin; it answers each with a line once the file is written.
 """
 
@@ -19,17 +19,32 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import threads
 from ..startup import started_torch
+
+
+def helper_pays() -> bool:
+    """Whether a helper would shorten this run: repcost-train's own process (not a notebook, a test or a sweep
+    worker), matplotlib not loaded yet, and a core left free by the run's threads and the tasks running elsewhere
+    (one read of the run queue, as `threads.choose` reads it). On a full machine the helper's start-up would only
+    add to the work."""
+    if not started_torch() or "matplotlib.figure" in sys.modules:
+        return False
+    import torch
+
+    cores = threads.cores_available()
+    busy = threads.busy_elsewhere(samples=1) if cores == (os.cpu_count() or cores) else 0
+    return cores - torch.get_num_threads() - busy >= 1
 
 
 class FitFigures:
     """Draws learned-function figures (`save_learned_function`), in a helper process where it pays."""
 
-    def __init__(self, helper: bool = True) -> None:
-        """`helper`: start the helper process (if this is repcost-train's own process and matplotlib is not loaded)."""
+    def __init__(self, helper: bool) -> None:
+        """`helper`: start the helper process (`helper_pays` says when it does)."""
         self._proc: subprocess.Popen | None = None
         self._pending: list[dict] = []  # requests sent to the helper, not yet answered
-        if helper and started_torch() and "matplotlib.figure" not in sys.modules:
+        if helper:
             try:  # its own session: a terminal's Ctrl-C is for the run, which then closes the helper
                 self._proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
                                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,

@@ -28,7 +28,7 @@ from ..data import load_data
 from ..errors import RepcostError
 from ..identity import run_hash
 from ..models import build_model
-from ..plots.fit_process import FitFigures
+from ..plots.fit_process import FitFigures, helper_pays
 from ..rundir import CHECKPOINT, ERROR, SUMMARY, RunDir
 from ..provenance import provenance
 from .. import threads
@@ -294,7 +294,7 @@ def train_jobs(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> lis
                 j.rd.save_checkpoint(j.checkpoint(engine.state_dict(i), "running", wall, family))
 
     engine.on_checkpoint = checkpoint_running
-    with FitFigures(helper=_plots_fit(data)) as figures:
+    with FitFigures(helper=_plots_fit(data) and helper_pays()) as figures:
         try:
             with stop_on_signals(engine.stop_flag):
                 results = engine.run()
