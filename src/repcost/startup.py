@@ -118,8 +118,8 @@ def load_torch() -> None:
     """In a fresh repcost-train process: import torch with the cyclic garbage collector paused, move everything
     loaded so far out of its reach, and have the rest frozen at exit too.
 
-    The import makes ~10^5 long-lived objects: collected as usual, the import itself and every later one (scipy
-    for the certificate, matplotlib for figures/fit.png) run full collections over them (~0.3 s together), and
+    The import makes ~10^5 long-lived objects: collected as usual, the import itself and every later one (Hydra,
+    the certificate's solvers) run full collections over them (~0.3 s together), and
     the interpreter's last collection at exit visits every object (~0.4 s). Where torch is loaded already (the
     CLI called in a notebook or a test), nothing is done: the host process's objects are not frozen."""
     global _started_torch
