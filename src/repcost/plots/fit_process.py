@@ -45,7 +45,7 @@ class FitFigures:
         self._proc: subprocess.Popen | None = None
         self._pending: list[dict] = []  # requests sent to the helper, not yet answered
         if helper:
-            try:  # its own session: a terminal's Ctrl-C is for the run, which then closes the helper
+            try:  # detached from the terminal: its Ctrl-C is for the run, which then closes the helper
                 self._proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
                                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                               start_new_session=True)
