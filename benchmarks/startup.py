@@ -7,7 +7,7 @@ by a helper process that loads matplotlib while the run trains), write its files
 `make demo`'s run (`repcost-train train=certified`). Targets on an idle 2-core machine: demo overhead
 <= 2.5 s, `--help` <= 1.5 s. Each figure is the median of `--rounds` fresh processes; the load average is
 printed at the start and the end.
-A shared machine's speed drifts (on the 2-core test machine the same import of torch took 1.2-1.7 s within an
+A shared machine's speed drifts (on the 2-core test machine the same `import torch` took 1.6-3.1 s within an
 hour), so the time of `import torch` is printed as a yardstick for comparing figures taken at different times.
 On a busy machine wall times stretch; the CPU time (user + system) of the same demo with zero training
 steps (everything but the steps) approximates the overhead an idle core would show (an upper bound: it

@@ -9,7 +9,8 @@ same load, once the last count's OpenMP workers went idle); its speed in that ro
 in that round. It is the same setting: timing it again would only add the machine's noise, which on a shared
 2-core machine reaches ±30 % between two runs of one setting. Hence 25 rounds: where two counts tie (1 and 2
 threads on the MNIST net), the medians of 9 still moved ±10 % between runs of the benchmark and decided the cell
-by chance. A count `auto` chooses that is not among the fixed ones is timed on its own. Target: `auto` within 10 % of the best count in every cell (auto/best >= 0.90).
+by chance. A count `auto` chooses that is not among the fixed ones is timed on its own. Target: `auto` within
+10 % of the best count in every cell (auto/best >= 0.90).
 
     python benchmarks/threads.py [--seconds 0.5] [--rounds 25]
 """

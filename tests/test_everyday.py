@@ -27,12 +27,12 @@ def test_threads_rule(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(threads, "cores_available", lambda: 8)
     monkeypatch.setattr(threads.os, "cpu_count", lambda: 8)  # the process may use every core: the run queue counts
-    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 0)
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda *_: 0)
     assert threads.choose(3)[0] == 3  # an explicit setting wins over everything
     assert threads.choose("auto", work=threads.SMALL_WORK * 10)[0] == 8
     assert threads.choose("auto", work=threads.SMALL_WORK * 10, concurrency=3)[0] == 8 // 3
     assert threads.choose("auto", work=threads.SMALL_WORK / 10)[0] == 1  # small model: one thread
-    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 6)
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda *_: 6)
     assert threads.choose("auto", work=threads.SMALL_WORK * 10)[0] == 2  # 8 cores, 6 kept busy by others
     monkeypatch.setattr(threads.os, "cpu_count", lambda: 16)  # a share of a bigger machine: its run queue says nothing
     assert threads.choose("auto", work=threads.SMALL_WORK * 10)[0] == 8
@@ -92,10 +92,10 @@ def test_the_small_model_rule_keeps_the_demo_on_one_thread_and_lets_the_cores_de
     monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
     demo, mnist = _work([]), _work(["experiment=jacot22-fig1"])
     assert demo < threads.SMALL_WORK < mnist
-    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 0)
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda *_: 0)
     assert threads.choose("auto", demo) == (1, "small model")
     assert threads.choose("auto", mnist)[0] == 2  # an idle 2-core machine: both cores
-    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 1)
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda *_: 1)
     assert threads.choose("auto", mnist)[0] == 1  # beside one busy process: the free core
 
 

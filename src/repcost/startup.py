@@ -119,9 +119,9 @@ def load_torch() -> None:
     loaded so far out of its reach, and have the rest frozen at exit too.
 
     The import makes ~10^5 long-lived objects: collected as usual, the import itself and every later one (Hydra,
-    the certificate's solvers) run full collections over them (~0.3 s together), and
-    the interpreter's last collection at exit visits every object (~0.4 s). Where torch is loaded already (the
-    CLI called in a notebook or a test), nothing is done: the host process's objects are not frozen."""
+    the certificate's solvers) run full collections over them (~0.3 s together), and the interpreter's last
+    collection at exit visits every object (~0.4 s). Where torch is loaded already (the CLI called in a notebook
+    or a test), nothing is done: the host process's objects are not frozen."""
     global _started_torch
     if "torch" in sys.modules:
         return

@@ -96,6 +96,14 @@ def busy_elsewhere(samples: int = 5, interval: float = 0.01) -> int:
     return sorted(counts)[len(counts) // 2]
 
 
+def free_cores(samples: int = 5) -> int:
+    """Cores this process may use less those other tasks keep busy right now (`busy_elsewhere`), at least 0. The
+    run queue is the whole machine's: it says something about our cores only when they are all of them."""
+    cores = cores_available()
+    busy = busy_elsewhere(samples) if cores == (os.cpu_count() or cores) else 0
+    return max(0, cores - busy)
+
+
 def env_threads() -> int | None:
     """OMP_NUM_THREADS as a positive integer, or None when unset or unreadable."""
     try:
@@ -116,9 +124,7 @@ def choose(setting: int | str, work: float | None = None, concurrency: int = 1) 
         return 1, "small model"
     cores = cores_available()
     share = max(1, cores // max(1, min(concurrency, cores)))
-    # the run queue is the whole machine's: it says something about our cores only when they are all of them
-    busy = busy_elsewhere() if cores == (os.cpu_count() or cores) else 0
-    free = max(1, cores - busy)
+    free = max(1, free_cores())
     n = min(share, free)
     return n, f"auto: {cores} cores, {concurrency} concurrent job(s), {cores - free} busy elsewhere"
 

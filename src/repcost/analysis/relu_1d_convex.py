@@ -38,6 +38,12 @@ class ConvexMinimum:
     dual_value: float
 
 
+def kink_features(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(kinks t, signs s, Φ (N, 2M)) of `unit_features` with the kinks at the M distinct values of x (N,)."""
+    kinks, signs, phi = unit_features(torch.from_numpy(x), torch.from_numpy(np.unique(x)))
+    return kinks.numpy(), signs.numpy(), phi.numpy()
+
+
 def make_feasible(beta: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, float]:
     """β (N, d) centred (Σβ = 0) and scaled into max_j ‖Φ_jᵀβ‖ ≤ 1; returns it and the sup before scaling."""
     beta = beta - beta.mean(axis=0, keepdims=True)
@@ -61,7 +67,7 @@ def convex_minimum(x: np.ndarray, y: np.ndarray, rho: float) -> ConvexMinimum:
     n, d = y.shape
     if n > MAX_POINTS:
         raise ValueError(f"the exact 1-D solve takes at most {MAX_POINTS} points ({n} given)")
-    kinks, signs, phi = (t.numpy() for t in unit_features(torch.from_numpy(x), torch.from_numpy(np.unique(x))))
+    kinks, signs, phi = kink_features(x)
     k = phi.shape[1]
     # min (Nρ/2)‖β‖² + ⟨β, y⟩ (= −D/2ρ) s.t. Σβ = 0 (zero cone) and (1, Φ_jᵀβ) in a second-order cone for each j;
     # Clarabel's form is Aβ + s = b, s in the cones; β is flattened row-major (i, output). Stationarity,

@@ -16,13 +16,11 @@ exactly.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from ..models.base import RepModel
 from ..objective import data_loss
-from .relu_1d_convex import MAX_POINTS, convex_minimum, dual_value, make_feasible
-from .unit_features import unit_features
+from .relu_1d_convex import MAX_POINTS, convex_minimum, dual_value, kink_features, make_feasible
 
 
 def relu_1d_duality_gap(x: torch.Tensor, f: torch.Tensor, y: torch.Tensor, rho: float,
@@ -39,7 +37,7 @@ def relu_1d_duality_gap(x: torch.Tensor, f: torch.Tensor, y: torch.Tensor, rho: 
         raise ValueError(f"the duality gap needs weight decay: rho = {rho} (with λ = 0 the dual is trivial)")
     xd, fd, yd = (t.detach().to("cpu", torch.float64).numpy() for t in (x, f, y))
     n = yd.shape[0]
-    phi = unit_features(torch.from_numpy(xd), torch.from_numpy(np.unique(xd)))[2].numpy()  # kinks at the data
+    phi = kink_features(xd)[2]
     own, sup = make_feasible((fd - yd) / (n * rho), phi)  # β = α/2ρ = (f − y)/(Nρ)
     best = dual_value(own, yd, rho)
     if solve and n <= MAX_POINTS:

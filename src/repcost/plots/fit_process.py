@@ -32,9 +32,7 @@ def helper_pays() -> bool:
         return False
     import torch
 
-    cores = threads.cores_available()
-    busy = threads.busy_elsewhere(samples=1) if cores == (os.cpu_count() or cores) else 0
-    return cores - torch.get_num_threads() - busy >= 1
+    return threads.free_cores(samples=1) - torch.get_num_threads() >= 1
 
 
 class FitFigures:

@@ -354,9 +354,9 @@ def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: 
     figures/fit.png, then FINISHED; or error.txt for a failed run (returned as the RepcostError it raises)."""
     model = engine.members[i].model
     summary = run_summary(engine, i, result, job, data.name, wall)
-    if result.status == "finished" and _plots_fit(data):  # drawn by the helper while the certificate runs
-        _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary, figures)
     if result.status == "finished":
+        if _plots_fit(data):  # drawn by the helper while the certificate runs
+            _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary, figures)
         summary.update(runner.final(model))
     checkpoint = job.checkpoint(engine.state_dict(i), result.status, wall, model.family)
     figures.wait()
