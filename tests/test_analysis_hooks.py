@@ -85,6 +85,15 @@ def test_analyze_bad_input_one_line_exit_2(tmp_path, run_cli, case, match):
     assert len(lines) == 1 and match in lines[0], p.stderr
 
 
+def test_analysis_full_runs_what_applies_and_says_why_not_the_rest(tmp_path):
+    s = train(tmp_path / "r", "model=fc", "model.width=8", "data=teacher", "data.n_train=40", "data.n_test=10",
+              "train.phases.0.steps=30", "train.phases.1.steps=0", "analysis=full")
+    assert "registered representation costs" in s["not_applicable"]["costs"]
+    assert not {k for k in s if k.startswith("costs.")}
+    assert {"hidden.min_rank", "weights.W1.rank", "jacobian.prop3_bound", "balance.layer_gap_max"} <= set(s)
+    assert s["jacobian.schatten_cost_max"] <= s["jacobian.prop3_bound"] + 1e-9  # Jacot 2023 Prop 3 on a chain
+
+
 def test_costs_analysis_on_savarese_net(tmp_path):
     s = train(tmp_path / "r", "model=linear_relu", "model.width=30", "train=adam", "train.phases.0.steps=300",
               "analysis=costs")

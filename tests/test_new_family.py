@@ -202,7 +202,7 @@ def test_a_family_that_declares_no_symmetry_gets_no_balance_numbers(tmp_path):
         d = tmp_path / "skip"
         code, _, err = train([f"--config-dir={conf}", "model=skip_relu", "train.phases.0.steps=40",
                               "train.phases.1.steps=10", "train.progress=false", "data=teacher", "data.n_train=30",
-                              "data.n_test=10", "analysis=spectra", f"hydra.run.dir={d}"], tmp_path)
+                              "data.n_test=10", "analysis=full", f"hydra.run.dir={d}"], tmp_path)
         assert code == 0, err
         s = json.loads((d / "summary.json").read_text())
     finally:
@@ -210,5 +210,23 @@ def test_a_family_that_declares_no_symmetry_gets_no_balance_numbers(tmp_path):
     assert {"hidden.min_rank", "weights.W2.rank", "jacobian.rank_max", "cert.stationarity"} <= set(s)
     assert not {k for k in s if "unit_gap" in k or "layer_gap" in k or "neuron_gap" in k}
     na = s["not_applicable"]
-    assert {"cert.unit_gap", "balance.layer_gap", "balance.neuron_gap"} <= set(na)
+    assert {"cert.unit_gap", "balance.layer_gap", "balance.neuron_gap", "jacobian.prop3_bound"} <= set(na)
+    assert "jacobian.prop3_bound" not in s  # Jacot 2023 Prop 3 bounds chains; a skip net can exceed it
+    assert "registered representation costs" in na.pop("costs") and not {k for k in s if k.startswith("costs.")}
     assert all("declares no" in why for why in na.values())
+
+
+def test_prop3_bound_fails_for_a_skip_net_and_is_not_reported():
+    from repcost.analysis.hooks import AnalysisContext, CommonOptions
+    from repcost.analysis.jacobians import jacobian_spectra, prop3_bound, schatten_cost
+    from repcost.registry import ANALYSES
+
+    m = SkipReLU(SkipConfig(depth=3, width=1), 1, 1, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        for W, v in zip(m.weights, (1.0, 0.0, 1.0)):  # f(x) = relu(x) + relu(0·relu(x)) = relu(x): J = 1 at x = 1
+            W.fill_(v)
+    x = torch.ones(1, 1, dtype=torch.float64)
+    assert schatten_cost(jacobian_spectra(m, x), 3) == pytest.approx(1.0) and prop3_bound(m) == pytest.approx(2 / 3)
+    r = ANALYSES.get("jacobian").build.fn(m, x, CommonOptions(), AnalysisContext(None, 1))
+    assert "jacobian.prop3_bound" not in r.scalars and "declares no" in r.not_applicable["jacobian.prop3_bound"]
+    assert r.scalars["jacobian.schatten_cost_max"] == pytest.approx(1.0)

@@ -3,7 +3,8 @@
 Each analysis registers itself (`ANALYSES.register(name, OptionsDataclass)`) with a function
 (model, x, options, data) -> Result of scalars (summary.json and metrics.jsonl), arrays
 (analysis/<name>.npz) and tidy per-layer rows (analysis/layers.csv), plus a check of whether it
-applies to the model (an analysis that does not apply is an error before training). Its options
+applies to the model and data (one that does not is listed under `not_applicable` with the reason; a
+selection of which nothing applies is an error before training). Its options
 are a dataclass: `analysis.options.*` is validated against the options of every registered
 analysis before any work starts (`config.schema.validate_options`), so a misspelt option is one
 line, exit 2. The certificate is one of them, run at the end of every finished run unless
@@ -99,8 +100,12 @@ def _jacobian(model, x, opts: CommonOptions, ctx) -> Result:
     sc = np.atleast_1d(schatten_cost(s, model.depth))
     r = Result({"jacobian.rank_max": int(np.max(ranks["numerical_rank"])),
                 "jacobian.rank_mean": float(np.mean(ranks["numerical_rank"])),
-                "jacobian.schatten_cost_max": float(sc.max()), "jacobian.prop3_bound": prop3_bound(model)},
-               {"jacobian_s": s})
+                "jacobian.schatten_cost_max": float(sc.max())}, {"jacobian_s": s})
+    if model.structure.layer_rescaling:  # the proof's J f(x) = W_L D_{L−1}(x) ⋯ D_1(x) W_1 (Structure)
+        r.scalars["jacobian.prop3_bound"] = prop3_bound(model)
+    else:
+        r.not_applicable["jacobian.prop3_bound"] = (f"the {model.family} family declares no layer rescaling "
+                                                    "symmetry (Jacot 2023 Prop 3 bounds layered nets)")
     for measure in ("numerical_rank", "stable_rank", "entropy_rank"):  # over the points: mean, min, max
         v = np.atleast_1d(np.asarray(ranks[measure], dtype=float))
         r.scalars.update({f"jacobian.{measure}_mean": float(v.mean()), f"jacobian.{measure}_min": float(v.min()),
@@ -227,12 +232,13 @@ class AnalysisRunner:
     def __init__(self, cfg: AnalysisConfig, model, data, run_dir: Path, train=None):
         self.cfg, self.data, self.run_dir = cfg, data, Path(run_dir)
         opts = validate_options(cfg)
-        for name in cfg.analyses:
-            why = ANALYSES.get(name).build.applies(model, data)
-            if why:
-                raise RepcostError(f"analysis '{name}' does not apply to this run: {why}")
+        self.skipped = {n: why for n in cfg.analyses if (why := ANALYSES.get(n).build.applies(model, data))}
+        if self.skipped and len(self.skipped) == len(cfg.analyses):  # nothing selected applies: a mistake
+            name, why = next(iter(self.skipped.items()))
+            raise RepcostError(f"analysis '{name}' does not apply to this run: {why}")
+        self.names = [n for n in cfg.analyses if n not in self.skipped]
         self.x = analysis_points(cfg, data) if cfg.analyses else None
-        self.options = {n: _options(ANALYSES.get(n).schema, opts) for n in cfg.analyses}
+        self.options = {n: _options(ANALYSES.get(n).schema, opts) for n in self.names}
         self.certify = cfg.certificate.enabled and train is not None
         self.options["certificate"] = cfg.certificate
         y = training_targets(data, data.y_train, train.loss) if train is not None else data.y_train
@@ -255,17 +261,19 @@ class AnalysisRunner:
 
     def periodic(self, model, step: int) -> dict:
         """Scalars of the selected cheap analyses at a training step."""
-        return self._run(model, [n for n in self.cfg.analyses if ANALYSES.get(n).build.cheap]).scalars
+        return self._run(model, [n for n in self.names if ANALYSES.get(n).build.cheap]).scalars
 
     def final(self, model) -> dict:
-        """The certificate and every selected analysis; writes analysis/*.npz and analysis/layers.csv; returns
-        the scalars (with `not_applicable`: what the model's structure does not support, and why)."""
+        """The certificate and every selected analysis that applies; writes analysis/*.npz and analysis/layers.csv;
+        returns the scalars (with `not_applicable`: the analyses and terms that do not apply to the run, and why)."""
         names = ["certificate"] if self.certify else []
         if self.cfg.at_end:
-            names += list(self.cfg.analyses)
+            names += self.names
         if not names:
             return {}
         r = self._run(model, names)
+        if self.cfg.at_end:
+            r.not_applicable.update(self.skipped)
         out_dir = self.run_dir / "analysis"
         by_name: dict[str, dict] = {}
         for key, arr in r.arrays.items():

@@ -41,8 +41,11 @@ class Structure:
     """What a family declares it has; analyses read these flags, never a family name.
 
     chain: `affine_chain()` gives the network as x ↦ W_L σ(… σ(W_1 x + b_1) …) + b_L.
-    layer_rescaling: scaling layer ℓ's weights by c_ℓ (and its bias by c_1⋯c_ℓ) with Π_ℓ c_ℓ = 1 keeps the
-      function (`layer_sq_norms()`: Jacot 2023 Prop 12's layer balance).
+    layer_rescaling: the net is layered, every path from input to output passing once through each of
+      `weight_matrices()` and the activation between them (a chain, or blocks of chains side by side), so
+      scaling layer ℓ's weights by c_ℓ (and its bias by c_1⋯c_ℓ) with Π_ℓ c_ℓ = 1 keeps the function
+      (`layer_sq_norms()`: Jacot 2023 Prop 12's layer balance) and J f(x) = W_L D_{L−1}(x) ⋯ D_1(x) W_1
+      (Jacot 2023 Prop 3's bound). Not a net with skip connections.
     unit_rescaling: scaling a hidden unit's incoming parameters by c > 0 and its outgoing ones by 1/c
       keeps the function (`unit_norms()`, `rescale_units()`): the per-unit balance of a critical point.
     positively_homogeneous: σ(cz) = cσ(z) for c > 0.
