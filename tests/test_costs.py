@@ -30,16 +30,8 @@ from repcost.analysis.sparsity import (
     parallel_from_normalised,
     parallel_normalise,
 )
-from repcost.analysis.splines import (
-    PiecewiseLinear1D,
-    linear_spline_interpolant,
-    min_norm_relu_net_1d,
-    rbar_of_piecewise_linear,
-    relu_net_1d_cost,
-    relu_net_1d_function,
-    rl_cost_univariate,
-    spline_min_cost,
-)
+from repcost.analysis.function_1d import PiecewiseLinear1D, deep_relu_net_1d_function, relu_net_1d_cost
+from repcost.analysis.relu_1d import linear_spline_interpolant, min_norm_relu_net_1d, rl_cost_univariate, spline_min_cost
 
 TOL = 1e-8
 DEPTHS = [2, 3, 4, 5]
@@ -202,23 +194,23 @@ def test_cost_CL_and_schatten_hand_examples():
 def test_relu_net_1d_cost_hand_example():
     # f = 2[x]₊ − [−x + 1]₊ + 3[2x − 4]₊ + [−2x + 4]₊ + 7[5]₊ + 0.5x + 1, units: (w, b, a) = (1, 0, 2): kink 0, jump +2;  (−1, 1, −1): kink 1, jump −1;
     # (2, −4, 3): kink 2, jump +6;  (−2, 4, 1): kink 2, jump +2 (merged with the previous: +8);
-    # (0, 5, 7): constant 35.
-    w = np.array([1.0, -1.0, 2.0, -2.0, 0.0])
-    b = np.array([0.0, 1.0, -4.0, 4.0, 5.0])
-    a = np.array([2.0, -1.0, 3.0, 1.0, 7.0])
-    f = relu_net_1d_function(w, b, a, c=1.0, v=0.5)
+    # (0, 5, 7): constant 35; 0.5x = 0.5[x]₊ − 0.5[−x]₊: kink 0, jumps +0.5 and −0.5 (cancelling).
+    w = np.array([1.0, -1.0, 2.0, -2.0, 0.0, 1.0, -1.0])
+    b = np.array([0.0, 1.0, -4.0, 4.0, 5.0, 0.0, 0.0])
+    a = np.array([2.0, -1.0, 3.0, 1.0, 7.0, 0.5, -0.5])
+    f = deep_relu_net_1d_function([w[:, None], a[None, :]], [b, np.array([1.0])], knot_tol=1e-9)
     np.testing.assert_allclose(f.knots, [0.0, 1.0, 2.0])
     np.testing.assert_allclose(f.jumps, [2.0, -1.0, 8.0])
     # f′(−∞) = 0.5 + (−1)(−1) + 1·(−2) = −0.5 ; f′(+∞) = 0.5 + 2 + 6 = 8.5
     assert f.left_slope == pytest.approx(-0.5) and f.right_slope == pytest.approx(8.5)
-    assert relu_net_1d_cost(w, b, a, c=1.0, v=0.5) == pytest.approx(max(11.0, 8.0))
+    assert relu_net_1d_cost(w, b, a, c=1.0) == pytest.approx(max(11.0, 8.0))
     xs = np.linspace(-3, 5, 41)
-    direct = np.maximum(np.outer(xs, w) + b, 0) @ a + 0.5 * xs + 1.0
+    direct = np.maximum(np.outer(xs, w) + b, 0) @ a + 1.0
     np.testing.assert_allclose(f(xs), direct, atol=1e-12)
     # Opposite jumps at one kink cancel before absolute values: [x]₊ − [x]₊ has cost 0.
     assert relu_net_1d_cost([1.0, 2.0], [0.0, 0.0], [1.0, -0.5]) == 0.0
     # A pure linear function v·x costs |2v| (end-slope term); an absolute value |x| costs 2.
-    assert relu_net_1d_cost([0.0], [0.0], [0.0], v=1.5) == pytest.approx(3.0)
+    assert relu_net_1d_cost([1.0, -1.0], [0.0, 0.0], [1.5, -1.5]) == pytest.approx(3.0)
     assert relu_net_1d_cost([1.0, -1.0], [0.0, 0.0], [1.0, 1.0]) == pytest.approx(2.0)
 
 
@@ -248,11 +240,13 @@ def test_spline_min_cost_matches_interpolant(seed):
     np.testing.assert_allclose(f(x), y, atol=1e-12)
     cost = spline_min_cost(x, y)
     assert cost == pytest.approx(f.rbar(), abs=1e-12)
-    assert cost == pytest.approx(rbar_of_piecewise_linear(f.knots, f.values, f.left_slope, f.right_slope), abs=1e-12)
+    assert cost == pytest.approx(PiecewiseLinear1D.from_values(f.knots, f.values, f.left_slope, f.right_slope).rbar(),
+                                 abs=1e-12)
     xs = np.sort(x)
     assert cost == pytest.approx(_brute_force_27(xs, y[np.argsort(x)]), abs=1e-7)
     # A ReLU net realising the interpolant with C(θ) = ½(‖a‖² + ‖w‖²) = R̄ (Thm 3.1 construction).
-    w, b, a, c = min_norm_relu_net_1d(f)
+    w, b, a, c = min_norm_relu_net_1d(f).weights()
+    a, c = a[0], float(c[0])
     grid = np.linspace(-6, 6, 101)
     np.testing.assert_allclose(np.maximum(np.outer(grid, w) + b, 0) @ a + c, f(grid), atol=1e-10)
     assert 0.5 * (a @ a + w @ w) == pytest.approx(cost, abs=1e-10)

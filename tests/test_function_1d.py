@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from repcost.analysis.function_1d import deep_relu_net_1d_function, model_1d_function, rbar_on_grid
-from repcost.analysis.splines import relu_net_1d_cost
+from repcost.analysis.function_1d import deep_relu_net_1d_function, model_1d_function, rbar_on_grid, relu_net_1d_cost
 from repcost.models import build_model
 from repcost.models.fc import FCConfig
 from repcost.models.linear_relu import LinearReLUConfig
@@ -97,11 +96,9 @@ def test_far_kinks_do_not_spoil_precision():
 def test_a_unit_whose_kink_overflows_is_a_constant():
     """w = 1e-310 puts the kink at −b/w = ±inf (overflow): on every finite x the unit is a·[b]₊, so the net
     equals the others plus that constant and R̄ is theirs (it had been nan)."""
-    from repcost.analysis.splines import relu_net_1d_function
-
     w, b, a = np.array([1.0, -2.0, 1e-310]), np.array([0.3, 0.1, 0.7]), np.array([0.5, 1.5, 2.0])
-    f = relu_net_1d_function(w, b, a, c=0.25)
-    g = relu_net_1d_function(w[:2], b[:2], a[:2], c=0.25 + 2.0 * 0.7)
+    f = deep_relu_net_1d_function([w[:, None], a[None, :]], [b, [0.25]])
+    g = deep_relu_net_1d_function([w[:2, None], a[None, :2]], [b[:2], [0.25 + 2.0 * 0.7]])
     x = np.linspace(-3, 3, 61)
     assert np.allclose(f(x), g(x), rtol=0, atol=1e-12)
     assert np.isfinite(f.rbar()) and f.rbar() == g.rbar()

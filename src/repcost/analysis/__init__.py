@@ -21,12 +21,13 @@ _MODULES = {
     "convex_relu": ("ConvexR2Result", "min_r2_interpolant"),
     "costs": ("cost_CL", "effective_matrix", "path_norm", "phi3_lower_bound", "phi3_lower_bound_search", "phi3_upper_bound"),
     "forces": ("layer_forces",),
+    "function_1d": ("relu_net_1d_cost",),
     "jacobians": ("jacobian_rank", "jacobian_spectra", "jacobians", "prop3_bound", "schatten_cost"),
     "phi": ("phi_L",),
     "reformulation": ("reformulated_loss",),
     "sparsity": ("active_subnetworks", "l2L_quasinorm", "parallel_alpha_normalised", "parallel_balance"),
     "spectra": ("entropy_rank", "hidden_spectra", "normalised", "numerical_rank", "singular_values", "stable_rank", "weight_spectra"),
-    "splines": ("linear_spline_interpolant", "relu_net_1d_cost", "spline_min_cost"),
+    "relu_1d": ("linear_spline_interpolant", "spline_min_cost"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 __all__ = sorted(_WHERE)

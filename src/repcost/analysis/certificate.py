@@ -28,7 +28,7 @@ not part of it.
 
 Where the model is a two-layer ReLU net on 1-D inputs with free biases and the loss is MSE, it also
 reports `duality_gap_rel`: an upper bound on how far the objective is above its global minimum over nets
-of any width, relative to the objective (analysis/relu_1d_dual.py). Also beside the verdict.
+of any width, relative to the objective (analysis/relu_1d.py). Also beside the verdict.
 
 A term whose symmetry the model does not declare (models/base.py `Structure`) is not computed: it is
 listed in `not_applicable` with the reason instead.
@@ -47,7 +47,7 @@ from .balance import linear_layer_balance
 from .clarke import MAX_KINKS, clarke_gradient_norm
 from .descent import lbfgs_descent
 from .family_costs import family_gaps
-from .relu_1d_dual import duality_gap
+from .relu_1d import duality_gap
 
 STATIONARITY_TOL = 1e-2
 GAP_TOL = 1e-2
@@ -114,19 +114,10 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
     balanced = lam == 0 or all(v <= gap_tol for v in gaps.values())
     out["critical_point"] = bool(finite and stationary and balanced)
     if finite:  # a two-layer 1-D ReLU net: how far above the global minimum (not part of the verdict)
-        out.update(global_gap(m, x, y, loss, lam, reg_scale))
+        out.update(duality_gap(m, x, y, loss, lam, reg_scale))
     if descent_evals > 0 and finite:
         d = lbfgs_descent(m, x, y, loss, lam, reg_scale, descent_evals)
         out["descent_rel"], out["descent_evals"] = d["descent_rel"], d["evaluations"]
     if na:
         out["not_applicable"] = na
     return out
-
-
-def global_gap(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str) -> dict[str, float]:
-    """`relu_1d_dual.duality_gap` at the objective's ρ = λ·s, in float64: `duality_gap_rel` bounds how far the
-    objective is above its global minimum (relative); {} where no convex reformulation applies or λ = 0."""
-    if lam <= 0:
-        return {}
-    m = float64_model(model)
-    return duality_gap(m, *float64_inputs(m, x, y), loss, lam * reg_scale_factor(reg_scale, m.depth))

@@ -49,6 +49,7 @@ import numpy as np
 
 from ..errors import RepcostError
 from .arrays import as_f64
+from .relu_1d import both_sides, distinct, features
 from .two_rays import TwoLayerNet
 
 __all__ = ["ConvexR2Result", "arrangement_patterns", "dual_bound", "min_r2_interpolant"]
@@ -77,16 +78,6 @@ def _inputs(x) -> np.ndarray:
     if x.ndim != 2 or x.shape[1] not in (1, 2):
         raise NotImplementedError(f"exact arrangement enumeration is implemented for d = 1 and 2, got x of shape {x.shape}")
     return x
-
-
-def _dedupe(x: np.ndarray, y: np.ndarray):
-    """Drop repeated inputs (same label required: otherwise nothing interpolates)."""
-    _, first, inv = np.unique(x, axis=0, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
-    if not np.allclose(y, y[first][inv]):
-        raise ValueError("repeated x with different y: no interpolant exists")
-    keep = np.sort(first)
-    return x[keep], y[keep]
 
 
 def _threshold_patterns(t: np.ndarray) -> list:
@@ -134,12 +125,11 @@ def arrangement_patterns(x) -> np.ndarray:
 def _sup_over_units(x: np.ndarray, lam: np.ndarray) -> float:
     """M(λ) = sup_{‖w‖=1, b} |Σ_i λ_i [wᵀx_i + b]₊| for 1ᵀλ = 0, exactly (d = 1 or 2)."""
     N, d = x.shape
+    if d == 1:  # w = ±1: the unit-slope features with kinks at the data points
+        return float(np.abs(lam @ features(x[:, 0], *both_sides(x[:, 0]))).max())
     best = 0.0
     for j in range(N):
         z = x - x[j]  # b = −wᵀx_j: F_j(w) = Σ_i λ_i [wᵀz_i]₊, positively homogeneous in w
-        if d == 1:
-            best = max(best, abs(float(lam @ np.maximum(z[:, 0], 0))), abs(float(lam @ np.maximum(-z[:, 0], 0))))
-            continue
         nz = np.linalg.norm(z, axis=1) > 0
         ang = np.arctan2(z[nz, 1], z[nz, 0])
         brk = np.sort(np.mod(np.concatenate([ang + np.pi / 2, ang - np.pi / 2]), 2 * np.pi))
@@ -190,7 +180,7 @@ def min_r2_interpolant(x, y, solver: str = "CLARABEL", prune_rtol: float = 1e-8)
     y = as_f64(y).reshape(-1)
     if y.size != x.shape[0] or y.size == 0:
         raise ValueError(f"x has {x.shape[0]} rows but y has {y.size} entries")
-    x, y = _dedupe(x, y)
+    x, y = distinct(x, y)
     N, d = x.shape
     if N == 1 or np.ptp(y) == 0:
         return ConvexR2Result(0.0, 0.0, TwoLayerNet(np.zeros((0, d)), np.zeros(0), np.zeros(0), float(y[0])),

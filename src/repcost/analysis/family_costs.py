@@ -16,9 +16,10 @@ import torch
 
 from . import costs as C
 from . import sparsity as S
-from . import splines as SP
 from .arrays import as_f64
+from .function_1d import relu_net_1d_cost
 from .phi import phi_L
+from .relu_1d import spline_min_cost
 
 CostFn = Callable[[Any, torch.Tensor, torch.Tensor], tuple[dict[str, float], dict[str, Any]]]
 GapFn = Callable[[Any], dict[str, np.ndarray]]
@@ -54,8 +55,8 @@ def linear_relu_costs(model, x_train: torch.Tensor, y_train: torch.Tensor) -> tu
     out = {"costs.path_norm": C.path_norm(W, a), "costs.phi_L": phi_L(W, a, model.depth)}
     if W.shape[1] == 1 and model.depth == 2:
         c = float(as_f64(model.c)[0]) if model.c is not None else 0.0
-        out["costs.rbar"] = SP.relu_net_1d_cost(W[:, 0], as_f64(model.b), a, c)
-        out["costs.spline_min_cost"] = SP.spline_min_cost(as_f64(x_train)[:, 0], as_f64(y_train)[:, 0])
+        out["costs.rbar"] = relu_net_1d_cost(W[:, 0], as_f64(model.b), a, c)
+        out["costs.spline_min_cost"] = spline_min_cost(as_f64(x_train)[:, 0], as_f64(y_train)[:, 0])
     return out, {}
 
 

@@ -1,25 +1,88 @@
 """The exact piecewise-linear function of a univariate deep (leaky-)ReLU net, and its R̄ (Savarese Thm 3.1).
 
+Thm 3.1:  R̄(f) = max(∫|f″|, |f′(−∞) + f′(+∞)|).  For a continuous piecewise-linear f with kinks
+x_1 < … < x_M, slope jumps u_i and end slopes l_0, l_M, ∫|f″| = Σ_i |u_i|.  Every function here is
+a :class:`PiecewiseLinear1D`, and R̄ is its ``rbar()``.
+
 A net R → R with (leaky-)ReLU activations computes a continuous piecewise-linear function.  We
 propagate it layer by layer exactly: every unit of a layer is represented on one shared, sorted
 set of knots t_1 < … < t_M by its values at the knots and its two end slopes.  An affine layer
 acts on those numbers directly; an activation adds, as new knots, every point where some unit
 crosses zero (inside a segment by linear interpolation, or on an end ray).  The output is a
-:class:`~repcost.analysis.splines.PiecewiseLinear1D`, whose ``rbar()`` is Savarese's
-R̄(f) = max(∫|f″|, |f′(−∞) + f′(+∞)|) — for any depth, so deep nets (Savarese Fig 2) can be
-compared with :func:`~repcost.analysis.splines.spline_min_cost`.
+:class:`PiecewiseLinear1D` — for any depth, so deep nets (Savarese Fig 2) can be compared with
+:func:`~repcost.analysis.relu_1d.spline_min_cost`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
 
 from .arrays import as_f64, float64_model
-from .splines import PiecewiseLinear1D
 
-__all__ = ["deep_relu_net_1d_function", "model_1d_function", "model_rbar_1d", "rbar_on_grid"]
+
+@dataclass(frozen=True)
+class PiecewiseLinear1D:
+    """Continuous piecewise-linear f: R → R given by knots, f(knots) and the M+1 segment slopes."""
+
+    knots: np.ndarray  # (M,), strictly increasing, M ≥ 1
+    values: np.ndarray  # (M,), f at the knots
+    slopes: np.ndarray  # (M+1,), slopes[0] = f′(−∞), slopes[i] on (knots[i-1], knots[i]), slopes[M] = f′(+∞)
+
+    @classmethod
+    def from_values(cls, knots, values, left_slope: float, right_slope: float) -> "PiecewiseLinear1D":
+        """Linear interpolation of (knots, values) extended by the given end slopes."""
+        knots = as_f64(knots).reshape(-1)
+        values = as_f64(values).reshape(-1)
+        if knots.size == 0 or knots.shape != values.shape:
+            raise ValueError("knots and values must be non-empty and of equal length")
+        if np.any(np.diff(knots) <= 0):
+            raise ValueError("knots must be strictly increasing")
+        inner = np.diff(values) / np.diff(knots)
+        slopes = np.concatenate([[float(left_slope)], inner, [float(right_slope)]])
+        return cls(knots, values, slopes)
+
+    @property
+    def left_slope(self) -> float:
+        """f′(−∞)."""
+        return float(self.slopes[0])
+
+    @property
+    def right_slope(self) -> float:
+        """f′(+∞)."""
+        return float(self.slopes[-1])
+
+    @property
+    def jumps(self) -> np.ndarray:
+        """Slope jumps u_i = f′(x_i⁺) − f′(x_i⁻) at the knots (the point masses of f″)."""
+        return np.diff(self.slopes)
+
+    def tv_derivative(self) -> float:
+        """∫|f″| = Σ_i |u_i|, the total variation of f′ (first term of Savarese Thm 3.1)."""
+        return float(np.sum(np.abs(self.jumps)))
+
+    def rbar(self) -> float:
+        """R̄(f) = max(∫|f″|, |f′(−∞) + f′(+∞)|) (Savarese Thm 3.1)."""
+        return float(max(self.tv_derivative(), abs(self.left_slope + self.right_slope)))
+
+    def __call__(self, x):
+        """Evaluate f at x (numpy in, numpy out; same shape as x)."""
+        x = as_f64(x)
+        seg = np.searchsorted(self.knots, x, side="right")  # segment index 0..M
+        left, right = np.maximum(seg - 1, 0), np.minimum(seg, self.knots.size - 1)
+        # from the nearer end of the segment: a far knot (|x| ~ 1e100 for a unit with a tiny input
+        # weight) would cancel catastrophically
+        base = np.where(np.abs(x - self.knots[right]) < np.abs(x - self.knots[left]), right, left)
+        return self.values[base] + self.slopes[seg] * (x - self.knots[base])
+
+
+def relu_net_1d_cost(w, b, a, c: float = 0.0) -> float:
+    """R̄(f) of the two-layer net f(x) = Σ_k a_k[w_k x + b_k]₊ + c, from its kinks and end slopes (Savarese Thm 3.1)."""
+    w = as_f64(w).reshape(-1)
+    return deep_relu_net_1d_function([w[:, None], as_f64(a).reshape(1, -1)], [as_f64(b), [float(c)]],
+                                     knot_tol=1e-9).rbar()
 
 
 def _merge_close(t: np.ndarray, rel_tol: float) -> np.ndarray:
@@ -78,7 +141,7 @@ def deep_relu_net_1d_function(weights: Sequence, biases: Optional[Sequence] = No
             break
         # zero crossings, each computed from the segment end nearer to it
         new = [t]
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if t.size > 1:
                 z0, z1 = Z[:-1], Z[1:]
                 seg, unit = np.nonzero((z0 * z1) < 0)

@@ -138,17 +138,17 @@ def projection_interpolant(x, y, u) -> TwoLayerNet:
     """Min-R2 interpolant of the projections (uᵀx_i, y_i) lifted to R^d: units ±u (rank one, §5.3 / Fig 5).
 
     The 1-D interpolant is Savarese's minimiser (linear spline, eq. 27) realised by a balanced net
-    (:func:`repcost.analysis.splines.min_norm_relu_net_1d`); raises ValueError when two samples
+    (:func:`repcost.analysis.relu_1d.min_norm_relu_net_1d`); raises ValueError when two samples
     with different labels project to the same point (no interpolant on span(u)).
     """
-    from .splines import linear_spline_interpolant, min_norm_relu_net_1d
+    from .relu_1d import linear_spline_interpolant, min_norm_relu_net_1d
 
     x = as_matrix(x, "x")
     u = as_vector(u, "u")
     u = u / np.linalg.norm(u)
     p = x @ u
-    w, b, a, c = min_norm_relu_net_1d(linear_spline_interpolant(p, as_vector(y, "y")))
-    return TwoLayerNet(w[:, None] * u[None, :], a, b, c)
+    w, b, a, c = min_norm_relu_net_1d(linear_spline_interpolant(p, as_vector(y, "y"))).weights()
+    return TwoLayerNet(w[:, None] * u[None, :], a[0], b, float(c[0]))
 
 
 def prune_units(W, a, rel_tol: float = 1e-10):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..analysis.certificate import global_gap
 from ..analysis.function_1d import model_1d_function
-from ..analysis.splines import spline_min_cost
+from ..analysis.relu_1d import duality_gap, spline_min_cost
 from . import eval_1d
 
 KINK_REL = 1e-3  # a kink counts when its slope change is above KINK_REL × the largest one
@@ -16,10 +15,10 @@ KINK_REL = 1e-3  # a kink counts when its slope change is above KINK_REL × the 
 def read_1d(run) -> dict:
     """R̄(f) exact from the kinks (Thm 3.1), the spline minimum (Thm 3.3), the fit's residual and kinks, and the
     plot's arrays (`_x`, `_y`, `_grid`, `_f`, `_knots`). `duality_gap_rel` (two-layer nets): how far the run's
-    objective is at most above its global minimum (analysis/relu_1d_dual.py; NaN for deeper nets)."""
+    objective is at most above its global minimum (analysis/relu_1d.py; NaN for deeper nets)."""
     model, data, summary = run.model, run.data, run.summary
     t = run.spec.train
-    gap = global_gap(model, data.x_train, data.y_train, t.loss, t.lam, t.reg_scale).get("duality_gap_rel", float("nan"))
+    gap = duality_gap(model, data.x_train, data.y_train, t.loss, t.lam, t.reg_scale).get("duality_gap_rel", float("nan"))
     x, y = data.x_train.numpy()[:, 0], data.y_train.numpy()[:, 0]
     smin = spline_min_cost(x, y)
     f = model_1d_function(model)

@@ -7,7 +7,7 @@ kinks, Thm 3.1) and the minimum cost over interpolants `spline_min_cost` (Thm 3.
 
 from __future__ import annotations
 
-from ..analysis.splines import linear_spline_interpolant, spline_min_cost
+from ..analysis.relu_1d import linear_spline_interpolant, spline_min_cost
 from ..plots.savarese import interpolant_panels
 from . import Verdict
 from .read_1d import read_1d

@@ -7,7 +7,7 @@ its kinks and end slopes (analysis/function_1d.py) — against `spline_min_cost`
 
 from __future__ import annotations
 
-from ..analysis.splines import linear_spline_interpolant
+from ..analysis.relu_1d import linear_spline_interpolant
 from ..plots.savarese import interpolant_panels
 from . import Verdict
 from .read_1d import read_1d

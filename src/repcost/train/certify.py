@@ -2,7 +2,7 @@
 
 A run with `train.certify.gap_tol` set asks, at the end of every phase that trains the stated objective, how far
 its objective can be above the global minimum: the duality gap of the convex 1-D problem
-(`analysis.certificate.global_gap`, two-layer ReLU nets on 1-D inputs with MSE). A member whose gap is within the
+(`analysis.relu_1d.duality_gap`, two-layer ReLU nets on 1-D inputs with MSE). A member whose gap is within the
 tolerance stops there, certified. After the schedule the budget allows `certify.rounds` escalation rounds
 (`TrainConfig.all_phases`); a member still above the tolerance at the end of the budget is not certified and says
 so. Where no gap exists (deeper nets, other inputs or losses) nothing escalates and the run says that its
@@ -11,15 +11,9 @@ certificate is local only (the critical-point certificate), not a global one.
 
 from __future__ import annotations
 
-from ..analysis.certificate import global_gap
+import math
+
 from ..config.schema import TrainConfig
-from ..models.base import RepModel
-from ..data.bundle import DataBundle
-
-
-def gap_rel(model: RepModel, data: DataBundle, y_train, cfg: TrainConfig) -> float | None:
-    """The relative duality gap of the stated objective at the model's parameters; None where none exists."""
-    return global_gap(model, data.x_train, y_train, cfg.loss, cfg.lam, cfg.reg_scale).get("duality_gap_rel")
 
 
 def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, rounds: int, steps: int) -> dict:
@@ -38,7 +32,12 @@ def describe(summary: dict) -> str | None:
     gap, rounds = summary["certify.gap_rel"], summary["certify.rounds"]
     after = f"after {rounds} escalation round{'s' * (rounds != 1)}, {summary['certify.steps']} steps"
     if summary["certified"]:
-        return f"certified within {100 * gap:.3g} % of the global minimum of its objective (duality gap; {after})"
+        line = f"certified within {100 * gap:.3g} % of the global minimum of its objective (duality gap; {after})"
+        if summary.get("critical_point") is False:  # the local certificate ran and does not accept the point
+            st = summary.get("cert.clarke_stationarity", summary.get("cert.stationarity", math.nan))
+            line += (f"; not a critical point (stationarity {st:.3g}): the gap bounds the objective, and a point "
+                     "that close to the minimum's objective need not be a minimiser")
+        return line
     if gap is None:
         return ("not certified: no global-minimum certificate exists for this model (the duality gap needs a two-layer "
                 "ReLU net on 1-D inputs with MSE and λ > 0); the critical-point certificate above is a local one, "

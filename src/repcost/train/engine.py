@@ -19,14 +19,14 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from tqdm.auto import tqdm
 
-from ..analysis.units import insert_units, place_convex_minimum, rebalance
+from ..analysis.relu_1d import duality_gap, insert_units, place_convex_minimum
+from ..analysis.units import rebalance
 from ..config.schema import PhaseConfig, TrainConfig
 from ..data.bundle import DataBundle
 from ..errors import RepcostError
 from ..identity import STACKABLE_KEYS, without_stackable
 from ..models.base import RepModel
 from ..objective import data_loss, objective, reg_scale_factor, training_targets
-from .certify import gap_rel
 from .optim import Optimizer
 from .preempt import StopFlag
 from .schedule import lr_factor
@@ -418,7 +418,8 @@ class Engine:
         tol = self.cfg.certify.gap_tol
         for i in self.active:
             m = self.members[i]
-            m.gap = gap_rel(m.model, m.data, m.y_train, m.cfg)
+            m.gap = duality_gap(m.model, m.data.x_train, m.y_train, m.cfg.loss, m.cfg.lam,
+                                m.cfg.reg_scale).get("duality_gap_rel")
             if m.gap is None:  # no global certificate for this model: the schedule is the whole budget
                 self.phases = self.phases[:max(len(self.cfg.phases), self.pos.phase + 1)]
             elif m.gap <= tol:
@@ -446,7 +447,7 @@ class Engine:
                     raise RepcostError(f"{self._phase_key()}.insert_units={ph.insert_units}: {e}") from None
                 if feats:
                     log.info("member %d (seed %d), phase %d: inserted %d units, largest dual violation %.3g",
-                             i, m.seed, self.pos.phase, len(feats), max(f.violation for f in feats))
+                             i, m.seed, self.pos.phase, len(feats), max(v for _, v in feats))
         if ph.convex_units:
             for i in self.active:
                 m = self.members[i]

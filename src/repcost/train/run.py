@@ -381,7 +381,7 @@ def _plots_fit(data) -> bool:
 def _plot_fit(model, data, path: Path, summary: dict, figures: FitFigures) -> None:
     """figures/fit.png: the learned 1-D function over the data range (and a margin), the points and the
     min-norm linear spline through them."""
-    from ..analysis.splines import linear_spline_interpolant
+    from ..analysis.relu_1d import linear_spline_interpolant
 
     x = data.x_train[:, 0].detach().cpu().double()
     lo, hi = float(x.min()), float(x.max())

@@ -1,0 +1,394 @@
+"""Two-layer ReLU nets on 1-D inputs: their units, the spline minimum, the convex problem with its dual, the
+duality gap, and the placement of the convex minimiser into a model.
+
+Units.  A net Σ_k a_k[w_k x + b_k]₊ + c with free biases is, unit by unit, η_k[s_k(x − t_k)]₊ + c with kink
+t_k = −b_k/w_k, side s_k = sign w_k and η_k = a_k|w_k|; a balanced unit (|w_k| = ‖a_k‖) costs
+½(w_k² + ‖a_k‖²) = ‖η_k‖. Every net this module makes is a :class:`Units`; its exact function, for any depth,
+is `function_1d.deep_relu_net_1d_function`.
+
+Spline minimum (Savarese et al. 2019 Thm 3.3, eq. 27).  The least R̄ over interpolants of (x_n, y_n) is
+attained by the linear spline through the data whose end slopes l_0, l_N minimise
+max(Σ_{n=0}^{N−1}|l_{n+1} − l_n|, |l_0 + l_N|). With T = Σ_{n=1}^{N−2}|l_{n+1} − l_n| (interior slopes only)
+and s = |l_1 + l_{N−1}| that minimum is max(T, (T + s)/2): taking l_0 = l_1, l_N = l_{N−1} gives max(T, s);
+moving the end slopes by a total of A raises the first term to T + A and lowers |l_0 + l_N| to no less than
+s − A, so when s > T the best is A = (s − T)/2, split here evenly between the two ends (any split is optimal).
+
+Convex problem.  At its balanced points a net trained on MSE + ρΣ‖p‖² (weights and output weights; biases
+free) is the problem  min_{η,c} (1/N)‖Φη + c − y‖² + 2ρΣ_j‖η_j‖  over unit-slope features
+φ_j(x) = [s_j(x − t_j)]₊ (Bach 2017, "Breaking the curse of dimensionality with convex neural networks";
+Savarese et al. 2019 §3), a lower bound on every net's objective. Its Lagrange dual, with α = 2ρβ, is
+    max_β D(β) = 2ρ(−⟨β, y⟩ − (Nρ/2)‖β‖²)   over  Σ_i β_i = 0,  ‖Φ_jᵀβ‖ ≤ 1 for every feature,
+and any feasible β gives D(β) ≤ min ≤ objective(θ). The constraint is piecewise linear in the kink between
+data points and constant beyond them once Σβ = 0, so kinks at the M distinct data points (2M features,
+s = ±1) state both problems exactly. The dual is a QP over second-order cones, solved by Clarabel's
+interior-point method to 10⁻¹⁰; the multipliers of its cone constraints are the primal coefficients η_j.
+At the minimum the net's own point β = (f − y)/(Nρ) is the dual optimum (so it violates the constraint by a
+factor ≤ 1), and with the exact dual the gap objective − D is exact.
+
+Placement.  `place_convex_minimum` writes the minimiser into a model (all units at once); `insert_units` takes
+one conditional-gradient step per idle unit: the feature with a kink in a gap between data points whose
+MSE-gradient most violates the dual constraint, a unit that lowers the objective even where every existing
+unit's gradient is zero (a nonconvex local minimum of the finite net).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..models.base import RepModel
+from ..objective import data_loss, reg_scale_factor
+from .arrays import as_f64, float64_inputs, float64_model
+from .function_1d import PiecewiseLinear1D
+
+MAX_POINTS = 500  # the dual's constraint matrix is dense (2M × N): ~2 s at N = 500, ~10 s and less accurate at 1,000
+_ZERO = 1e-7  # multipliers below this fraction of the largest are the solver's zeros (inactive constraints)
+IDLE = 1e-3  # a unit carrying at most this fraction of the net's path mass may be re-placed (insert_units)
+
+
+@dataclass(frozen=True)
+class Units:
+    """f(x) = Σ_k η_k[s_k(x − t_k)]₊ + c: a two-layer ReLU net on R, unit by unit."""
+
+    kinks: np.ndarray  # (K,): t_k
+    signs: np.ndarray  # (K,): s_k = ±1, active right (+1) or left (−1) of the kink
+    eta: np.ndarray  # (K, d_out): the unit's output, its path mass ‖η_k‖
+    c: np.ndarray  # (d_out,)
+
+    def __call__(self, x) -> np.ndarray:
+        """f at x (N,), as an (N, d_out) array."""
+        return features(as_f64(x).reshape(-1), self.kinks, self.signs) @ self.eta + self.c
+
+    def weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The balanced net realising f: (w (K,), b (K,), a (d_out, K), c (d_out,)) with |w_k| = ‖a_k‖ = √‖η_k‖,
+        so ½(‖a‖² + ‖w‖²) = Σ_k‖η_k‖."""
+        root = np.sqrt(np.linalg.norm(self.eta, axis=1))
+        w = self.signs * root
+        return w, -w * self.kinks, (self.eta / np.where(root > 0, root, 1.0)[:, None]).T, self.c
+
+
+def features(x: np.ndarray, kinks: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    """Φ (N, K): [s_j(x − t_j)]₊ on the inputs x (N,)."""
+    return np.maximum(signs[None, :] * (x[:, None] - kinks[None, :]), 0.0)
+
+
+def both_sides(kinks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(kinks, signs) with every kink twice: s = +1, then s = −1."""
+    return np.concatenate([kinks, kinks]), np.repeat([1.0, -1.0], kinks.size)
+
+
+def distinct(x, y) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of x (N,) or (N, d), sorted, with their y; ValueError where a repeated x has two ys
+    (nothing interpolates) or the data are empty."""
+    x, y = as_f64(x), as_f64(y)
+    if x.shape[:1] != y.shape[:1] or x.size == 0:
+        raise ValueError("x and y must be non-empty and of equal length")
+    _, first, inv = np.unique(x, axis=0, return_index=True, return_inverse=True)
+    if not np.allclose(y, y[first][inv.reshape(-1)]):
+        raise ValueError("repeated x with different y: no interpolant exists")
+    return x[first], y[first]
+
+
+# ----------------------------------------------------------------------------------------------
+# The spline minimum (Savarese Thm 3.3)
+# ----------------------------------------------------------------------------------------------
+
+
+def _interior_slopes(x, y):
+    """Sorted distinct x, y, l_1, …, l_{N−1} of Savarese eq. (26), T = Σ|l_{n+1} − l_n| over them, s = |l_1 + l_{N−1}|."""
+    x, y = distinct(as_f64(x).reshape(-1), as_f64(y).reshape(-1))
+    l = np.diff(y) / np.diff(x)
+    T = float(np.sum(np.abs(np.diff(l))))
+    s = abs(float(l[0] + l[-1])) if l.size else 0.0
+    return x, y, l, T, s
+
+
+def spline_min_cost(x, y) -> float:
+    """min R̄(f) over f with f(x_n) = y_n, = max(T, (T + |l_1 + l_{N−1}|)/2) (Savarese Thm 3.3, eq. 27 minimised)."""
+    x, _, _, T, s = _interior_slopes(x, y)
+    return 0.0 if x.size == 1 else max(T, 0.5 * (T + s))  # one point: the constant function
+
+
+def linear_spline_interpolant(x, y) -> PiecewiseLinear1D:
+    """The minimiser of Savarese Thm 3.3: linear spline through the data with end slopes l_0, l_N minimising eq. (27)."""
+    x, y, l, T, s = _interior_slopes(x, y)
+    if x.size == 1:
+        return PiecewiseLinear1D(x, y, np.zeros(2))
+    l0, lN = float(l[0]), float(l[-1])
+    if s > T:
+        shift = 0.25 * (s - T) * np.sign(l0 + lN)  # total change (s − T)/2, split evenly
+        l0, lN = l0 - shift, lN - shift
+    return PiecewiseLinear1D(x, y, np.concatenate([[l0], l, [lN]]))
+
+
+def min_norm_relu_net_1d(f: PiecewiseLinear1D) -> Units:
+    """The units realising f with cost Σ‖η_k‖ = R̄(f) (Savarese Thm 3.1 proof, eqs. 18–22).
+
+    α₊ = f″ (jumps u_i); α₋ is chosen as in the proof: α₋ = t|f″| with t = S/Σ|u_i| when
+    |S| ≤ Σ|u_i| (S = f′(−∞) + f′(+∞)), else α₋ = sign(S)|f″| plus a point mass S − sign(S)Σ|u_i|
+    at the first knot. Forward units [x − x_i]₊ get α(+1) = (α₊ + α₋)/2, backward units
+    [x_i − x]₊ get α(−1) = (α₊ − α₋)/2.
+    """
+    u = f.jumps
+    S = f.left_slope + f.right_slope
+    U = float(np.sum(np.abs(u)))
+    alpha_minus = np.zeros_like(u)
+    extra = 0.0
+    if abs(S) <= U:
+        if U > 0:
+            alpha_minus = (S / U) * np.abs(u)
+    else:
+        alpha_minus = np.sign(S) * np.abs(u)
+        extra = S - np.sign(S) * U
+    fwd = 0.5 * (u + alpha_minus)
+    bwd = 0.5 * (u - alpha_minus)
+    fwd[0] += 0.5 * extra
+    bwd[0] -= 0.5 * extra
+    eta = np.concatenate([fwd, bwd])
+    kinks, signs = both_sides(f.knots)
+    keep = eta != 0
+    net = Units(kinks[keep], signs[keep], eta[keep, None], np.zeros(1))
+    return Units(net.kinks, net.signs, net.eta, f(f.knots[:1]) - net(f.knots[:1])[0])
+
+
+def rl_cost_univariate(rbar: float, L: int) -> float:
+    """R_L(f) = R_2(f)^{2/L} for univariate f (Ongie Thm 3.1, eq. 9); R_2 = R̄ of Savarese Thm 3.1."""
+    if int(L) != L or L < 2:
+        raise ValueError(f"depth L must be an integer >= 2, got {L}")
+    return float(rbar) ** (2.0 / L)
+
+
+# ----------------------------------------------------------------------------------------------
+# The convex problem, its dual and the duality gap
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ConvexMinimum:
+    """The minimiser `net` (nonzero units only) and `value`, its objective; `beta` a feasible dual point
+    (N, d_out) and `dual_value` = D(beta) ≤ the minimum ≤ value."""
+
+    net: Units
+    value: float
+    beta: np.ndarray
+    dual_value: float
+
+
+def make_feasible(beta: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, float]:
+    """β (N, d) centred (Σβ = 0) and scaled into max_j ‖Φ_jᵀβ‖ ≤ 1; returns it and the sup before scaling."""
+    beta = beta - beta.mean(axis=0, keepdims=True)
+    sup = float(np.linalg.norm(phi.T @ beta, axis=1).max())
+    return (beta / sup if sup > 1 else beta), sup
+
+
+def dual_value(beta: np.ndarray, y: np.ndarray, rho: float) -> float:
+    """D(β) = 2ρ(−⟨β, y⟩ − (Nρ/2)‖β‖²) for a feasible β (N, d)."""
+    return 2 * rho * float(-(beta * y).sum() - y.shape[0] * rho / 2 * (beta ** 2).sum())
+
+
+def convex_minimum(x: np.ndarray, y: np.ndarray, rho: float) -> ConvexMinimum:
+    """The convex problem's minimiser and dual on 1-D data x (N,), y (N,) or (N, d_out), at ρ > 0; ValueError
+    beyond MAX_POINTS points."""
+    import clarabel  # loaded only where a run solves the problem
+    from scipy import sparse
+
+    x = as_f64(x).reshape(-1)
+    y = as_f64(y).reshape(x.size, -1)
+    n, d = y.shape
+    if n > MAX_POINTS:
+        raise ValueError(f"the exact 1-D solve takes at most {MAX_POINTS} points ({n} given)")
+    kinks, signs = both_sides(np.unique(x))
+    phi = features(x, kinks, signs)
+    k = phi.shape[1]
+    # min (Nρ/2)‖β‖² + ⟨β, y⟩ (= −D/2ρ) s.t. Σβ = 0 (zero cone) and (1, Φ_jᵀβ) in a second-order cone for each j;
+    # Clarabel's form is Aβ + s = b, s in the cones; β is flattened row-major (i, output). Stationarity,
+    # Nρβ + y + ν = Σ_j Φ_j z_j, makes the cone multipliers z_j the coefficients η_j of f = y + Nρβ. (Scaled to
+    # ½‖β‖² + ⟨β, y⟩/(Nρ) instead, the tiny ρ of the min-norm recipes makes the linear term ~10⁶ and the solver
+    # can declare the problem infeasible.)
+    cone = np.zeros((k, d + 1, n * d))
+    cone[:, 1:, :] = -np.einsum("ij,ab->jaib", phi, np.eye(d)).reshape(k, d, n * d)
+    A = sparse.csc_matrix(np.vstack([np.kron(np.ones((1, n)), np.eye(d)), cone.reshape(k * (d + 1), n * d)]))
+    b = np.concatenate([np.zeros(d), np.tile(np.concatenate([[1.0], np.zeros(d)]), k)])
+    cones = [clarabel.ZeroConeT(d)] + [clarabel.SecondOrderConeT(d + 1)] * k
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = 1e-10
+    sol = clarabel.DefaultSolver(n * rho * sparse.identity(n * d, format="csc"), y.ravel(), A, b, cones,
+                                 settings).solve()
+    beta, _ = make_feasible(np.asarray(sol.x).reshape(n, d), phi)
+    eta = np.asarray(sol.z)[d:].reshape(k, d + 1)[:, 1:]
+    size = np.linalg.norm(eta, axis=1)
+    keep = size > _ZERO * size.max() if size.max() > 0 else np.zeros(k, dtype=bool)
+    eta = eta[keep]
+    fit = phi[:, keep] @ eta
+    c = (y - fit).mean(axis=0)  # the free offset's optimum given η
+    value = float(((fit + c - y) ** 2).sum(axis=1).mean() + 2 * rho * np.linalg.norm(eta, axis=1).sum())
+    return ConvexMinimum(Units(kinks[keep], signs[keep], eta, c), value, beta, dual_value(beta, y, rho))
+
+
+def gap_at(x: np.ndarray, f: np.ndarray, y: np.ndarray, rho: float, objective: float,
+           solve: bool = True) -> dict[str, float]:
+    """x (N,), f and y (N, d_out): a net's values and the targets, ρ > 0, objective: the net's objective value.
+    The best dual value found, the gap objective − dual, the gap relative to the objective, and how far the net's
+    own dual point β = (f − y)/(Nρ) violated the constraint (its sup; 1 or less at the global minimum).
+
+    The net's own point is one candidate; with `solve` (and at most MAX_POINTS points) the exact dual optimum
+    is the other, and the better is kept: any feasible point gives a valid bound."""
+    if not rho > 0:
+        raise ValueError(f"the duality gap needs weight decay: rho = {rho} (with λ = 0 the dual is trivial)")
+    x, f, y = as_f64(x).reshape(-1), as_f64(f), as_f64(y)
+    n = y.shape[0]
+    own, sup = make_feasible((f - y) / (n * rho), features(x, *both_sides(np.unique(x))))
+    best = dual_value(own, y, rho)
+    if solve and n <= MAX_POINTS:
+        best = max(best, convex_minimum(x, y, rho).dual_value)
+    gap = objective - best
+    return {"dual_value": best, "duality_gap": gap, "duality_gap_rel": gap / objective if objective > 0 else gap,
+            "dual_violation": sup}
+
+
+def two_layer_1d(model: RepModel, x: torch.Tensor, writable: bool = False
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(W (m, 1), b (m,), a (d_out, m)) of a two-layer ReLU net on 1-D inputs with free hidden biases, read
+    through `affine_chain()`; ValueError naming what the model lacks otherwise. `writable`: the tensors must
+    be the model's own parameters (an algorithm will change them in place)."""
+    st = model.structure
+    if not st.chain:
+        raise ValueError(f"needs a chain of affine maps (the {model.family} family declares none)")
+    chain = model.affine_chain()
+    if model.depth != 2 or len(chain.weights) != 2 or x.shape[1] != 1:
+        raise ValueError(f"needs depth 2 and 1-D inputs (this net: depth {model.depth}, {x.shape[1]}-D inputs)")
+    if chain.slope != 0 or st.biases != "free" or not chain.biases:
+        raise ValueError(f"needs a ReLU layer with free biases (the {model.family} net: slope {chain.slope}, "
+                         f"biases {st.biases})")
+    W, b, a = chain.weights[0], chain.biases[0], chain.weights[1]
+    if writable and not all(isinstance(t, torch.nn.Parameter) for t in (W, b, a)):
+        raise ValueError(f"the {model.family} family's chain tensors are not its parameters")
+    return W, b, a
+
+
+def duality_gap(model: RepModel, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float,
+                reg_scale: str) -> dict[str, float]:
+    """`gap_at` of the model's parameters for the objective loss + λ·s·Σ‖p‖², in float64: `duality_gap_rel`
+    bounds how far the objective is above its global minimum over nets of any width (relative); {} where the
+    model is not a two-layer ReLU net on 1-D inputs with free biases, the loss is not MSE or λ = 0."""
+    if loss != "mse" or not lam > 0:
+        return {}
+    try:
+        two_layer_1d(model, x)
+    except (ValueError, NotImplementedError):
+        return {}
+    m = float64_model(model)
+    x, y = float64_inputs(m, x, y)
+    rho = lam * reg_scale_factor(reg_scale, m.depth)
+    with torch.no_grad():
+        f = m(x)
+        obj = float(data_loss(f, y, "mse") + rho * m.param_sq_norm())
+    return gap_at(x[:, 0], f, y, rho, obj)
+
+
+# ----------------------------------------------------------------------------------------------
+# Placement into a model
+# ----------------------------------------------------------------------------------------------
+
+
+def best_unit(x: np.ndarray, residual: np.ndarray, rho: float) -> tuple[Units, float] | None:
+    """The gap feature whose MSE-gradient (2/N)Φᵀr is largest, as one unit with its exact step, and its violation
+    ‖(2/N)Φᵀr‖/(2ρ) of the dual constraint (> 1 where it lowers the objective; ∞ when ρ = 0); None without a gap.
+
+    x: (N,) inputs, residual: (N, d_out) = f(x) − y. Kinks sit at the midpoints of the gaps between distinct
+    inputs, where training can move them either way. The step minimises (1/N)‖r + φηᵀ‖² + 2ρ‖η‖, a group-lasso
+    problem in η with the closed form η = −(Φᵀr/‖φ‖²)·(1 − ρN/‖Φᵀr‖)₊.
+    """
+    x, r = as_f64(x).reshape(-1), as_f64(residual)
+    pts = np.unique(x)
+    if pts.size < 2:
+        return None
+    kinks, signs = both_sides((pts[1:] + pts[:-1]) / 2)
+    phi = features(x, kinks, signs)
+    n = x.shape[0]
+    g = phi.T @ r  # (F, d_out)
+    gn = np.linalg.norm(g, axis=1)
+    j = int(gn.argmax())
+    score = 2.0 * float(gn[j]) / n
+    violation = score / (2.0 * rho) if rho > 0 else (float("inf") if score > 0 else 0.0)
+    shrink = max(0.0, 1.0 - rho * n / float(gn[j])) if gn[j] > 0 else 0.0
+    eta = -g[j] / (phi[:, j] ** 2).sum() * shrink
+    return Units(kinks[j:j + 1], signs[j:j + 1], eta[None, :], np.zeros(r.shape[1])), violation
+
+
+def _objective(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho: float) -> float:
+    """MSE + ρΣ‖p‖², the objective a unit placement must lower."""
+    return float(data_loss(model(x), y, "mse") + rho * model.param_sq_norm())
+
+
+def _write(net: Units, W: torch.Tensor, b: torch.Tensor, a: torch.Tensor, at: slice) -> None:
+    """The balanced weights of `net`'s units into the model's units `at`."""
+    for t, v in zip((W[at, 0], b[at], a[:, at]), net.weights()[:3]):
+        t.copy_(torch.as_tensor(v, dtype=t.dtype, device=t.device))
+
+
+def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho: float) -> list[tuple[Units, float]]:
+    """Re-place up to n idle units where a new unit lowers MSE + ρΣ‖p‖² most (PhaseConfig.insert_units).
+
+    Two-layer ReLU nets on 1-D inputs with free biases whose chain tensors are the parameters (`two_layer_1d`):
+    one at a time, the idle unit of least path mass |w_k|·‖a_k‖ (≤ IDLE of the net's) becomes the best gap
+    feature for the current residual (`best_unit`), balanced, while that feature violates the dual condition;
+    the rest is unchanged. Returns what was inserted (the unit and its violation), one entry per unit.
+    """
+    W, b, a = two_layer_1d(model, x, writable=True)
+    c = model.affine_chain().biases[-1]
+    c = c if isinstance(c, torch.nn.Parameter) else None
+    objective = lambda: _objective(model, x, y, rho)  # noqa: E731
+    inserted: list[tuple[Units, float]] = []
+    with torch.no_grad():
+        mass = W[:, 0].detach().double().abs() * a.detach().double().norm(dim=0)
+        idle = [k for k in torch.argsort(mass).tolist() if mass[k] <= IDLE * float(mass.sum())]
+        for k in idle[:n]:
+            before = objective()
+            saved = [t.clone() for t in (W[k], b[k], a[:, k], c if c is not None else W[k])]
+            if c is not None:  # an idle unit can still add a constant a_k·[b_k]₊ (a kink beyond the data): keep it in c
+                c += (a[:, k:k + 1] * torch.relu(x[:, 0] * W[k, 0] + b[k])).mean(dim=1)
+            a[:, k] = 0
+            best = best_unit(x[:, 0], model(x) - y, rho)
+            if best is not None and best[1] > 1:
+                _write(best[0], W, b, a, slice(k, k + 1))
+            if best is None or not best[1] > 1 or not objective() < before:  # only a step that lowers it
+                W[k], b[k], a[:, k] = saved[:3]
+                if c is not None:
+                    c.copy_(saved[3])
+                break
+            inserted.append(best)
+    return inserted
+
+
+def place_convex_minimum(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho: float) -> int:
+    """Make the net the minimiser of the convex problem at ρ (PhaseConfig.convex_units): the global minimum of
+    MSE + ρΣ‖p‖² over nets of any width (`convex_minimum`), its units balanced, the others zero.
+
+    A fully corrective form of `insert_units`: all units are re-placed at once. Needs a scalar output with a free
+    output bias and at least as many units as the minimiser has; kept only if it lowers the objective (returns the
+    units placed, 0 if the net was kept).
+    """
+    W, b, a = two_layer_1d(model, x, writable=True)
+    c = model.affine_chain().biases[-1]
+    if a.shape[0] != 1 or not isinstance(c, torch.nn.Parameter):
+        raise ValueError("needs a scalar output with a free output bias")
+    net = convex_minimum(x[:, 0], y[:, 0], rho).net
+    k = net.kinks.size
+    if k > W.shape[0]:
+        raise ValueError(f"the minimiser has {k} units, the net {W.shape[0]}: raise model.width to at least {k}")
+    objective = lambda: _objective(model, x, y, rho)  # noqa: E731
+    with torch.no_grad():
+        before, saved = objective(), [t.clone() for t in (W, b, a, c)]
+        for t in (W, b, a):
+            t.zero_()
+        _write(net, W, b, a, slice(0, k))
+        c.fill_(float(net.c[0]))
+        if not objective() < before:
+            for t, old in zip((W, b, a, c), saved):
+                t.copy_(old)
+            return 0
+    return k
