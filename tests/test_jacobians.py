@@ -13,12 +13,12 @@ import importlib
 jac_mod = importlib.import_module("repcost.analysis.jacobians")  # the module (the package exports the function)
 from repcost.analysis.jacobians import (  # noqa: E402
     jacobian_rank,
-    jacobian_rank_measures,
     jacobian_spectra,
     jacobians,
     prop3_bound,
     schatten_cost,
 )
+from repcost.analysis.spectra import rank_measures  # noqa: E402
 from repcost.models import MODELS, build_model  # noqa: E402
 
 FAMILIES = {
@@ -61,14 +61,14 @@ def test_jacobian_spectra_and_ranks():
     s = jacobian_spectra(m, x, chunk_size=2)
     assert s.shape == (9, 4)
     np.testing.assert_allclose(s, np.linalg.svd(jacobians(m, x), compute_uv=False), rtol=1e-12, atol=1e-14)
-    ranks = jacobian_rank_measures(s)
+    ranks = rank_measures(s)
     assert set(ranks) == {"numerical_rank", "stable_rank", "entropy_rank"} and ranks["stable_rank"].shape == (9,)
     assert jacobian_rank(m, x) == 4
 
     # a rank-2 bottleneck caps the Jacobian rank at 2
     m2 = model("fc", 6, 5, depth=3, width=[8, 2], beta=0.0)
     assert jacobian_rank(m2, x) == 2
-    assert np.all(jacobian_rank_measures(jacobian_spectra(m2, x))["numerical_rank"] <= 2)
+    assert np.all(rank_measures(jacobian_spectra(m2, x))["numerical_rank"] <= 2)
 
 
 def test_default_chunk_bounds_memory():

@@ -109,3 +109,14 @@ def test_installed_wheel_is_lean_and_ships_the_embedded_digits(installed, tmp_pa
                        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
                        env={**os.environ, "REPCOST_DATA": str(tmp_path / "data")})  # not the user's fetched copy
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "not a file" in p.stderr
+
+
+def test_installed_wheel_follows_the_readme(installed, tmp_path):
+    from test_docs_commands import parse, run, sandbox
+
+    bin_dir, _ = installed
+    commands, files = parse(REPO / "README.md")
+    home = sandbox(tmp_path, files)
+    for c in commands:  # top to bottom, as tests/test_docs_commands.py runs them with the checkout's .venv
+        if not c.needs:
+            run(c, home, bin_dir)

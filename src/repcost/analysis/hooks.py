@@ -32,8 +32,8 @@ from .arrays import float64_model
 from .balance import balance_summary, layer_balance, not_applicable
 from .certificate import critical_point_certificate
 from .family_costs import FAMILY_COSTS, family_costs
-from .jacobians import jacobian_rank_measures, jacobian_spectra, prop3_bound, schatten_cost
-from .spectra import hidden_spectra, weight_spectra
+from .jacobians import jacobian_spectra, prop3_bound, schatten_cost
+from .spectra import hidden_spectra, rank_measures, weight_spectra
 
 
 # -- options ---------------------------------------------------------------------------------------
@@ -96,7 +96,7 @@ def _weights(model, x, opts: CommonOptions, ctx) -> Result:
 
 def _jacobian(model, x, opts: CommonOptions, ctx) -> Result:
     s = jacobian_spectra(model, x[: ctx.n_points])
-    ranks = jacobian_rank_measures(s, opts.rel_tol)
+    ranks = rank_measures(s, opts.rel_tol)  # per point (Jacot 2023 Fig 1C)
     sc = np.atleast_1d(schatten_cost(s, model.depth))
     r = Result({"jacobian.rank_max": int(np.max(ranks["numerical_rank"])),
                 "jacobian.rank_mean": float(np.mean(ranks["numerical_rank"])),

@@ -16,14 +16,13 @@ import torch
 from torch.func import functional_call, jacfwd, jacrev, vmap
 
 from .arrays import as_f64
-from .spectra import DEFAULT_REL_TOL, _as_input, _model_device, numerical_rank, rank_measures, singular_values
+from .spectra import DEFAULT_REL_TOL, _as_input, _model_device, numerical_rank, singular_values
 
 __all__ = [
     "jacobians",
     "jacobian_spectra",
     "schatten_cost",
     "prop3_bound",
-    "jacobian_rank_measures",
     "jacobian_rank",
 ]
 
@@ -125,11 +124,6 @@ def prop3_bound(model) -> float:
     """
     total = sum(float(np.sum(as_f64(W) ** 2)) for W in model.weight_matrices())
     return total / int(model.depth)
-
-
-def jacobian_rank_measures(s: Any, rel_tol: float = DEFAULT_REL_TOL) -> dict:
-    """Per-point numerical, stable and entropy ranks of Jacobian spectra s (N, r) (Jacot 2023 Fig 1C, Def 1)."""
-    return rank_measures(s, rel_tol)
 
 
 def jacobian_rank(model, x: Any, rel_tol: float = DEFAULT_REL_TOL, chunk_size: Optional[int] = None) -> int:
