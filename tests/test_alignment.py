@@ -109,6 +109,7 @@ def test_identity_input_lower_bound():
         assert float(objective(r, x, y, "mse", lam, "one")[0].detach()) >= lb
 
 
+@pytest.mark.slow
 def test_identity_input_min_cost_drops_to_n_squared_at_the_cp_rank():
     """Prop 14 / Remark 23 for K_{3,3}: R_n(I_6, EᵀE) = N² = 36 once n ≥ N²/4 = 9, strictly more at n = 8."""
     from repcost.analysis.alignment import identity_input_lower_bound, identity_input_min_cost

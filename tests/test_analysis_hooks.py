@@ -52,6 +52,7 @@ def test_periodic_and_final_analyses(tmp_path):
     assert max(int(r["numerical_rank"]) for r in jac) == summary["jacobian.numerical_rank_max"] == summary["jacobian.rank_max"]
 
 
+@pytest.mark.slow
 def test_analyze_cli_reproduces_final_analysis(tmp_path, run_cli):
     d = tmp_path / "run"
     _hydra_dir(d, *ARGS, "analysis=spectra")
@@ -71,6 +72,7 @@ def test_analyze_cli_reproduces_final_analysis(tmp_path, run_cli):
     assert fresh["jacobian.schatten_cost_max"] != s["jacobian.schatten_cost_max"]  # other points
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case,match", [("notrun", "not a repcost run"), ("othermodel", "holds a"),
                                         ("costs_on_fc", "does not apply"), ("unknown", "allowed")])
 def test_analyze_bad_input_one_line_exit_2(tmp_path, run_cli, case, match):

@@ -7,10 +7,10 @@ import re
 
 import pytest
 import torch
-from conftest import REPO
 
 import repcost
 from repcost.errors import RepcostError
+from helpers import REPO, cli
 
 SWEEP = ["-m", "name=widths", "model=fc", "data=teacher", "model.width=5,10", "seed=0,1", "analysis=spectra",
          "train.phases=[{optimizer:adam,lr:0.001,steps:20}]", "train.progress=false"]
@@ -18,7 +18,6 @@ SWEEP = ["-m", "name=widths", "model=fc", "data=teacher", "model.width=5,10", "s
 
 @pytest.fixture(scope="module")
 def sweep_cwd(tmp_path_factory):
-    from conftest import cli
 
     cwd = tmp_path_factory.mktemp("api")
     p = cli("repcost-train", *SWEEP, cwd=cwd)

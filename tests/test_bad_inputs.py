@@ -6,9 +6,7 @@ a few cases that need a separate process (a file-size limit) run through the CLI
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import json
 import os
 import pickle
@@ -24,79 +22,13 @@ import torch
 from repcost.cli import analyze as analyze_cli
 from repcost.cli import collect as collect_cli
 from repcost.cli import train as train_cli
-
-QUICK = ("train.phases.0.steps=3", "train.phases.1.steps=3", "train.progress=false")
-
-
-def _main(fn, prog: str, argv: list[str], cwd: Path) -> tuple[int, str, str]:
-    """Run a console entry point in-process in `cwd`; (exit code, stdout, stderr)."""
-    out, err, code = io.StringIO(), io.StringIO(), 0
-    old_argv, old_cwd = sys.argv, os.getcwd()
-    sys.argv = [prog, *argv]
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                fn() if prog == "repcost-train" else fn(argv)
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else 1
-    finally:
-        sys.argv = old_argv
-        os.chdir(old_cwd)
-    return code, out.getvalue(), err.getvalue()
+from helpers import QUICK, in_process, train, assert_one_line, BAD_CONFIGS
 
 
-def train(argv: list[str], cwd: Path):
-    return _main(train_cli.main, "repcost-train", argv, cwd)
-
-
-def assert_one_line(code: int, err: str, *needles: str) -> None:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert code == 2, (code, err)
-    assert "Traceback" not in err, err
-    assert len(lines) == 1 and lines[0].startswith("repcost-"), err
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
 
 
 # -- config values, presets, options (validated before any work starts) ---------------------------
-BAD_CONFIGS = [
-    ("model.depth=1", "model.depth"), ("model.width=0", "model.width"), ("model=fc model.slope=1.5", "model.slope"),
-    ("model=fc model.beta=-1", "model.beta"), ("model.init_scale=0", "model.init_scale"),
-    ("model.linear_width=0", "model.linear_width"), ("model=parallel model.n_subnets=0", "model.n_subnets"),
-    ("model=fc model.width=[3,4,5]", "model.width"), ("model=nosuch", "model"), ("+model.foo=1", "model.foo"),
-    ("data.n_points=1", "data.n_points"), ("data.x_max=-5", "data.x_max"), ("data.y_scale=0", "data.y_scale"),
-    ("data.x_spacing=zigzag", "data.x_spacing"), ("data.x=[1,1]", "data.x"), ("data=nosuch", "data"),
-    ("data=mnist data.digits=[3,3]", "data.digits"), ("data=mnist data.task=regress", "data.task"),
-    ("data=teacher data.n_train=0", "data.n_train"), ("data=rank_k data.k=0", "data.k"),
-    ("data=bipartite data.n=3", "data.n"), ("data=curve_2d data.shape=blob", "data.shape"),
-    ("train.lam=-1", "train.lam"), ("train.lam=inf", "train.lam"), ("train.phases.0.lr=0", "train.phases.0.lr"),
-    ("train.phases.0.lr=inf", "train.phases.0.lr"), ("train.phases.0.steps=-1", "train.phases.0.steps"),
-    ("train.phases.0.optimizer=lbfgs", "train.phases.0.optimizer"),
-    ("train.phases.1.batch_size=4", "train.phases.1.batch_size"),
-    ("train.phases.0.momentum=1", "train.phases.0.momentum"), ("train.phases.0.schedule=step", "train.phases.0.schedule"),
-    ("train.phases.0.final_lr_ratio=0", "train.phases.0.final_lr_ratio"),
-    ("+train.phases.1.lam_factor=10", "lam_factor"), ("train.reg_scale=two", "train.reg_scale"),
-    ("train.loss=l1", "train.loss"), ("train.target_loss=-1", "train.target_loss"),
-    ("train.plateau_window=-1", "train.plateau_window"), ("train.check_every=0", "train.check_every"),
-    ("train.log_every=0", "train.log_every"), ("train.ensemble_size=0", "train.ensemble_size"),
-    ("train.certify_descent=-1", "train.certify_descent"),
-    ("train.checkpoint_every=-1", "train.checkpoint_every"), ("train.grad_tol=0", "train.grad_tol"),
-    ("train.diverge_factor=0.5", "train.diverge_factor"), ("train=nosuch", "train"), ("+train.foo=1", "train.foo"),
-    ("seed=-1", "seed"), ("dtype=float16", "dtype"), ("device=tpu", "device"), ("+foo=1", "foo"),
-    ("analysis.every=-1", "analysis.every"), ("analysis.n_points=0", "analysis.n_points"),
-    ("analysis=spectra analysis.options.which=bogus", "analysis.options.which"),
-    ("+analysis.options.centerd=false", "analysis.options.centerd"),
-    ("analysis=spectra analysis.options.points=val", "analysis.options.points"),
-    ("analysis=spectra analysis.options.rel_tol=2", "analysis.options.rel_tol"),
-    ("analysis.analyses=[hiden]", "analysis.analyses"), ("analysis=nosuch", "analysis"),
-    ("experiment=nosuch", "experiment"), ("experiment=ongie22-fig1-quik", "ongie22-fig1-quick"),
-    ("model=fc analysis=costs", "costs"), ("train.loss=cross_entropy", "cross_entropy"),
-    ("train.compile=maybe", "train.compile"), ("train.cuda_graphs=yes", "train.cuda_graphs"),
-]
-if not torch.cuda.is_available():
-    BAD_CONFIGS.append(("device=cuda", "device"))
-    BAD_CONFIGS.append(("train.cuda_graphs=on", "train.cuda_graphs"))
+
 
 
 @pytest.mark.parametrize("overrides,needle", BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
@@ -124,7 +56,7 @@ def test_resume_misuse(tmp_path):
     ids=["no-args", "unknown-flag", "not-a-run", "bad-override", "bad-group", "other-model", "bad-option"])
 def test_analyze_misuse(tmp_path, preempted_run, argv, needle):
     argv = [str(tmp_path) if a == "DIR" else str(preempted_run) if a == "RUN" else a for a in argv]
-    code, _, err = _main(analyze_cli.main, "repcost-analyze", argv, tmp_path)
+    code, _, err = in_process(analyze_cli.main, "repcost-analyze", argv, tmp_path)
     assert_one_line(code, err, needle)
 
 
@@ -133,7 +65,7 @@ def test_analyze_misuse(tmp_path, preempted_run, argv, needle):
 def test_collect_misuse(tmp_path, argv, needle):
     (tmp_path / "empty").mkdir()
     argv = [str(tmp_path / "nope") if a == "NOPE" else str(tmp_path / "empty") if a == "EMPTY" else a for a in argv]
-    code, _, err = _main(collect_cli.main, "repcost-collect", argv, tmp_path)
+    code, _, err = in_process(collect_cli.main, "repcost-collect", argv, tmp_path)
     assert_one_line(code, err, needle)
 
 
@@ -143,7 +75,7 @@ def test_analyze_refuses_an_out_inside_the_run(tmp_path, preempted_run, out):
     d = tmp_path / "run"
     shutil.copytree(preempted_run, d)
     before = sorted(p.relative_to(d) for p in d.rglob("*"))
-    code, _, err = _main(analyze_cli.main, "repcost-analyze",
+    code, _, err = in_process(analyze_cli.main, "repcost-analyze",
                          [str(d), "--out", out.replace("RUN", str(d)), "analysis.n_points=3"], tmp_path)
     assert_one_line(code, err, "--out", "inside the run directory", str(d / "reanalysis"))
     assert sorted(p.relative_to(d) for p in d.rglob("*")) == before
@@ -153,7 +85,7 @@ def test_analyze_out_under_reanalysis_with_overrides_after_the_options(tmp_path,
     d = tmp_path / "run"
     shutil.copytree(preempted_run, d)
     before = {p.relative_to(d): p.read_bytes() for p in d.rglob("*") if p.is_file()}
-    code, out, err = _main(analyze_cli.main, "repcost-analyze", [str(d), "analysis=spectra", "--out",
+    code, out, err = in_process(analyze_cli.main, "repcost-analyze", [str(d), "analysis=spectra", "--out",
                            str(d / "reanalysis" / "mine"), "analysis.n_points=3"], tmp_path)
     assert code == 0, err
     summary = json.loads((d / "reanalysis" / "mine" / "analysis" / "summary.json").read_text())
@@ -161,7 +93,7 @@ def test_analyze_out_under_reanalysis_with_overrides_after_the_options(tmp_path,
     after = {p.relative_to(d): p.read_bytes() for p in d.rglob("*") if p.is_file()}
     assert {k: v for k, v in after.items() if k.parts[0] != "reanalysis"} == before
     (tmp_path / "f").write_text("x")
-    code, _, err = _main(analyze_cli.main, "repcost-analyze", [str(d), "--out", str(tmp_path / "f")], tmp_path)
+    code, _, err = in_process(analyze_cli.main, "repcost-analyze", [str(d), "--out", str(tmp_path / "f")], tmp_path)
     assert_one_line(code, err, "is a file")
 
 
@@ -184,7 +116,7 @@ def test_collect_skips_unreadable_jobs_with_one_warning_each(tmp_path):
     _job(sweep, "badyaml", overrides="- seed=0\n  - : [\n")
     _job(sweep, "yamldict", overrides="seed: 0\n")
     _job(sweep, "binary", summary=None).joinpath("summary.json").write_bytes(b"\xff\xfe\x00garbage")
-    code, out, err = _main(collect_cli.main, "repcost-collect", [str(sweep)], tmp_path)
+    code, out, err = in_process(collect_cli.main, "repcost-collect", [str(sweep)], tmp_path)
     assert code == 0 and "Traceback" not in err
     lines = err.strip().splitlines()
     assert len(lines) == 5 and all(ln.startswith("repcost-collect: warning: ") and ln.endswith("; job left out of runs.csv")
@@ -200,7 +132,7 @@ def test_collect_with_no_readable_job_is_one_line(tmp_path):
     sweep = tmp_path / "sweep"
     _job(sweep, "a", summary="{")
     _job(sweep, "b", overrides="[")
-    code, _, err = _main(collect_cli.main, "repcost-collect", [str(sweep)], tmp_path)
+    code, _, err = in_process(collect_cli.main, "repcost-collect", [str(sweep)], tmp_path)
     assert_one_line(code, err, "none of its 2 job(s) could be read", "summary.json")
     assert not (sweep / "runs.csv").exists()
 
@@ -272,6 +204,7 @@ def test_write_faults_are_one_line(tmp_path, monkeypatch, errno_name, needle):
     assert not (tmp_path / "run" / "FINISHED").exists()
 
 
+@pytest.mark.slow
 def test_file_size_limit_keeps_the_last_good_checkpoint(tmp_path):
     """A file-size limit hit while checkpointing ends in one line; the checkpoint on disk stays a whole one."""
     d = tmp_path / "run"

@@ -12,8 +12,8 @@ import pytest
 
 from repcost.config.schema import PhaseConfig, TrainConfig
 from repcost.registry import DATASETS, MODELS
+from helpers import QUICK, train, BAD_CONFIGS
 
-from test_bad_inputs import BAD_CONFIGS, QUICK, train
 
 pytestmark = pytest.mark.slow
 

@@ -4,10 +4,11 @@ duality gap certifies it, stops as soon as it does, says so in one line, and say
 from __future__ import annotations
 
 import json
+import pytest
 
 import math
+from helpers import StopAfter, train_direct
 
-from test_ensemble import train
 
 # a small net and data; one escalation round: insertion, a rebalance, Adam at 3·λ then at λ
 SMALL = ("train=certified", "model.width=20", "data.n_points=6", "train.phases.0.steps=300", "train.phases.1.steps=100",
@@ -20,6 +21,7 @@ def _summary(d):
     return json.loads((d / "summary.json").read_text())
 
 
+@pytest.mark.slow
 def test_escalation_stops_as_soon_as_the_gap_certifies_and_a_smaller_budget_says_it_did_not(tmp_path, run_cli):
     d = tmp_path / "a"
     p = run_cli("repcost-train", *SMALL, "train.certify.rounds=4", f"hydra.run.dir={d}", cwd=tmp_path)
@@ -54,12 +56,13 @@ def test_without_a_duality_gap_nothing_escalates_and_the_run_says_its_certificat
     assert "no global-minimum certificate exists for this model" in p.stderr + p.stdout
 
 
+@pytest.mark.slow
 def test_ensemble_members_stop_where_their_single_runs_do(tmp_path):
     args = (*SMALL, "train.certify.rounds=3", "seed=0")
-    top, ens = train(tmp_path, *args, "train.ensemble_size=3", name="ens")
+    top, ens = train_direct(tmp_path, *args, "train.ensemble_size=3", name="ens")
     steps = []
     for i in range(3):
-        single, _ = train(tmp_path, *args, f"seed={i}", name=f"single{i}")
+        single, _ = train_direct(tmp_path, *args, f"seed={i}", name=f"single{i}")
         m = _summary(ens / "members" / str(i))
         for k in ("steps", "stop_reason", "certified", "certify.rounds", "seed", "config_hash"):
             assert m[k] == single[k], (i, k)
@@ -78,14 +81,14 @@ def test_a_bad_certify_setting_is_one_line(tmp_path, run_cli):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow
 def test_a_run_preempted_inside_an_escalation_round_resumes_exactly(tmp_path):
-    from conftest import StopAfter
 
     args = (*SMALL, "train.certify.rounds=4")
-    ref, _ = train(tmp_path, *args, name="ref")
+    ref, _ = train_direct(tmp_path, *args, name="ref")
     assert ref["certify.rounds"] >= 1
-    part, _ = train(tmp_path, *args, name="run", stop_flag=StopAfter(400 + 150 + 20))  # inside round 0's 2nd phase
+    part, _ = train_direct(tmp_path, *args, name="run", stop_flag=StopAfter(400 + 150 + 20))  # inside round 0's 2nd phase
     assert part["status"] == "preempted"
-    done, _ = train(tmp_path, *args, name="run")
+    done, _ = train_direct(tmp_path, *args, name="run")
     strip = lambda s: {k: v for k, v in s.items() if not k.endswith("time_s")}  # noqa: E731
     assert strip(done) == strip(ref)

@@ -35,6 +35,7 @@ def test_long_overrides_give_a_short_stable_job_dir():
     assert _job_dir(long) != _job_dir(other) and _job_dir(long).startswith("train.phases=[{optimizer:adam")
 
 
+@pytest.mark.slow
 def test_two_runs_same_second_get_two_dirs(tmp_path, run_cli):
     import subprocess
     import sys
@@ -62,6 +63,7 @@ if not torch.cuda.is_available():
     BAD.append((["device=cuda"], "device='cuda'", "no CUDA device"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides,key,allowed", BAD, ids=lambda v: v if isinstance(v, str) else " ".join(v))
 def test_bad_config_one_line_exit_2(tmp_path, run_cli, overrides, key, allowed):
     p = run_cli("repcost-train", *overrides, cwd=tmp_path)

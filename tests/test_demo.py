@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+from helpers import REPO
 
-from conftest import REPO
 
 
 def test_make_demo_certifies_its_global_minimum(tmp_path, run_cli):

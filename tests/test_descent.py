@@ -7,10 +7,9 @@ import math
 
 import torch
 
-from conftest import cli
 from repcost.analysis.certificate import critical_point_certificate
 from repcost.analysis.descent import lbfgs_descent
-from test_engine import _one_unit_net
+from helpers import cli, one_unit_net
 
 LAM = 0.1
 X, Y = torch.ones(1, 1, dtype=torch.float64), torch.ones(1, 1, dtype=torch.float64)
@@ -19,9 +18,9 @@ MIN = 2 * LAM - LAM ** 2  # min over (a, w) of (aw − 1)² + λ(a² + w²): aw 
 
 def test_no_descent_from_the_minimum_and_the_minimum_from_off_it():
     t = math.sqrt(1 - LAM)
-    at_min = lbfgs_descent(_one_unit_net(t, t), X, Y, "mse", LAM, "one", 50)
+    at_min = lbfgs_descent(one_unit_net(t, t), X, Y, "mse", LAM, "one", 50)
     assert math.isclose(at_min["objective_start"], MIN, rel_tol=1e-12) and abs(at_min["descent_rel"]) < 1e-12
-    off = _one_unit_net(2 * t, t / 2)  # same function, unbalanced: λ(4t² + t²/4) − λ·2t² above the minimum
+    off = one_unit_net(2 * t, t / 2)  # same function, unbalanced: λ(4t² + t²/4) − λ·2t² above the minimum
     before = [p.detach().clone() for p in off.parameters()]
     d = lbfgs_descent(off, X, Y, "mse", LAM, "one", 50)
     start = LAM ** 2 + LAM * t * t * (4 + 0.25)
@@ -35,7 +34,7 @@ def test_no_descent_from_the_minimum_and_the_minimum_from_off_it():
 
 def test_progress_is_reported_and_the_objective_never_rises():
     seen = []
-    lbfgs_descent(_one_unit_net(0.3, 2.0), X, Y, "mse", LAM, "one", 40, every=5,
+    lbfgs_descent(one_unit_net(0.3, 2.0), X, Y, "mse", LAM, "one", 40, every=5,
                   on_progress=lambda n, m, obj: seen.append((n, obj)))
     assert len(seen) >= 2 and all(b[0] > a[0] for a, b in zip(seen, seen[1:]))
     assert all(b[1] <= a[1] + 1e-15 for a, b in zip(seen, seen[1:]))

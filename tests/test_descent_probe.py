@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from helpers import cli
 
-from conftest import cli
 
 ARGS = ("model=fc", "model.depth=4", "model.width=12", "data=rank_k", "data.n_train=80", "data.n_test=20",
         "data.d_in=6", "data.d_out=6", "data.k=2", "train=adam", "train.phases.0.steps=300", "train.lam=1e-3")
@@ -19,6 +19,7 @@ def _probe(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "repcost.studies.descent_probe", *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_probe_starts_at_the_run_and_only_descends(tmp_path):
     d = tmp_path / "run"
     p = cli("repcost-train", *ARGS, f"hydra.run.dir={d}", cwd=tmp_path)
@@ -34,6 +35,7 @@ def test_probe_starts_at_the_run_and_only_descends(tmp_path):
     assert all(b <= a for a, b in zip(objs, objs[1:])) and objs[-1] < 0.99 * objs[0]
 
 
+@pytest.mark.slow
 def test_probe_bad_inputs_are_one_line(tmp_path):
     for args in ([str(tmp_path / "nothing")], [str(tmp_path), "--evals", "0"]):
         q = _probe(*args)

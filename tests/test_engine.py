@@ -12,9 +12,9 @@ from omegaconf import OmegaConf
 from repcost.analysis.certificate import critical_point_certificate, weighted_gap
 from repcost.config import compose_config, validate
 from repcost.errors import RepcostError
-from repcost.models import build_model
 from repcost.train.run import run_training
 from repcost.train.schedule import lr_factor
+from helpers import one_unit_net
 
 
 @pytest.mark.parametrize("schedule", ["constant", "cosine", "linear", "exponential"])
@@ -40,25 +40,15 @@ def test_logged_lr_follows_the_schedule(tmp_path):
     assert rec["step"] == 21 and "lr" not in rec
 
 
-def _one_unit_net(a: float, w: float):
-    """fc L = 2, one ReLU unit, no bias: f(x) = a·relu(w·x)."""
-    spec = validate(compose_config(["model=fc", "model.depth=2", "model.width=1", "model.beta=0"]))
-    m = build_model(spec.model, 1, 1, 0)
-    with torch.no_grad():
-        m.weights[0].fill_(w)
-        m.weights[1].fill_(a)
-    return m
-
-
 def test_certificate_of_a_known_critical_point_and_a_rescaled_one():
     """x = 1, y = 1, objective (aw − 1)² + λ(a² + w²): a = w = √(1 − λ) is a critical point (balanced, ∇ = 0).
     Rescaling the unit (a, w) -> (2a, w/2) keeps the function and the data loss but leaves the critical point."""
     lam = 0.1
     x, y = torch.ones(1, 1, dtype=torch.float64), torch.ones(1, 1, dtype=torch.float64)
     t = math.sqrt(1 - lam)
-    cert = critical_point_certificate(_one_unit_net(t, t), x, y, "mse", lam, "one")
+    cert = critical_point_certificate(one_unit_net(t, t), x, y, "mse", lam, "one")
     assert cert["grad_norm"] < 1e-12 and cert["unit_gap"] < 1e-12 and cert["critical_point"]
-    off = critical_point_certificate(_one_unit_net(2 * t, t / 2), x, y, "mse", lam, "one")
+    off = critical_point_certificate(one_unit_net(2 * t, t / 2), x, y, "mse", lam, "one")
     assert math.isclose(off["unit_gap"], (4 - 0.25) / 4, rel_tol=1e-12)  # Σ|in − out| / Σ max = (4t² − t²/4)/4t²
     assert off["stationarity"] > 0.5 and not off["critical_point"]
     g_a = 2 * (4 * t * t / 4 - 1) * (t / 2) + 2 * lam * 2 * t  # ∂/∂a of (a·w − 1)² + λ(a² + w²) at (2t, t/2)

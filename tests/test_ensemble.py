@@ -16,57 +16,7 @@ from repcost.errors import RepcostError
 from repcost.models import build_model
 from repcost.train.engine import Engine
 from repcost.train.terms import _ShareMatmuls, shared_matmul
-from repcost.train.run import run_training
-
-from conftest import StopAfter
-
-REL = 1e-10  # float64: members and single runs agree to ~1e-15 after 50 steps; 1e-10 leaves ample room
-
-
-def train(tmp_path, *overrides, name="run", stop_flag=None):
-    cfg = compose_config(["train.progress=false", *overrides])
-    spec = validate(cfg)
-    return run_training(spec, OmegaConf.to_container(cfg, resolve=True), tmp_path / name, stop_flag=stop_flag), \
-        tmp_path / name
-
-
-def load(path):
-    return torch.load(path, weights_only=True)
-
-
-def close(a: float, b: float, rel: float = REL) -> bool:
-    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-300)
-
-
-def assert_member_matches_single(ens_dir, i, single_summary, single_dir):
-    m = json.loads((ens_dir / "members" / str(i) / "summary.json").read_text())
-    s = single_summary
-    assert set(m) == set(s)  # the same keys as a single run's summary
-    for k in ("objective", "train_loss", "param_sq_norm", "param_sq_norm_per_depth", "cost", "test_loss"):
-        if k in s:
-            assert close(m[k], s[k]), (i, k, m[k], s[k])
-    for k in ("seed", "steps", "stop_reason", "status", "config_hash", "depth", "model", "data", "dtype"):
-        assert m[k] == s[k], (i, k, m[k], s[k])
-    a = load(single_dir / "checkpoint.pt")
-    b = load(ens_dir / "members" / str(i) / "checkpoint.pt")
-    assert set(a) == set(b) and set(a["trainer"]) == set(b["trainer"])
-    assert a["config_hash"] == b["config_hash"] and a["config"] == b["config"]
-    pa, pb = a["trainer"]["position"], b["trainer"]["position"]
-    assert pa.keys() == pb.keys()
-    for k in pa:  # counters exactly; recorded objectives (first value, plateau best) to round-off
-        assert pa[k] == pb[k] if isinstance(pa[k], int) else close(pa[k], pb[k]), (k, pa[k], pb[k])
-    assert torch.equal(a["trainer"]["generator"], b["trainer"]["generator"])  # same minibatch draws
-    for k, t in a["trainer"]["model"].items():
-        u = b["trainer"]["model"][k]
-        assert u.shape == t.shape and u.dtype == t.dtype
-        assert (u - t).abs().max() <= REL * max(t.abs().max(), 1e-12), k
-    oa, ob = a["trainer"]["optimizer"], b["trainer"]["optimizer"]
-    assert oa["param_groups"] == ob["param_groups"] and oa["state"].keys() == ob["state"].keys()
-    for j in oa["state"]:
-        for k, t in oa["state"][j].items():
-            u = ob["state"][j][k]
-            assert (u - t).abs().max() <= REL * max(t.abs().max(), 1e-12) if torch.is_tensor(t) else u == t
-    return m
+from helpers import StopAfter, train_direct, load, close, assert_member_matches_single
 
 
 FC = ("model=fc", "model.width=8", "model.beta=1.0", "data=teacher", "data.n_train=40", "data.n_test=20")
@@ -89,10 +39,10 @@ def test_members_match_single_runs(tmp_path, model, opt):
     args = (*(FC if model == "fc" else LR), *OPT[opt], "train.log_every=20", "seed=3")
     if not opt.startswith("adam_gd"):
         args += ("train.phases.0.steps=50",)
-    top, ens = train(tmp_path, *args, "train.ensemble_size=2", name="ens")
+    top, ens = train_direct(tmp_path, *args, "train.ensemble_size=2", name="ens")
     members = []
     for i in range(2):
-        single, sdir = train(tmp_path, *args, f"seed={3 + i}", name=f"single{i}")
+        single, sdir = train_direct(tmp_path, *args, f"seed={3 + i}", name=f"single{i}")
         members.append(assert_member_matches_single(ens, i, single, sdir))
     # best of K: the member with the lowest final objective, its summary plus the ensemble keys
     objs = [m["objective"] for m in members]
@@ -117,16 +67,16 @@ def test_cross_entropy_minibatch_members_match(tmp_path):
     args = ("model=fc", "model.width=8", "data=s_curves", "data.n_per_class=10", "data.n_test_per_class=5",
             "train.loss=cross_entropy", "train=sgd", "train.phases.0.batch_size=8", "train.phases.0.steps=50",
             "train.phases.0.lr=0.05")
-    top, ens = train(tmp_path, *args, "train.ensemble_size=2", name="ens")
+    top, ens = train_direct(tmp_path, *args, "train.ensemble_size=2", name="ens")
     for i in range(2):
-        single, sdir = train(tmp_path, *args, f"seed={i}", name=f"single{i}")
+        single, sdir = train_direct(tmp_path, *args, f"seed={i}", name=f"single{i}")
         assert_member_matches_single(ens, i, single, sdir)
 
 
 def test_float32_members_match(tmp_path):
     args = (*FC, *OPT["adam"], "train.phases.0.steps=40", "dtype=float32")
-    _, ens = train(tmp_path, *args, "train.ensemble_size=2", name="ens")
-    single, _ = train(tmp_path, *args, "seed=1", name="single")
+    _, ens = train_direct(tmp_path, *args, "train.ensemble_size=2", name="ens")
+    single, _ = train_direct(tmp_path, *args, "seed=1", name="single")
     m = json.loads((ens / "members" / "1" / "summary.json").read_text())
     assert m["dtype"] == "float32" and close(m["objective"], single["objective"], 1e-4)
 
@@ -134,29 +84,29 @@ def test_float32_members_match(tmp_path):
 def test_stopping_rules_per_member(tmp_path):
     """target_loss stops each member at its own step, exactly where its single run stops."""
     args = (*FC, "train=adam", "train.phases.0.lr=0.01", "train.phases.0.steps=200", "train.target_loss=6.0")
-    top, ens = train(tmp_path, *args, "train.ensemble_size=3", name="ens")
+    top, ens = train_direct(tmp_path, *args, "train.ensemble_size=3", name="ens")
     steps = []
     for i in range(3):
-        single, sdir = train(tmp_path, *args, f"seed={i}", name=f"single{i}")
+        single, sdir = train_direct(tmp_path, *args, f"seed={i}", name=f"single{i}")
         assert single["stop_reason"] == "target_loss"
         steps.append(assert_member_matches_single(ens, i, single, sdir)["steps"])
     assert len(set(steps)) == 3  # the members really stopped at different steps
     assert top["steps"] == steps[top["best_member"]]
     args = (*FC, "train=gd", "train.phases.0.lr=1e-12", "train.phases.0.steps=1000", "train.plateau_window=50")
-    top, ens = train(tmp_path, *args, "train.ensemble_size=2", name="plateau")
+    top, ens = train_direct(tmp_path, *args, "train.ensemble_size=2", name="plateau")
     assert top["stop_reason"] == "plateau" and top["steps"] < 1000
 
 
 def test_all_members_diverge_raise_after_writing(tmp_path):
     args = (*FC, "train=gd", "train.phases.0.lr=1e6", "train.phases.0.steps=100")
     with pytest.raises(RepcostError, match="every ensemble member failed"):
-        train(tmp_path, *args, "train.ensemble_size=2", name="ens")
+        train_direct(tmp_path, *args, "train.ensemble_size=2", name="ens")
     ens = tmp_path / "ens"
     top = json.loads((ens / "summary.json").read_text())
     assert top["status"] == "failed" and top["failed_members"] == [0, 1] and not (ens / "FINISHED").exists()
     for i in range(2):
         with pytest.raises(RepcostError):
-            train(tmp_path, *args, f"seed={i}", name=f"single{i}")
+            train_direct(tmp_path, *args, f"seed={i}", name=f"single{i}")
         single = json.loads((tmp_path / f"single{i}" / "summary.json").read_text())
         m = assert_member_matches_single(ens, i, single, tmp_path / f"single{i}")
         assert m["stop_reason"] == "non_finite" and math.isfinite(m["param_sq_norm"])
@@ -219,8 +169,8 @@ def test_shared_matmul_is_one_gemm_and_exact():
 
 def test_ensemble_size_one_is_the_single_run(tmp_path):
     args = (*FC, *OPT["adam"], "train.phases.0.steps=30")
-    a, da = train(tmp_path, *args, name="a")
-    b, db = train(tmp_path, *args, "train.ensemble_size=1", name="b")
+    a, da = train_direct(tmp_path, *args, name="a")
+    b, db = train_direct(tmp_path, *args, "train.ensemble_size=1", name="b")
     strip = lambda s: {k: v for k, v in s.items() if not k.endswith("time_s")}  # noqa: E731
     assert strip(a) == strip(b) and "ensemble_size" not in b
     assert not (db / "members").exists()
@@ -228,12 +178,12 @@ def test_ensemble_size_one_is_the_single_run(tmp_path):
 
 def test_preempted_ensemble_resumes_exactly(tmp_path):
     args = (*FC, *OPT["sgd"], "train.phases.0.steps=60", "train.target_loss=3.0", "train.ensemble_size=3")
-    ref, ref_dir = train(tmp_path, *args, name="ref")
-    part, d = train(tmp_path, *args, name="run", stop_flag=StopAfter(25))
+    ref, ref_dir = train_direct(tmp_path, *args, name="ref")
+    part, d = train_direct(tmp_path, *args, name="run", stop_flag=StopAfter(25))
     assert part["status"] == "preempted" and part["steps"] == 25
     assert not (d / "FINISHED").exists() and not (d / "checkpoint.pt").exists()  # an ensemble's state is its members'
     assert all(load(d / "members" / str(i) / "checkpoint.pt")["status"] == "preempted" for i in range(3))
-    done, d = train(tmp_path, *args, name="run")
+    done, d = train_direct(tmp_path, *args, name="run")
     strip = lambda s: {k: v for k, v in s.items() if not k.endswith("time_s")}  # noqa: E731
     assert strip(done) == strip(ref)
     for i in range(3):
@@ -247,7 +197,7 @@ def test_member_checkpoint_loads_like_a_single_run(tmp_path):
     from repcost.cli.analyze import analyze
 
     args = (*FC, *OPT["gd"], "train.phases.0.steps=20", "train.ensemble_size=2")
-    top, d = train(tmp_path, *args, name="ens")
+    top, d = train_direct(tmp_path, *args, name="ens")
     ck = load(d / "members" / "1" / "checkpoint.pt")
     spec = validate(OmegaConf.create(ck["config"]))
     assert spec.seed == 1 and spec.train.ensemble_size == 1

@@ -29,6 +29,7 @@ def fig2_runs(tmp_path_factory):
                  "train.phases.0.steps=150", "train.phases.1.steps=50")
 
 
+@pytest.mark.slow
 def test_savarese19_fig2_compute_plot_verdict(fig2_runs, tmp_path):
     rows = savarese19_fig2.compute(fig2_runs)
     assert [r["depth_L"] for r in rows] == [2, 3]
@@ -165,6 +166,7 @@ def _decides_per_seed_by_majority(verdict, good: list[dict], bad: list[dict]) ->
     assert verdict(seeds(False, False, True), full=False).passed is False
 
 
+@pytest.mark.slow
 def test_jacot23_fig1_spectra_rows_and_rank_verdict(tmp_path):
     from repcost.figures import jacot23_fig1
 
@@ -287,6 +289,7 @@ def test_ongie22_fig3_and_fig2_on_tiny_runs(tmp_path):
     assert len(ongie22_fig2.plot(rows2).axes) >= 4
 
 
+@pytest.mark.slow
 def test_jacot23_fig3_denoising_rows_on_tiny_autoencoders(tmp_path):
     from repcost.figures import jacot23_fig3
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import csv
 import runpy
 import sys
+import pytest
 
 from repcost.paths import REPO_ROOT
 
 
+@pytest.mark.slow
 def test_savarese_parallel_script_writes_png_and_csv(tmp_path, monkeypatch, capsys):
     out = tmp_path / "figs"
     # the script runs in this process (its sweep still runs `repcost-train -m` as a subprocess, in tmp_path)
@@ -46,6 +48,7 @@ def test_full_only_selects_paper_presets_per_sweep():
     assert not any(is_full(ap.parse_args([]), p) for p in ("jacot22-fig2", "jacot22-fig2-teacher"))
 
 
+@pytest.mark.slow
 def test_figure_script_bad_override_ends_with_one_line(tmp_path):
     """A sweep whose jobs all fail ends the figure script with exit 2 and a one-line error, no traceback."""
     import subprocess
@@ -59,6 +62,7 @@ def test_figure_script_bad_override_ends_with_one_line(tmp_path):
     assert last.startswith("error: 4 job(s) of") and "model.width=-1; allowed: a positive integer" in last
 
 
+@pytest.mark.slow
 def test_forces_script_on_a_collapsed_net_ends_with_one_line(tmp_path):
     """jacot22-fig1 on a net that weight decay shrank to zero says so (exit 2) instead of a singular solve."""
     import subprocess
@@ -73,6 +77,7 @@ def test_forces_script_on_a_collapsed_net_ends_with_one_line(tmp_path):
     assert "inactive on the data" in last and "use a smaller λ" in last
 
 
+@pytest.mark.slow
 def test_make_figures_prints_one_line_per_figure(capsys):
     """`make figures`' driver on a real figure script: one line with the verdict, its time and the line behind it;
     the script's whole printout in its log."""

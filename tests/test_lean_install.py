@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
+from helpers import pyproject
 
-from conftest import REPO
 
 HEAVY = ("cvxpy", "sklearn", "pandas", "mlxtend")
 
@@ -30,7 +29,7 @@ def test_loading_embedded_mnist_needs_no_mlxtend():
 
 
 def test_heavy_stacks_are_extras_not_dependencies():
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    project = pyproject()["project"]
     names = [d.split(";")[0].split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip().lower()
              for d in project["dependencies"]]
     assert not {"mlxtend", "cvxpy", "scikit-learn", "pandas"} & set(names), names

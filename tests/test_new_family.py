@@ -19,8 +19,8 @@ from torch import nn
 from repcost.analysis.family_costs import FAMILY_COSTS, register_family_costs
 from repcost.models.base import Hidden, RepModel, Structure
 from repcost.registry import MODELS
+from helpers import train
 
-from test_bad_inputs import train
 
 YAML = """# A leaky-ReLU net with a bottleneck (registered by tests/test_new_family.py)
 name: bottleneck_leaky

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from repcost.plots.sweep import aggregate, sweep_figure
+from helpers import cli
 
 SWEEP = ["-m", "name=p", "model=fc", "model.width=4", "data=teacher", "model.depth=2,3", "train.lam=1e-4,1e-2",
          "seed=0,1", "train.phases=[{optimizer:adam,lr:0.001,steps:10}]", "train.progress=false"]
@@ -25,7 +26,6 @@ def plot(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> Path:
-    from conftest import cli
 
     cwd = tmp_path_factory.mktemp("plot")
     p = cli("repcost-train", *SWEEP, cwd=cwd)
@@ -33,6 +33,7 @@ def sweep(tmp_path_factory) -> Path:
     return cwd / "outputs" / "sweeps" / "p"
 
 
+@pytest.mark.slow
 def test_sweep_plot_png_and_pdf(sweep, tmp_path):
     p = plot(str(sweep), "--x", "model.depth", "--y", "objective", "--hue", "train.lam", "--logy",
              "--out", "fig.png", cwd=tmp_path)
@@ -51,6 +52,7 @@ def test_unknown_column_is_one_line_listing_the_columns(sweep, tmp_path):
     assert not (tmp_path / "plot.png").exists()
 
 
+@pytest.mark.slow
 def test_metric_curves_of_runs(sweep, tmp_path):
     runs = sorted(str(d) for d in sweep.iterdir() if (d / "metrics.jsonl").exists())[:2]
     p = plot(*runs, "--y", "train_loss", "--logy", "--out", "curves.png", cwd=tmp_path)

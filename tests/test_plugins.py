@@ -4,60 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
+import pytest
 from pathlib import Path
 
 import torch
-from conftest import REPO
 from omegaconf import OmegaConf
+from helpers import REPO, TINY, user_setup
 
-TINY = ["train.phases.0.steps=15", "train.phases.1.steps=0", "train.progress=false"]
-
-PLUGIN = '''
-"""A user's dataset: n points on the unit circle, target cos(k·angle)."""
-import math
-from dataclasses import dataclass
-
-import torch
-
-from repcost.data import DataBundle
-from repcost.registry import DATASETS
-
-
-@dataclass
-class RingConfig:
-    name: str = "ring"
-    n_points: int = 8
-    k: int = 2
-
-
-@DATASETS.register("ring", RingConfig)
-def load_ring(cfg: RingConfig) -> DataBundle:
-    t = torch.arange(cfg.n_points, dtype=torch.float64) * (2 * math.pi / cfg.n_points)
-    x = torch.stack([t.cos(), t.sin()], dim=1)
-    return DataBundle("ring", x, (cfg.k * t).cos()[:, None])
-'''
-
-
-def _user_setup(tmp_path: Path, preset_plugins: bool) -> tuple[Path, Path]:
-    """(config dir, python path dir): a plugin package `ringdata`, its data/ring.yaml and a preset using it."""
-    pkgs, conf = tmp_path / "pkgs", tmp_path / "myconf"
-    (pkgs / "ringdata").mkdir(parents=True)
-    (pkgs / "ringdata" / "__init__.py").write_text(PLUGIN)
-    (conf / "data").mkdir(parents=True)
-    (conf / "experiment").mkdir()
-    (conf / "data" / "ring.yaml").write_text("name: ring\nn_points: 12\nk: 3\n")
-    plugins = "plugins: [ringdata]\n" if preset_plugins else ""
-    (conf / "experiment" / "ring-study.yaml").write_text(textwrap.dedent("""\
-        # @package _global_
-        defaults:
-          - override /model: fc
-          - override /data: ring
-        model:
-          depth: 3
-          width: 5
-        """) + plugins)
-    return conf, pkgs
 
 
 def _check_ring_run(run: Path) -> None:
@@ -78,12 +31,12 @@ def _train_ring_study(tmp_path, run_cli, conf, pkgs) -> None:
 
 
 def test_user_config_dir_preset_and_plugin_dataset_from_config_key(tmp_path, run_cli):
-    conf, pkgs = _user_setup(tmp_path, preset_plugins=True)
+    conf, pkgs = user_setup(tmp_path, preset_plugins=True)
     _train_ring_study(tmp_path, run_cli, conf, pkgs)
 
 
 def test_plugin_from_entry_point(tmp_path, run_cli):
-    conf, pkgs = _user_setup(tmp_path, preset_plugins=False)
+    conf, pkgs = user_setup(tmp_path, preset_plugins=False)
     dist = pkgs / "ringdata-0.1.dist-info"  # what `pip install` of the user's package leaves on sys.path
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ringdata\nVersion: 0.1\n")
@@ -127,6 +80,7 @@ def test_readme_plugin_example(tmp_path, run_cli):
     assert json.loads((run / "summary.json").read_text())["data"] == "ring"
 
 
+@pytest.mark.slow
 def test_analyze_reads_an_analysis_preset_from_a_user_config_dir(tmp_path, run_cli):
     conf = tmp_path / "conf"
     (conf / "analysis").mkdir(parents=True)
@@ -148,7 +102,7 @@ def test_compose_config_with_a_user_config_dir(tmp_path, monkeypatch):
     from repcost.config import compose_config, validate
     from repcost.registry import DATASETS
 
-    conf, pkgs = _user_setup(tmp_path, preset_plugins=True)
+    conf, pkgs = user_setup(tmp_path, preset_plugins=True)
     monkeypatch.syspath_prepend(str(pkgs))
     DATASETS.names()  # repcost's own datasets first; the plugin's registration is undone after the test
     monkeypatch.setattr(DATASETS, "_entries", dict(DATASETS._entries))

@@ -12,12 +12,12 @@ import pytest
 import torch
 from scipy.optimize import minimize
 
-from conftest import cli
 from repcost.analysis import spline_min_cost
 from repcost.analysis.relu_1d import MAX_POINTS, best_unit, convex_minimum, duality_gap, gap_at, insert_units, \
     place_convex_minimum
 from repcost.models import MODELS
-from test_ensemble import assert_member_matches_single, train
+
+from helpers import assert_member_matches_single, cli, train_direct
 
 F64 = torch.float64
 
@@ -128,6 +128,7 @@ def test_other_nets_report_no_gap():
         x[:, :1], y, "mse", 1e-3, "one") == {}
 
 
+@pytest.mark.slow
 def test_every_1d_two_layer_run_reports_its_gap(tmp_path):
     """Through the CLI: summary.json carries the gap (≥ 0 up to the solver's round-off: it is a bound from below
     on the minimum) and the CLI prints it; a deeper net has none."""
@@ -304,17 +305,18 @@ PRUNE_THEN_INSERT = ("model=linear_relu", "model.width=30", "model.kinks_over_da
 
 
 def test_insertion_through_the_engine_lowers_the_phase_objective_and_members_match_single_runs(tmp_path):
-    plain, _ = train(tmp_path, *PRUNE_THEN_INSERT, name="plain")
-    ins, _ = train(tmp_path, *PRUNE_THEN_INSERT, "+train.phases.1.insert_units=6", name="ins")
+    plain, _ = train_direct(tmp_path, *PRUNE_THEN_INSERT, name="plain")
+    ins, _ = train_direct(tmp_path, *PRUNE_THEN_INSERT, "+train.phases.1.insert_units=6", name="ins")
     assert ins["objective"] < 0.9 * plain["objective"] and ins["train_loss"] < plain["train_loss"]
-    top, ens = train(tmp_path, *PRUNE_THEN_INSERT, "+train.phases.1.insert_units=6", "train.ensemble_size=2",
+    top, ens = train_direct(tmp_path, *PRUNE_THEN_INSERT, "+train.phases.1.insert_units=6", "train.ensemble_size=2",
                      name="ens")
     for i in range(2):
         args = [a for a in PRUNE_THEN_INSERT if a != "seed=2"]
-        single, sdir = train(tmp_path, *args, "+train.phases.1.insert_units=6", f"seed={2 + i}", name=f"s{i}")
+        single, sdir = train_direct(tmp_path, *args, "+train.phases.1.insert_units=6", f"seed={2 + i}", name=f"s{i}")
         assert_member_matches_single(ens, i, single, sdir)
 
 
+@pytest.mark.slow
 def test_insert_units_bad_values_are_one_line_errors(tmp_path):
     for args, needle in [(("+train.phases.0.insert_units=-1",), "train.phases.0.insert_units"),
                          (("+train.phases.0.insert_units=2", "model=fc", "data=teacher"),
@@ -327,6 +329,7 @@ def test_insert_units_bad_values_are_one_line_errors(tmp_path):
         assert p.returncode == 2 and needle in msg and "Traceback" not in msg, (args, msg)
 
 
+@pytest.mark.slow
 def test_insert_units_is_part_of_the_run_identity(tmp_path):
     base = ("model=linear_relu", "data=points_1d", "train.phases.0.steps=5")
     cli("repcost-train", *base, f"hydra.run.dir={tmp_path / 'a'}", cwd=tmp_path)

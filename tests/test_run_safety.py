@@ -8,12 +8,12 @@ import os
 import stat
 import subprocess
 import sys
+import pytest
 from pathlib import Path
 
 from repcost.rundir import RunDir
+from helpers import QUICK, train, assert_one_line, StopAfter
 
-from conftest import StopAfter
-from test_bad_inputs import QUICK, assert_one_line, train
 
 
 def _files(d: Path) -> dict[str, bytes]:
@@ -66,6 +66,7 @@ def _sweep(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_sweep_relaunch_keeps_finished_and_moves_changed_jobs_aside(tmp_path):
     p = _sweep(tmp_path, "seed=0,1")
     assert p.returncode == 0, p.stderr
@@ -155,6 +156,7 @@ def test_analyze_never_touches_the_runs_own_files(tmp_path, run_cli):
     assert json.loads(out.read_text())["overrides"] == ["analysis.n_points=3", "analysis.options.rel_tol=0.1"]
 
 
+@pytest.mark.slow
 def test_analyze_applies_overrides_on_a_run_without_analyses(tmp_path, run_cli):
     d = tmp_path / "run"
     assert train([*QUICK, "model=fc", "model.width=5", f"hydra.run.dir={d}"], tmp_path)[0] == 0

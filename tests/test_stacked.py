@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import StopAfter
 from omegaconf import OmegaConf
 
 from repcost.config import compose_config, validate
@@ -22,6 +21,7 @@ from repcost.identity import run_hash
 from repcost.rundir import load_checkpoint
 from repcost.train.run import run_training
 from repcost.train.stacked import plan_groups, run_stacked, stack_key
+from helpers import StopAfter
 
 TRAIN = [sys.executable, "-m", "repcost.cli.train"]
 BASE = ["model=fc", "model.depth=3", "model.width=8", "data=teacher", "data.n_train=24", "data.n_test=8",
@@ -164,6 +164,7 @@ def _close_rows(a: dict, b: dict) -> None:
                 assert b[job][k] == v, (job, k)
 
 
+@pytest.mark.slow
 def test_stacked_sweep_equals_unstacked_and_is_reused(tmp_path):
     sweeps = tmp_path / "outputs" / "sweeps"
     _train([*SWEEP, "name=u"], tmp_path)
@@ -184,6 +185,7 @@ def test_stacked_sweep_equals_unstacked_and_is_reused(tmp_path):
     assert "4 jobs as 2 stacked group(s)" in p.stdout + p.stderr
 
 
+@pytest.mark.slow
 def test_preempted_stacked_sweep_resumes(tmp_path):
     sweeps = tmp_path / "outputs" / "sweeps"
     args = [*SWEEP, "hydra/launcher=stacked", "data.n_train=200", "model.width=32", "train.phases.0.steps=400",
@@ -210,6 +212,7 @@ def test_preempted_stacked_sweep_resumes(tmp_path):
             _assert_same(_summary(j), _summary(sweeps / "p" / j.name))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opt,msg", [("hydra.launcher.max_members=0", "max_members=0"),
                                      ("hydra.launcher.submitit=pbs", "submitit=pbs"),
                                      ("hydra.launcher.n_jobs=0", "n_jobs=0")])

@@ -27,6 +27,7 @@ def _rows(sweep: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_figure_rows_are_the_last_multiruns_jobs_only(tmp_path):
     """Job dirs left by an earlier multirun into the same sweep dir (e.g. a preset edited since) stay on disk and in
     runs.csv (last_sweep=False) but are not part of the figure rows."""
@@ -42,6 +43,7 @@ def test_figure_rows_are_the_last_multiruns_jobs_only(tmp_path):
     assert sorted(r["seed"] for r in finished_rows(sweep)) == [1, 2]
 
 
+@pytest.mark.slow
 def test_joblib_sweep_collect_relaunch_and_killed_job(tmp_path):
     sweep = tmp_path / "outputs" / "sweeps" / "t"
     steps = "train.phases.0.steps=2000"
@@ -109,6 +111,7 @@ def _summary(d: Path) -> dict:
     return {k: v for k, v in s.items() if k not in ("wall_time_s", "message", "git_commit")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1])
 def test_signal_checkpoint_and_exact_resume(tmp_path, sig):
     args = ["model=fc", "data=teacher", "data.n_train=200", "data.n_test=50", "model.width=32", "train=adam_gd",

@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from helpers import REPO, user_setup
 
 pytestmark = pytest.mark.slow
 TINY = ["train.phases.0.steps=20", "train.phases.1.steps=0", "train.progress=false"]
@@ -78,10 +78,9 @@ def test_installed_wheel_trains_analyzes_collects_outside_the_repo(installed, tm
 
 
 def test_installed_wheel_user_config_plugin_plot_and_api(installed, tmp_path):
-    from test_plugins import _user_setup
 
     bin_dir, _ = installed
-    conf, pkgs = _user_setup(tmp_path, preset_plugins=True)  # a plugin dataset and a preset in a user config dir
+    conf, pkgs = user_setup(tmp_path, preset_plugins=True)  # a plugin dataset and a preset in a user config dir
     env_py = {"PYTHONPATH": str(pkgs)}
     cmd = [bin_dir / "repcost-train", "-m", "--config-dir", conf, "experiment=ring-study", "name=ring", "seed=0,1", *TINY]
     p = subprocess.run([str(c) for c in cmd], cwd=tmp_path, capture_output=True, text=True, timeout=600,

@@ -1,38 +1,26 @@
-"""Synthetic datasets: determinism, shapes, the papers' defining properties, config validation."""
+"""Synthetic datasets (points_1d, two_rays, teacher, rank_k, bipartite): determinism, shapes, the papers' defining
+properties, config validation."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
-from repcost.data import DATASETS, load_data
+from repcost.data import load_data
 from repcost.errors import ConfigError
 
+from helpers import data_schema, dataset, tensors
+
 SYNTHETIC = ["points_1d", "two_rays", "teacher", "rank_k", "bipartite"]
-CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "data"
 SMALL = {"teacher": dict(n_train=50, n_test=20), "rank_k": dict(n_train=60, n_test=20)}
 RANDOM = {"points_1d": {}, "two_rays": dict(spacing="random"), **SMALL}
 
 
-def make(name, **kw):
-    """Validated schema instance for dataset `name` with overrides."""
-    return DATASETS.get(name).schema(**kw)
-
-
-def load(name, **kw):
-    return load_data(make(name, **kw))
-
-
-def tensors(b):
-    return [t for t in (b.x_train, b.y_train, b.x_test, b.y_test) if t is not None]
-
-
 @pytest.mark.parametrize("name", SYNTHETIC)
 def test_shapes_dtypes_and_same_seed_same_data(name):
-    a, b = load(name, **SMALL.get(name, {})), load(name, **SMALL.get(name, {}))
+    a, b = dataset(name, **SMALL.get(name, {})), dataset(name, **SMALL.get(name, {}))
     assert a.task == "regression" and a.x_train.ndim == 2 and a.y_train.ndim == 2
     assert a.x_train.shape[0] == a.y_train.shape[0]
     for t, u in zip(tensors(a), tensors(b)):
@@ -43,32 +31,32 @@ def test_shapes_dtypes_and_same_seed_same_data(name):
 
 @pytest.mark.parametrize("name", list(RANDOM))
 def test_other_seed_other_data(name):
-    a, b = load(name, seed=0, **RANDOM[name]), load(name, seed=1, **RANDOM[name])
+    a, b = dataset(name, seed=0, **RANDOM[name]), dataset(name, seed=1, **RANDOM[name])
     assert not all(torch.equal(t, u) for t, u in zip(tensors(a), tensors(b)))
 
 
 @pytest.mark.parametrize("name", ["teacher", "rank_k"])
 def test_teacher_seed_changes_targets_not_inputs(name):
-    a, b = load(name, teacher_seed=0, **SMALL[name]), load(name, teacher_seed=1, **SMALL[name])
+    a, b = dataset(name, teacher_seed=0, **SMALL[name]), dataset(name, teacher_seed=1, **SMALL[name])
     assert torch.equal(a.x_train, b.x_train) and not torch.equal(a.y_train, b.y_train)
 
 
 def test_points_1d_defaults_and_options():
-    b = load("points_1d")
+    b = dataset("points_1d")
     assert b.x_train.shape == (10, 1) and b.y_train.shape == (10, 1) and not b.has_test
     assert torch.allclose(b.x_train[:, 0], torch.linspace(-1, 1, 10, dtype=torch.float64))
     assert b.y_train.abs().max() <= 1 and b.y_train.std() > 0.1
-    r = load("points_1d", x_spacing="random", n_points=7)
+    r = dataset("points_1d", x_spacing="random", n_points=7)
     assert r.x_train.shape == (7, 1) and bool((r.x_train.diff(dim=0) > 0).all())
-    s = load("points_1d", y_dist="sin", y_scale=2.0, n_test=30)
+    s = dataset("points_1d", y_dist="sin", y_scale=2.0, n_test=30)
     assert torch.allclose(s.y_train, 2 * torch.sin(math.pi * s.x_train))
     assert s.x_test.shape == (30, 1) and torch.allclose(s.y_test, 2 * torch.sin(math.pi * s.x_test))
-    e = load("points_1d", x=[0.5, -1.0, 2.0], y=[1.0, 0.0, 3.0])
+    e = dataset("points_1d", x=[0.5, -1.0, 2.0], y=[1.0, 0.0, 3.0])
     assert e.x_train[:, 0].tolist() == [-1.0, 0.5, 2.0] and e.y_train[:, 0].tolist() == [0.0, 1.0, 3.0]
 
 
 def test_two_rays_on_rays_and_interpolated_by_two_relus():
-    cfg = make("two_rays")
+    cfg = data_schema("two_rays")
     b = load_data(cfg)
     w1, w2, w0 = (torch.tensor(b.meta[k], dtype=torch.float64) for k in ("w1", "w2", "w0"))
     assert torch.allclose(w1, torch.tensor([2.0, 1.0], dtype=torch.float64) / math.sqrt(5))
@@ -82,7 +70,7 @@ def test_two_rays_on_rays_and_interpolated_by_two_relus():
         assert torch.allclose(x, t[:, None] * w[None, :], atol=1e-14) and bool((t > 0).all())
     f = torch.relu(b.x_train @ w1) + torch.relu(b.x_train @ w2)
     assert torch.allclose(f, b.y_train[:, 0], atol=1e-14)
-    c = load("two_rays", angle_pi=0.55, slopes=[2.0, -1.0], offsets=[0.5, 0.0])
+    c = dataset("two_rays", angle_pi=0.55, slopes=[2.0, -1.0], offsets=[0.5, 0.0])
     assert math.isclose(c.meta["angle"], 0.55 * math.pi)
     t0 = c.x_train[torch.tensor(c.meta["ray"]) == 0] @ torch.tensor(c.meta["w1"], dtype=torch.float64)
     assert torch.allclose(c.y_train[:5, 0], 2 * t0 + 0.5)
@@ -92,13 +80,13 @@ def test_teacher_default_architecture():
     from repcost.data._nets import relu_net_forward
     from repcost.data.teacher import teacher_params
 
-    cfg = make("teacher", n_train=40, n_test=10)
+    cfg = data_schema("teacher", n_train=40, n_test=10)
     b = load_data(cfg)
     assert b.x_train.shape == (40, 50) and b.y_train.shape == (40, 10) and b.x_test.shape == (10, 50)
     params = teacher_params(cfg)
     assert [tuple(w.shape) for w, _ in params] == [(10, 50), (10, 10), (10, 10)]
     assert torch.equal(relu_net_forward(params, b.x_train), b.y_train)
-    noisy = load("teacher", n_train=40, n_test=10, noise=0.1)
+    noisy = dataset("teacher", n_train=40, n_test=10, noise=0.1)
     assert torch.equal(noisy.x_train, b.x_train) and torch.equal(noisy.y_test, b.y_test)
     assert 0.05 < float((noisy.y_train - b.y_train).std()) < 0.2
 
@@ -106,7 +94,7 @@ def test_teacher_default_architecture():
 def test_rank_k_jacobian_has_rank_k():
     from repcost.data.rank_k import rank_k_function
 
-    cfg = make("rank_k", n_train=30, n_test=0)
+    cfg = data_schema("rank_k", n_train=30, n_test=0)
     b = load_data(cfg)
     assert b.meta["k"] == 5 and b.x_train.shape == (30, 50) and b.y_train.shape == (30, 50)
     f = rank_k_function(cfg)
@@ -114,7 +102,7 @@ def test_rank_k_jacobian_has_rank_k():
     for x in b.x_train[:5]:
         s = torch.linalg.svdvals(torch.autograd.functional.jacobian(f, x[None])[0, :, 0, :])
         assert float(s[5] / s[0]) < 1e-12 < 1e-3 < float(s[4] / s[0])  # rank exactly k = 5
-    small = make("rank_k", k=2, d_in=6, d_out=7, hidden=20, n_train=5, n_test=0)
+    small = data_schema("rank_k", k=2, d_in=6, d_out=7, hidden=20, n_train=5, n_test=0)
     jac = torch.autograd.functional.jacobian(rank_k_function(small), load_data(small).x_train)
     assert all(int(torch.linalg.matrix_rank(jac[i, :, i, :])) == 2 for i in range(5))
 
@@ -125,7 +113,7 @@ def test_rank_k_linear_g_is_a_k_index_model():
     from repcost.data.rank_k import rank_k_function
 
     def joint_rank(**kw):
-        cfg = make("rank_k", k=3, d_in=12, d_out=8, n_train=10, n_test=0, **kw)
+        cfg = data_schema("rank_k", k=3, d_in=12, d_out=8, n_train=10, n_test=0, **kw)
         x = load_data(cfg).x_train
         jac = torch.autograd.functional.jacobian(rank_k_function(cfg), x)
         rows = torch.cat([jac[i, :, i, :] for i in range(x.shape[0])])  # (10·8) × 12 stacked Jacobians
@@ -141,7 +129,7 @@ def test_rank_k_relu_bottleneck_is_nonnegative_and_shifted():
     from repcost.data.rank_k import rank_k_function, true_jacobian_ranks
 
     for shift in (0.0, 1.0):
-        cfg = make("rank_k", k=4, d_in=10, d_out=6, g_hidden=0, n_train=40, n_test=0, bottleneck="relu",
+        cfg = data_schema("rank_k", k=4, d_in=10, d_out=6, g_hidden=0, n_train=40, n_test=0, bottleneck="relu",
                    bottleneck_shift=shift)
         x = load_data(cfg).x_train
         gen = rng(cfg.teacher_seed, 0)  # the same draws as rank_k_function: P first, then h
@@ -151,21 +139,21 @@ def test_rank_k_relu_bottleneck_is_nonnegative_and_shifted():
         assert torch.allclose(rank_k_function(cfg)(x), relu_net_forward(h, torch.relu(z)))
         active = (z > 0).sum(1).numpy()
         assert list(true_jacobian_ranks(cfg, x)) == list(active) and len(set(active)) > 1
-    linear = make("rank_k", g_hidden=0, n_train=20, n_test=0)
+    linear = data_schema("rank_k", g_hidden=0, n_train=20, n_test=0)
     assert not torch.equal(load_data(linear).y_train,
-                           load_data(make("rank_k", g_hidden=0, n_train=20, n_test=0, bottleneck="relu")).y_train)
+                           load_data(data_schema("rank_k", g_hidden=0, n_train=20, n_test=0, bottleneck="relu")).y_train)
 
 
 def test_bipartite_matches_definition_by_hand():
     from repcost.data.bipartite import bipartite_incidence
 
-    b = load("bipartite", n=4)
+    b = dataset("bipartite", n=4)
     assert torch.equal(b.x_train, torch.eye(4, dtype=torch.float64)) and not b.has_test
     expected = torch.tensor([[2, 0, 1, 1], [0, 2, 1, 1], [1, 1, 2, 0], [1, 1, 0, 2]], dtype=torch.float64)
     assert torch.equal(b.y_train, expected)
     e = bipartite_incidence(4)
     assert e.shape == (4, 4) and bool((e.sum(1) == 2).all()) and b.meta["cp_rank"] == 4
-    big = load("bipartite", n=10)
+    big = dataset("bipartite", n=10)
     assert big.y_train.shape == (10, 10) and bipartite_incidence(10).shape == (25, 10)
     assert torch.equal(big.y_train[:5, :5], 5 * torch.eye(5, dtype=torch.float64))
     assert torch.equal(big.y_train[:5, 5:], torch.ones(5, 5, dtype=torch.float64))
@@ -209,5 +197,5 @@ BAD = [
 @pytest.mark.parametrize("name,kw,key", BAD)
 def test_bad_values_raise_config_error(name, kw, key):
     with pytest.raises(ConfigError) as err:
-        make(name, **kw)
+        data_schema(name, **kw)
     assert err.value.key == key

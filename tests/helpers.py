@@ -1,0 +1,264 @@
+"""Helpers shared by the test files: paths, runners for the real entry points, small builders and tables.
+
+Fixtures live in conftest.py; everything a test imports by name lives here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+
+from repcost.cli import train as train_cli
+from repcost.config import compose_config, validate
+from repcost.data import DATASETS, load_data
+from repcost.models import build_model
+from repcost.train.run import run_training
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = ["train.phases.0.steps=15", "train.phases.1.steps=0", "train.progress=false"]
+QUICK = ("train.phases.0.steps=3", "train.phases.1.steps=3", "train.progress=false")
+
+
+def pyproject() -> dict:
+    """pyproject.toml of the checkout, parsed."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli backport (the dev extra installs it)
+        import tomli as tomllib
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+# -- the console scripts ------------------------------------------------------------------------------------------
+def cli(prog: str, *args: str, cwd: Path, timeout: int = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run a repcost console script (as `python -m`) in `cwd`; returns the completed process."""
+    module = {"repcost-train": "repcost.cli.train", "repcost-analyze": "repcost.cli.analyze",
+              "repcost-collect": "repcost.cli.collect"}[prog]
+    e = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=e)
+
+
+def in_process(fn, prog: str, argv: list[str], cwd: Path) -> tuple[int, str, str]:
+    """Run a console entry point in-process in `cwd`; (exit code, stdout, stderr)."""
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    old_argv, old_cwd = sys.argv, os.getcwd()
+    sys.argv = [prog, *argv]
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                fn() if prog == "repcost-train" else fn(argv)
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 1
+    finally:
+        sys.argv = old_argv
+        os.chdir(old_cwd)
+    return code, out.getvalue(), err.getvalue()
+
+
+def train(argv: list[str], cwd: Path) -> tuple[int, str, str]:
+    """repcost-train in-process in `cwd`; (exit code, stdout, stderr)."""
+    return in_process(train_cli.main, "repcost-train", argv, cwd)
+
+
+def assert_one_line(code: int, err: str, *needles: str) -> None:
+    """Exit 2, no traceback, one stderr line starting with the program's name and holding every needle."""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2, (code, err)
+    assert "Traceback" not in err, err
+    assert len(lines) == 1 and lines[0].startswith("repcost-"), err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+class StopAfter:
+    """A stop flag (repcost.train.preempt.StopFlag's interface) that 'receives SIGTERM' after `n` polls, one per step."""
+
+    def __init__(self, n: int):
+        self.n, self.signal = n, None
+
+    def __bool__(self) -> bool:
+        self.n -= 1
+        if self.n < 0:
+            self.signal = 15
+        return self.signal is not None
+
+
+# -- bad configs every entry point must refuse in one line --------------------------------------------------------
+BAD_CONFIGS = [
+    ("model.depth=1", "model.depth"), ("model.width=0", "model.width"), ("model=fc model.slope=1.5", "model.slope"),
+    ("model=fc model.beta=-1", "model.beta"), ("model.init_scale=0", "model.init_scale"),
+    ("model.linear_width=0", "model.linear_width"), ("model=parallel model.n_subnets=0", "model.n_subnets"),
+    ("model=fc model.width=[3,4,5]", "model.width"), ("model=nosuch", "model"), ("+model.foo=1", "model.foo"),
+    ("data.n_points=1", "data.n_points"), ("data.x_max=-5", "data.x_max"), ("data.y_scale=0", "data.y_scale"),
+    ("data.x_spacing=zigzag", "data.x_spacing"), ("data.x=[1,1]", "data.x"), ("data=nosuch", "data"),
+    ("data=mnist data.digits=[3,3]", "data.digits"), ("data=mnist data.task=regress", "data.task"),
+    ("data=teacher data.n_train=0", "data.n_train"), ("data=rank_k data.k=0", "data.k"),
+    ("data=bipartite data.n=3", "data.n"), ("data=curve_2d data.shape=blob", "data.shape"),
+    ("train.lam=-1", "train.lam"), ("train.lam=inf", "train.lam"), ("train.phases.0.lr=0", "train.phases.0.lr"),
+    ("train.phases.0.lr=inf", "train.phases.0.lr"), ("train.phases.0.steps=-1", "train.phases.0.steps"),
+    ("train.phases.0.optimizer=lbfgs", "train.phases.0.optimizer"),
+    ("train.phases.1.batch_size=4", "train.phases.1.batch_size"),
+    ("train.phases.0.momentum=1", "train.phases.0.momentum"), ("train.phases.0.schedule=step", "train.phases.0.schedule"),
+    ("train.phases.0.final_lr_ratio=0", "train.phases.0.final_lr_ratio"),
+    ("+train.phases.1.lam_factor=10", "lam_factor"), ("train.reg_scale=two", "train.reg_scale"),
+    ("train.loss=l1", "train.loss"), ("train.target_loss=-1", "train.target_loss"),
+    ("train.plateau_window=-1", "train.plateau_window"), ("train.check_every=0", "train.check_every"),
+    ("train.log_every=0", "train.log_every"), ("train.ensemble_size=0", "train.ensemble_size"),
+    ("train.certify_descent=-1", "train.certify_descent"),
+    ("train.checkpoint_every=-1", "train.checkpoint_every"), ("train.grad_tol=0", "train.grad_tol"),
+    ("train.diverge_factor=0.5", "train.diverge_factor"), ("train=nosuch", "train"), ("+train.foo=1", "train.foo"),
+    ("seed=-1", "seed"), ("dtype=float16", "dtype"), ("device=tpu", "device"), ("+foo=1", "foo"),
+    ("analysis.every=-1", "analysis.every"), ("analysis.n_points=0", "analysis.n_points"),
+    ("analysis=spectra analysis.options.which=bogus", "analysis.options.which"),
+    ("+analysis.options.centerd=false", "analysis.options.centerd"),
+    ("analysis=spectra analysis.options.points=val", "analysis.options.points"),
+    ("analysis=spectra analysis.options.rel_tol=2", "analysis.options.rel_tol"),
+    ("analysis.analyses=[hiden]", "analysis.analyses"), ("analysis=nosuch", "analysis"),
+    ("experiment=nosuch", "experiment"), ("experiment=ongie22-fig1-quik", "ongie22-fig1-quick"),
+    ("model=fc analysis=costs", "costs"), ("train.loss=cross_entropy", "cross_entropy"),
+    ("train.compile=maybe", "train.compile"), ("train.cuda_graphs=yes", "train.cuda_graphs"),
+]
+if not torch.cuda.is_available():
+    BAD_CONFIGS.append(("device=cuda", "device"))
+    BAD_CONFIGS.append(("train.cuda_graphs=on", "train.cuda_graphs"))
+
+
+# -- runs without the CLI -----------------------------------------------------------------------------------------
+REL = 1e-10  # float64: members and single runs agree to ~1e-15 after 50 steps; 1e-10 leaves ample room
+
+
+def train_direct(tmp_path: Path, *overrides: str, name: str = "run", stop_flag=None):
+    """(run_training's result, run dir): the overrides composed, validated and trained without the CLI."""
+    cfg = compose_config(["train.progress=false", *overrides])
+    spec = validate(cfg)
+    return run_training(spec, OmegaConf.to_container(cfg, resolve=True), tmp_path / name, stop_flag=stop_flag), \
+        tmp_path / name
+
+
+def load(path):
+    return torch.load(path, weights_only=True)
+
+
+def close(a: float, b: float, rel: float = REL) -> bool:
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-300)
+
+
+def assert_member_matches_single(ens_dir, i, single_summary, single_dir):
+    m = json.loads((ens_dir / "members" / str(i) / "summary.json").read_text())
+    s = single_summary
+    assert set(m) == set(s)  # the same keys as a single run's summary
+    for k in ("objective", "train_loss", "param_sq_norm", "param_sq_norm_per_depth", "cost", "test_loss"):
+        if k in s:
+            assert close(m[k], s[k]), (i, k, m[k], s[k])
+    for k in ("seed", "steps", "stop_reason", "status", "config_hash", "depth", "model", "data", "dtype"):
+        assert m[k] == s[k], (i, k, m[k], s[k])
+    a = load(single_dir / "checkpoint.pt")
+    b = load(ens_dir / "members" / str(i) / "checkpoint.pt")
+    assert set(a) == set(b) and set(a["trainer"]) == set(b["trainer"])
+    assert a["config_hash"] == b["config_hash"] and a["config"] == b["config"]
+    pa, pb = a["trainer"]["position"], b["trainer"]["position"]
+    assert pa.keys() == pb.keys()
+    for k in pa:  # counters exactly; recorded objectives (first value, plateau best) to round-off
+        assert pa[k] == pb[k] if isinstance(pa[k], int) else close(pa[k], pb[k]), (k, pa[k], pb[k])
+    assert torch.equal(a["trainer"]["generator"], b["trainer"]["generator"])  # same minibatch draws
+    for k, t in a["trainer"]["model"].items():
+        u = b["trainer"]["model"][k]
+        assert u.shape == t.shape and u.dtype == t.dtype
+        assert (u - t).abs().max() <= REL * max(t.abs().max(), 1e-12), k
+    oa, ob = a["trainer"]["optimizer"], b["trainer"]["optimizer"]
+    assert oa["param_groups"] == ob["param_groups"] and oa["state"].keys() == ob["state"].keys()
+    for j in oa["state"]:
+        for k, t in oa["state"][j].items():
+            u = ob["state"][j][k]
+            assert (u - t).abs().max() <= REL * max(t.abs().max(), 1e-12) if torch.is_tensor(t) else u == t
+    return m
+
+
+# -- small models and data ----------------------------------------------------------------------------------------
+def one_unit_net(a: float, w: float):
+    """fc L = 2, one ReLU unit, no bias: f(x) = a·relu(w·x)."""
+    spec = validate(compose_config(["model=fc", "model.depth=2", "model.width=1", "model.beta=0"]))
+    m = build_model(spec.model, 1, 1, 0)
+    with torch.no_grad():
+        m.weights[0].fill_(w)
+        m.weights[1].fill_(a)
+    return m
+
+
+def data_schema(name: str, **kw):
+    """Validated schema instance for dataset `name` with overrides."""
+    return DATASETS.get(name).schema(**kw)
+
+
+def dataset(name: str, **kw):
+    """The DataBundle of dataset `name` with overrides."""
+    return load_data(data_schema(name, **kw))
+
+
+def tensors(b) -> list[torch.Tensor]:
+    """The bundle's tensors that exist (train and, where there is one, test)."""
+    return [t for t in (b.x_train, b.y_train, b.x_test, b.y_test) if t is not None]
+
+
+def rows(x: torch.Tensor) -> set:
+    """The rows of `x` as bytes, to compare sets of samples exactly."""
+    return {r.tobytes() for r in x.numpy()}
+
+
+# -- a user's config dir and plugin package -----------------------------------------------------------------------
+RING_PLUGIN = '''
+"""A user's dataset: n points on the unit circle, target cos(k·angle)."""
+import math
+from dataclasses import dataclass
+
+import torch
+
+from repcost.data import DataBundle
+from repcost.registry import DATASETS
+
+
+@dataclass
+class RingConfig:
+    name: str = "ring"
+    n_points: int = 8
+    k: int = 2
+
+
+@DATASETS.register("ring", RingConfig)
+def load_ring(cfg: RingConfig) -> DataBundle:
+    t = torch.arange(cfg.n_points, dtype=torch.float64) * (2 * math.pi / cfg.n_points)
+    x = torch.stack([t.cos(), t.sin()], dim=1)
+    return DataBundle("ring", x, (cfg.k * t).cos()[:, None])
+'''
+
+
+def user_setup(tmp_path: Path, preset_plugins: bool) -> tuple[Path, Path]:
+    """(config dir, python path dir): a plugin package `ringdata`, its data/ring.yaml and a preset using it."""
+    pkgs, conf = tmp_path / "pkgs", tmp_path / "myconf"
+    (pkgs / "ringdata").mkdir(parents=True)
+    (pkgs / "ringdata" / "__init__.py").write_text(RING_PLUGIN)
+    (conf / "data").mkdir(parents=True)
+    (conf / "experiment").mkdir()
+    (conf / "data" / "ring.yaml").write_text("name: ring\nn_points: 12\nk: 3\n")
+    plugins = "plugins: [ringdata]\n" if preset_plugins else ""
+    (conf / "experiment" / "ring-study.yaml").write_text(textwrap.dedent("""\
+        # @package _global_
+        defaults:
+          - override /model: fc
+          - override /data: ring
+        model:
+          depth: 3
+          width: 5
+        """) + plugins)
+    return conf, pkgs
