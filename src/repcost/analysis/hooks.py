@@ -96,25 +96,21 @@ def _weights(model, x, opts: CommonOptions, ctx) -> Result:
 
 def _jacobian(model, x, opts: CommonOptions, ctx) -> Result:
     s = jacobian_spectra(model, x[: ctx.n_points])
-    ranks = rank_measures(s, opts.rel_tol)  # per point (Jacot 2023 Fig 1C)
-    sc = np.atleast_1d(schatten_cost(s, model.depth))
-    r = Result({"jacobian.rank_max": int(np.max(ranks["numerical_rank"])),
-                "jacobian.rank_mean": float(np.mean(ranks["numerical_rank"])),
-                "jacobian.schatten_cost_max": float(sc.max())}, {"jacobian_s": s})
+    ranks = {m: np.atleast_1d(np.asarray(v, dtype=float)) for m, v in rank_measures(s, opts.rel_tol).items()}
+    r = Result({"jacobian.rank_max": int(ranks["numerical_rank"].max()),
+                "jacobian.rank_mean": float(ranks["numerical_rank"].mean()),
+                "jacobian.schatten_cost_max": float(np.max(schatten_cost(s, model.depth)))}, {"jacobian_s": s})
     if model.structure.layer_rescaling:  # the proof's J f(x) = W_L D_{L−1}(x) ⋯ D_1(x) W_1 (Structure)
         r.scalars["jacobian.prop3_bound"] = prop3_bound(model)
     else:
         r.not_applicable["jacobian.prop3_bound"] = (f"the {model.family} family declares no layer rescaling "
                                                     "symmetry (Jacot 2023 Prop 3 bounds layered nets)")
-    for measure in ("numerical_rank", "stable_rank", "entropy_rank"):  # over the points: mean, min, max
-        v = np.atleast_1d(np.asarray(ranks[measure], dtype=float))
-        r.scalars.update({f"jacobian.{measure}_mean": float(v.mean()), f"jacobian.{measure}_min": float(v.min()),
-                          f"jacobian.{measure}_max": float(v.max())})
+    for m, v in ranks.items():  # per measure, over the points: mean, min, max
+        r.scalars.update({f"jacobian.{m}_mean": float(v.mean()), f"jacobian.{m}_min": float(v.min()),
+                          f"jacobian.{m}_max": float(v.max())})
     for i, si in enumerate(np.atleast_2d(s)):  # one row per point: the Jacobian's own line in layers.csv
         r.rows.append({"analysis": "jacobian", "layer": "J", "point": i, "s1": float(si[0]) if si.size else 0.0,
-                       "numerical_rank": int(np.atleast_1d(ranks["numerical_rank"])[i]),
-                       "stable_rank": float(np.atleast_1d(ranks["stable_rank"])[i]),
-                       "entropy_rank": float(np.atleast_1d(ranks["entropy_rank"])[i])})
+                       **{m: int(v[i]) if m == "numerical_rank" else float(v[i]) for m, v in ranks.items()}})
     return r
 
 

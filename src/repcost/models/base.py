@@ -81,11 +81,6 @@ class RepModel(nn.Module):
     depth: int = 0
     structure: Structure = Structure()
 
-    @property
-    def positively_homogeneous(self) -> bool:
-        """σ(cz) = cσ(z) for c > 0 (ReLU, leaky ReLU): `structure.positively_homogeneous`."""
-        return self.structure.positively_homogeneous
-
     # -- what every family implements ---------------------------------------------------------
     def hidden(self, x: torch.Tensor) -> list[Hidden]:
         """Hidden representations of the rows of x, one per hidden layer, input side first."""
