@@ -14,7 +14,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev,cluster,tensorboard,convex]'
+	$(PY) -m pip install -q -e '.[dev,cluster,tensorboard,convex,mlflow,wandb]'
 	touch $(STAMP)
 
 demo: setup

@@ -18,12 +18,10 @@ def test_event_file_reads_back(tmp_path):
 
     recs = [{"step": s, "objective": 1.0 / (s + 1), "train_loss": 2.0 / (s + 1), "phase": 0} for s in (0, 10, 20)]
     recs.append({"step": 20, "analysis": {"jacobian": {"rank_mean": 3.5}}})  # nested keys become groups
-    logger = TensorBoardLogger(tmp_path)
+    logger = TensorBoardLogger(tmp_path, {"model": {"name": "fc", "depth": 3, "width": [4, 4]}, "train": {"lam": 1e-3}})
     for r in recs:
         logger.log(r)
-    logger.hparams({"model": {"name": "fc", "depth": 3, "width": [4, 4]}, "train": {"lam": 1e-3}},
-                   {"objective": 0.05, "status": "finished"})
-    logger.close()
+    logger.finish({"objective": 0.05, "status": "finished"})
     acc = EventAccumulator(str(tmp_path / "tensorboard"))
     acc.Reload()
     tags = acc.Tags()["scalars"]
@@ -37,9 +35,9 @@ def test_event_file_reads_back(tmp_path):
 
 def test_logger_key_is_validated():
     cfg = compose_config(["device=cpu"])
-    assert validate(cfg).logger == "none"  # absent: the dependency-free default
-    with pytest.raises(ConfigError, match="logger='wandb'.*none, tensorboard"):
-        validate(compose_config(["device=cpu", "logger=wandb"]))
+    assert validate(cfg).logger == ()  # absent: the dependency-free default
+    with pytest.raises(ConfigError, match="logger='comet'.*none, tensorboard"):
+        validate(compose_config(["device=cpu", "logger=comet"]))
 
 
 def test_tensorboard_logger_needs_the_extra(monkeypatch):

@@ -1,34 +1,49 @@
-"""Optional experiment trackers. The default (`logger: none`) needs nothing beyond repcost's dependencies.
+"""Optional experiment trackers beside metrics.jsonl: TensorBoard, MLflow and Weights & Biases.
 
-`logger=tensorboard` needs the extra: `pip install 'repcost[tensorboard]'`. The training engine calls
-`log(rec)` for each metrics.jsonl record, and `hparams(config, summary)` and `close()` at the end.
+The default (`logger: none`) needs nothing beyond repcost's dependencies; each tracker is an extra
+(`pip install 'repcost[mlflow]'`) imported only when a run chooses it (`logger=mlflow`, or several:
+`logger=[tensorboard,mlflow]`). The run path opens `Trackers` per run directory and feeds it every record it
+writes to metrics.jsonl (`log`), then the summary and figures of a run that ended (`finish`) or nothing more
+for a stopped one (`close`: a relaunch resumes the same tracker run, its id kept in RUN_DIR/trackers.json).
+A tracker that fails (server gone, disk full, a broken URI) is a warning in train.log and is dropped; the run
+goes on and its directory stays the record. docs/trackers.md shows the commands.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import logging
+import struct
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import ConfigError
+from .runio import atomic_write_json
 
-LOGGERS = ("none", "tensorboard")
+# each tracker and the modules its extra installs (checked at validation, imported only when a run starts)
+LOGGERS = {"tensorboard": ("tensorboard",), "mlflow": ("mlflow", "sqlalchemy", "alembic"), "wandb": ("wandb",)}
+IDS = "trackers.json"  # {tracker: its run id} of a run directory, so a resumed run continues the same tracker run
+
+log = logging.getLogger("repcost")
 
 
-def check_logger(name: Any) -> str:
-    """The validated `logger` config value; ConfigError if unknown or if its package is not installed."""
-    name = "none" if name is None else str(name)
-    if name not in LOGGERS:
-        raise ConfigError("logger", name, "one of " + ", ".join(LOGGERS))
-    if name == "tensorboard":
-        try:
-            import tensorboard  # noqa: F401  (torch.utils.tensorboard needs it)
-        except ImportError:
-            raise ConfigError("logger", name, "none, or install the extra: pip install 'repcost[tensorboard]'") from None
-    return name
+def check_logger(value: Any) -> tuple[str, ...]:
+    """The validated `logger` config value (a name, `none` or a list of names) as a tuple of tracker names;
+    ConfigError if one is unknown or its extra is not installed."""
+    names = [] if value is None else [value] if isinstance(value, str) else list(value)
+    names = [str(n) for n in names if str(n) != "none"]
+    for name in names:
+        if name not in LOGGERS:
+            raise ConfigError("logger", name, "none, " + ", ".join(LOGGERS) + ", or a list of them")
+        if any(importlib.util.find_spec(m) is None for m in LOGGERS[name]):
+            raise ConfigError("logger", name, f"none, or install the extra: pip install 'repcost[{name}]'")
+    return tuple(dict.fromkeys(names))
 
 
 def _scalars(d: dict, prefix: str = "") -> dict[str, float]:
-    """The finite-or-not numbers of a (nested) dict, keys joined by '/' (TensorBoard's grouping)."""
+    """The finite-or-not numbers of a (nested) dict, keys joined by '/' (the trackers' grouping)."""
     out: dict[str, float] = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
@@ -40,7 +55,7 @@ def _scalars(d: dict, prefix: str = "") -> dict[str, float]:
 
 
 def _hparam_values(config: dict) -> dict[str, Any]:
-    """A run config flattened to dotted keys; TensorBoard's hparams take only numbers, strings and bools."""
+    """A run config flattened to dotted keys; trackers' hyper-parameters take only numbers, strings and bools."""
     out: dict[str, Any] = {}
     for k, v in config.items():
         if isinstance(v, dict):
@@ -52,29 +67,207 @@ def _hparam_values(config: dict) -> dict[str, Any]:
     return out
 
 
+def _metrics(rec: dict) -> dict[str, float]:
+    return {k: v for k, v in _scalars(rec).items() if k != "step"}
+
+
+def _tags(run_dir: Path, chash: str) -> dict[str, str]:
+    """What identifies a tracker run as a repcost run: identity hash, version, commit and run directory."""
+    from .provenance import git_commit, repcost_version
+
+    return {"repcost.config_hash": chash, "repcost.version": repcost_version(), "repcost.commit": git_commit(),
+            "repcost.run_dir": str(run_dir.resolve())}
+
+
+class Tracker(Protocol):
+    """One tracker's view of one run: `run_id` (None where there is nothing to resume) and three calls."""
+
+    run_id: str | None
+
+    def log(self, rec: dict) -> None: ...
+
+    def finish(self, summary: dict) -> None: ...  # summary.json (and figures/) are written when it is called
+
+    def close(self) -> None: ...
+
+
 class TensorBoardLogger:
     """Writes a run's scalars and hyper-parameters as TensorBoard events under RUN_DIR/tensorboard/."""
 
-    def __init__(self, run_dir: Path | str):
+    run_id = None
+
+    def __init__(self, run_dir: Path | str, cfg: dict | None = None, chash: str = "", run_id: str | None = None):
         # imported here: tensorboard is an optional extra
         from torch.utils.tensorboard import SummaryWriter
 
-        self.log_dir = Path(run_dir) / "tensorboard"
+        self.log_dir, self.cfg = Path(run_dir) / "tensorboard", cfg or {}
         self._writer = SummaryWriter(log_dir=str(self.log_dir))
 
     def log(self, rec: dict) -> None:
         """Every number of one metrics record (`rec["step"]` is the x axis; nested dicts become groups)."""
-        step = int(rec["step"])
-        for key, value in _scalars(rec).items():
-            if key != "step":
-                self._writer.add_scalar(key, value, global_step=step)
+        for key, value in _metrics(rec).items():
+            self._writer.add_scalar(key, value, global_step=int(rec["step"]))
 
-    def hparams(self, config: dict, summary: dict) -> None:
-        """The run's config as hyper-parameters, and its final numeric summary as their metrics."""
+    def finish(self, summary: dict) -> None:
+        """The run's config as hyper-parameters and its final numeric summary as their metrics; closes."""
         metrics = {f"final/{k}": v for k, v in _scalars(summary).items()}
         # run_name="." keeps the hparams event in this run's directory instead of a timestamped subdir
-        self._writer.add_hparams(_hparam_values(config), metrics, run_name=".")
+        self._writer.add_hparams(_hparam_values(self.cfg), metrics, run_name=".")
+        self.close()
 
     def close(self) -> None:
-        """Flush and close the event file."""
         self._writer.close()
+
+
+class MLflowTracker:
+    """One MLflow run per run directory, in the experiment named by the sweep (`name`), through MlflowClient."""
+
+    def __init__(self, run_dir: Path, cfg: dict, chash: str, run_id: str | None = None):
+        from mlflow import MlflowClient
+        from mlflow.entities import Param
+
+        from .identity import run_identity
+
+        uri = str((cfg.get("tracking") or {}).get("uri") or "sqlite:///outputs/mlflow.db")
+        self.client, self.run_dir = MlflowClient(tracking_uri=uri), run_dir
+        if run_id is not None:  # a resumed run continues its MLflow run
+            self.client.update_run(run_id, status="RUNNING")
+        else:
+            # a local sqlite store keeps its artifacts beside it (MLflow's own default is relative to the cwd)
+            db = Path(uri.removeprefix("sqlite:///")).resolve()
+            artifacts = (db.parent / "mlartifacts").as_uri() if uri.startswith("sqlite:///") else None
+            name = str(cfg.get("name", "default"))
+            exp = self.client.get_experiment_by_name(name)
+            exp_id = exp.experiment_id if exp else self.client.create_experiment(name, artifact_location=artifacts)
+            run_id = self.client.create_run(exp_id, run_name=run_dir.name, tags=_tags(run_dir, chash)).info.run_id
+            params = [Param(k, str(v)) for k, v in _hparam_values(run_identity(cfg)).items()]
+            for i in range(0, len(params), 100):  # MLflow takes at most 100 params per batch
+                self.client.log_batch(run_id, params=params[i:i + 100])
+        self.run_id = run_id
+
+    def log(self, rec: dict) -> None:
+        from mlflow.entities import Metric
+
+        ms, step = int(time.time() * 1000), int(rec["step"])
+        self.client.log_batch(self.run_id, metrics=[Metric(k, v, ms, step) for k, v in _metrics(rec).items()])
+
+    def finish(self, summary: dict) -> None:
+        self.client.log_artifact(self.run_id, str(self.run_dir / "summary.json"))
+        if (self.run_dir / "figures").is_dir():
+            self.client.log_artifacts(self.run_id, str(self.run_dir / "figures"), "figures")
+        self.client.set_terminated(self.run_id, "FAILED" if summary.get("status") == "failed" else "FINISHED")
+
+    def close(self) -> None:
+        """A stopped run stays RUNNING in MLflow: its relaunch continues it."""
+
+
+class WandbTracker:
+    """One W&B run per run directory (files under RUN_DIR/wandb/): project `tracking.project`, the sweep's
+    `name` as its group, offline unless `tracking.mode=online` (`wandb sync` uploads offline runs later)."""
+
+    def __init__(self, run_dir: Path, cfg: dict, chash: str, run_id: str | None = None):
+        import wandb
+
+        from .identity import run_identity
+
+        tracking, self.run_dir = cfg.get("tracking") or {}, run_dir
+        settings = wandb.Settings(mode=tracking.get("mode", "offline"), silent=True, console="off",
+                                  x_disable_stats=True, save_code=False)
+        tags = _tags(run_dir, chash)
+        self.run = wandb.init(dir=str(run_dir), project=tracking.get("project", "repcost"),
+                              group=str(cfg.get("name", "default")), name=run_dir.name, id=run_id,
+                              resume="allow" if run_id else None, config={**run_identity(cfg), "repcost": tags},
+                              tags=[chash], settings=settings, reinit="create_new")
+        self.run_id = self.run.id
+
+    def log(self, rec: dict) -> None:
+        self.run.log(_metrics(rec), step=int(rec["step"]))
+
+    def finish(self, summary: dict) -> None:
+        self.run.summary.update(_scalars(summary))
+        for f in [self.run_dir / "summary.json", *sorted((self.run_dir / "figures").glob("*"))]:
+            self.run.save(str(f), base_path=str(self.run_dir), policy="now")
+        self.run.finish(exit_code=1 if summary.get("status") == "failed" else 0)
+
+    def close(self) -> None:
+        self.run.finish(exit_code=1)  # stopped: resumed under the same id by the relaunch
+
+
+KINDS: dict[str, type] = {"tensorboard": TensorBoardLogger, "mlflow": MLflowTracker, "wandb": WandbTracker}
+
+
+class Trackers:
+    """The trackers a run chose (`logger`), fed together; one that raises is a warning and is dropped."""
+
+    def __init__(self, names: tuple[str, ...], run_dir: Path, cfg: dict, chash: str, resume: bool):
+        ids_file = Path(run_dir) / IDS
+        ids = json.loads(ids_file.read_text()) if resume and ids_file.exists() else {}
+        self.live: dict[str, Tracker] = {}
+        for name in names:
+            self._call(name, lambda: self.live.__setitem__(name, KINDS[name](Path(run_dir), cfg, chash, ids.get(name))))
+        ids.update({n: t.run_id for n, t in self.live.items() if t.run_id is not None})
+        if ids:
+            self._call(IDS, lambda: atomic_write_json(ids_file, ids))
+
+    def _call(self, name: str, fn) -> None:
+        try:
+            fn()
+        except Exception as e:  # a tracker never stops a run: server gone, disk full, a broken URI
+            log.warning("logger %s failed and is off for the rest of this run (%s: %s); metrics.jsonl is complete",
+                        name, type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+            self.live.pop(name, None)
+
+    def log(self, rec: dict) -> None:
+        """One metrics.jsonl record to every tracker."""
+        for name, t in list(self.live.items()):
+            self._call(name, lambda: t.log(rec))
+
+    def finish(self, summary: dict) -> None:
+        """The end of a finished or failed run: its summary and figures, and the tracker runs closed."""
+        for name, t in list(self.live.items()):
+            self._call(name, lambda: t.finish(summary))
+
+    def close(self) -> None:
+        """A stopped (preempted) run: tracker runs closed, to be continued by the relaunch."""
+        for name, t in list(self.live.items()):
+            self._call(name, t.close)
+
+
+def read_wandb_offline(path: Path | str) -> dict[str, Any]:
+    """An offline W&B run read back from its `.wandb` file, without network: {"run": project, group, id and
+    tags, "config", "history": one dict per logged step, "summary", "files"}, as wandb stored them."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    data = Path(path).read_bytes()
+    out: dict[str, Any] = {"run": {}, "config": {}, "history": [], "summary": {}, "files": []}
+    i, buf = 7, b""  # past the file header: LevelDB-log records (header: crc, length, kind) in 32 KiB blocks
+    while i + 7 <= len(data):
+        if 32768 - i % 32768 < 7:  # a block's tail too short for a record header is padding
+            i += 32768 - i % 32768
+            continue
+        n, kind = struct.unpack("<HB", data[i + 4:i + 7])
+        buf, i = buf + data[i + 7:i + 7 + n], i + 7 + n
+        if kind == 0:  # zeros: the end of what was written
+            break
+        if kind not in (1, 4):  # the first or a middle part of a record split across blocks
+            continue
+        r, buf = pb.Record.FromString(buf), b""
+        what = r.WhichOneof("record_type")
+        if what == "run":
+            out["run"] = {"project": r.run.project, "group": r.run.run_group, "id": r.run.run_id,
+                          "name": r.run.display_name, "tags": list(r.run.tags)}
+            out["config"].update(_items(r.run.config.update))
+        elif what == "config":
+            out["config"].update(_items(r.config.update))
+        elif what == "history":
+            out["history"].append(_items(r.history.item))
+        elif what == "summary":
+            out["summary"].update(_items(r.summary.update))
+        elif what == "files":
+            out["files"] += [f.path for f in r.files.files]
+    return out
+
+
+def _items(items) -> dict[str, Any]:
+    """W&B's (key or nested key, JSON value) items as a dict."""
+    return {x.key or "/".join(x.nested_key): json.loads(x.value_json) for x in items}

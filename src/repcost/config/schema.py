@@ -226,13 +226,25 @@ class RunSpec:
     seed: int
     device: str  # resolved: cpu or cuda[:i]
     dtype: str
-    logger: str = "none"  # none | tensorboard (repcost.loggers)
+    logger: tuple = ()  # the chosen trackers: tensorboard, mlflow, wandb (repcost.loggers)
     threads: Any = "auto"  # torch CPU threads: auto or an integer >= 1 (repcost.threads)
 
     @property
     def torch_dtype(self) -> torch.dtype:
         """The training dtype as a torch dtype."""
         return getattr(torch, self.dtype)
+
+
+@dataclass
+class TrackingConfig:
+    """Where logger=mlflow and logger=wandb write (repcost.loggers)."""
+
+    uri: str = "sqlite:///outputs/mlflow.db"  # MLflow tracking URI; a local sqlite store keeps artifacts beside it
+    project: str = "repcost"  # W&B project (the sweep `name` is the W&B group and the MLflow experiment)
+    mode: str = "offline"  # W&B: offline (`wandb sync` uploads later) or online
+
+    def __post_init__(self):
+        check(self.mode in ("offline", "online"), "mode", self.mode, "offline or online")
 
 
 @dataclass
@@ -247,7 +259,8 @@ class TopLevelConfig:
     experiment: Any = field(default=None, metadata={"identity": False})
     resume: Any = field(default=None, metadata={"identity": False})
     plugins: Any = field(default_factory=list, metadata={"identity": False})  # modules that register families etc.
-    logger: str = field(default="none", metadata={"identity": False})  # none | tensorboard
+    logger: Any = field(default="none", metadata={"identity": False})  # none | tensorboard | mlflow | wandb, or a list
+    tracking: TrackingConfig = field(default_factory=TrackingConfig, metadata={"identity": False})
     # torch CPU threads: auto (repcost.threads' rule) or an integer >= 1; speed only, not the result
     threads: Any = field(default="auto", metadata={"identity": False})
     # {plugin module: sha256 of its source} of the plugins a run uses, set by repcost-train (repcost.provenance);
@@ -317,6 +330,7 @@ def validate(cfg: DictConfig) -> RunSpec:
     analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
     validate_options(analysis)
     logger = check_logger(cfg.get("logger", "none"))
+    _section("tracking", TrackingConfig, cfg.get("tracking", {}))
     spec = RunSpec(model, data, train, analysis, seed, device, dtype, logger, check_threads(cfg.get("threads", "auto")))
     check_limits(spec)  # seeds a generator takes, sizes this machine can hold: before anything is allocated
     return spec

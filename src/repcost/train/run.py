@@ -247,15 +247,15 @@ class _Tee:
         self.writer.close()
 
 
-def _metrics(rd: RunDir, spec: RunSpec, keep_before: int):
-    """(metrics writer, TensorBoard logger or None) of a run directory."""
-    metrics, tracker = rd.metrics(keep_before=keep_before), None
-    if spec.logger == "tensorboard":  # optional: the metrics records also go to TensorBoard
-        from ..loggers import TensorBoardLogger
+def _metrics(job: RunJob):
+    """(metrics writer, the run's trackers or None): every metrics record goes to both (repcost.loggers)."""
+    metrics = job.rd.metrics(keep_before=job.start[2])
+    if not job.spec.logger:
+        return metrics, None
+    from ..loggers import Trackers
 
-        tracker = TensorBoardLogger(rd.path)
-        metrics = _Tee(metrics, tracker.log)
-    return metrics, tracker
+    trackers = Trackers(job.spec.logger, job.rd.path, job.cfg_dict, job.chash, resume=job.resume is not None)
+    return _Tee(metrics, trackers.log), trackers
 
 
 def train_jobs(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> list[dict | Exception]:
@@ -277,7 +277,7 @@ def train_jobs(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> lis
     family = models[0].family
     threads.fit_to_model(data.x_train.shape[0], K * sum(p.numel() for p in models[0].parameters()))
     runners = [AnalysisRunner(j.spec.analysis, m, data, j.rd.path, j.spec.train) for m, j in zip(models, jobs)]
-    outs = [_metrics(j.rd, j.spec, j.start[2]) for j in jobs]
+    outs = [_metrics(j) for j in jobs]
     engine = Engine(models, data, [j.spec.train for j in jobs], [j.spec.seed for j in jobs],
                     on_logs=[o[0] for o in outs], hooks=[r.periodic if r.enabled_periodic else None for r in runners],
                     hook_every=spec.analysis.every, stop_flag=stop_flag,
@@ -308,6 +308,8 @@ def train_jobs(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> lis
             wall = j.wall_before + elapsed
             if r.status == "preempted":
                 j.rd.save_checkpoint(j.checkpoint(engine.state_dict(i), "preempted", wall, family))
+                if outs[i][1] is not None:
+                    outs[i][1].close()
                 out.append({"status": "preempted", "steps": r.steps, "total_steps": j.spec.train.total_steps,
                             "signal": engine.stop_flag.signal})
             else:
@@ -360,17 +362,18 @@ def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: 
         summary.update(runner.final(model))
     checkpoint = job.checkpoint(engine.state_dict(i), result.status, wall, model.family)
     figures.wait()
-    if tracker is not None:
-        tracker.hparams(job.cfg_dict, summary)
-        tracker.close()
     if result.status == "failed":
         job.rd.save_checkpoint(checkpoint)
         job.rd.write_json(SUMMARY, summary)
         job.rd.record_failure(result.message)
-        return RepcostError(f"run failed: {result.message}; summary and checkpoint in {job.rd.path} "
-                            "(a relaunch starts over)")
-    job.rd.finish(checkpoint, summary, job.chash)  # checkpoint, summary, FINISHED: never one without the others
-    return summary
+        out: dict | RepcostError = RepcostError(f"run failed: {result.message}; summary and checkpoint in "
+                                                f"{job.rd.path} (a relaunch starts over)")
+    else:
+        job.rd.finish(checkpoint, summary, job.chash)  # checkpoint, summary, FINISHED: never one without the others
+        out = summary
+    if tracker is not None:  # after summary.json, which the trackers keep as an artifact
+        tracker.finish(summary)
+    return out
 
 
 def _plots_fit(data) -> bool:
