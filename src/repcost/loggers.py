@@ -11,7 +11,6 @@ goes on and its directory stays the record. docs/trackers.md shows the commands.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import struct
@@ -19,27 +18,11 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import ConfigError
 from .runio import atomic_write_json
 
-# each tracker and the modules its extra installs (checked at validation, imported only when a run starts)
-LOGGERS = {"tensorboard": ("tensorboard",), "mlflow": ("mlflow", "sqlalchemy", "alembic"), "wandb": ("wandb",)}
 IDS = "trackers.json"  # {tracker: its run id} of a run directory, so a resumed run continues the same tracker run
 
 log = logging.getLogger("repcost")
-
-
-def check_logger(value: Any) -> tuple[str, ...]:
-    """The validated `logger` config value (a name, `none` or a list of names) as a tuple of tracker names;
-    ConfigError if one is unknown or its extra is not installed."""
-    names = [] if value is None else [value] if isinstance(value, str) else list(value)
-    names = [str(n) for n in names if str(n) != "none"]
-    for name in names:
-        if name not in LOGGERS:
-            raise ConfigError("logger", name, "none, " + ", ".join(LOGGERS) + ", or a list of them")
-        if any(importlib.util.find_spec(m) is None for m in LOGGERS[name]):
-            raise ConfigError("logger", name, f"none, or install the extra: pip install 'repcost[{name}]'")
-    return tuple(dict.fromkeys(names))
 
 
 def _scalars(d: dict, prefix: str = "") -> dict[str, float]:

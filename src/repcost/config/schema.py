@@ -8,6 +8,7 @@ impossible value becomes one ConfigError naming the key, the value and what is a
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
@@ -18,7 +19,6 @@ from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from ..errors import ConfigError, check
 from .messages import PLUGIN_HINT, did_you_mean, type_allowed
-from ..loggers import check_logger
 from ..plugins import load_plugins
 from ..registry import ANALYSES, DATASETS, MODELS
 from ..threads import check_threads
@@ -233,6 +233,22 @@ class RunSpec:
     def torch_dtype(self) -> torch.dtype:
         """The training dtype as a torch dtype."""
         return getattr(torch, self.dtype)
+
+
+# each tracker (repcost.loggers) and the modules its extra installs: checked here, imported only by a run that uses it
+LOGGERS = {"tensorboard": ("tensorboard",), "mlflow": ("mlflow", "sqlalchemy", "alembic"), "wandb": ("wandb",)}
+
+
+def check_logger(value: Any) -> tuple[str, ...]:
+    """The validated `logger` config value (a name, `none` or a list of names) as a tuple of tracker names;
+    ConfigError if one is unknown or its extra is not installed."""
+    names = [] if value is None else [value] if isinstance(value, str) else list(value)
+    names = [str(n) for n in names if str(n) != "none"]
+    for name in names:
+        check(name in LOGGERS, "logger", name, "none, " + ", ".join(LOGGERS) + ", or a list of them")
+        check(all(importlib.util.find_spec(m) is not None for m in LOGGERS[name]), "logger", name,
+              f"none, or install the extra: pip install 'repcost[{name}]'")
+    return tuple(dict.fromkeys(names))
 
 
 @dataclass
