@@ -52,12 +52,12 @@ bench: setup
 	$(PY) benchmarks/startup.py
 	$(PY) benchmarks/threads.py
 
-# Every GPU check and measurement (issue 19): GPU tests, benchmarks/gpu_loop.py, gpu_stacked.py and the
+# Every GPU check and measurement: GPU tests, benchmarks/gpu_loop.py, gpu_stacked.py and the
 # full jacot23-fig1 on CUDA, cold and with the compile cache warm (logs under outputs/bench-gpu/).
 bench-gpu: setup
 	PY=$(PY) FIG1_RUNS=2 bash benchmarks/gpu_all.sh
 
-# Held-out check of the min-norm recipes (issue 18): 10 unseen datasets per study, pass rates,
+# Held-out check of the min-norm recipes: 10 unseen datasets per study, pass rates,
 # figures/recipes.csv and figures/recipes.png (repcost.studies.check_recipes).
 check-recipes: setup
 	MPLBACKEND=Agg $(PY) -m repcost.studies.check_recipes

@@ -1,6 +1,6 @@
 """Cost of analysis hooks (analysis=spectra every 1,000 steps) relative to a 5,000-step run.
 
-Setting (issue 3): Jacot 2023 Fig 1 — fc, L = 10, width 100, R⁵⁰→R⁵⁰, N = 2000, full-batch GD,
+Setting: Jacot 2023 Fig 1 — fc, L = 10, width 100, R⁵⁰→R⁵⁰, N = 2000, full-batch GD,
 float32. On a CPU a 5,000-step run takes tens of minutes, so the script times, in one process,
 (a) training steps and (b) one call of the periodic hook, alternating, and reports
 overhead = (hooks in a 5,000-step run × hook time) / (5,000 × step time). `--direct` also runs

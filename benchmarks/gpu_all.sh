@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU check and measurement of issue 19 in one go (`make bench-gpu`): the GPU tests, the two
+# Every GPU check and measurement in one go (`make bench-gpu`): the GPU tests, the two
 # benchmarks and the full jacot23-fig1 on CUDA. Writes logs and JSON to ${OUT:-outputs/bench-gpu}.
 # PY picks the interpreter (default .venv/bin/python); each part has its own time limit.
 set -u

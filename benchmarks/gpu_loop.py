@@ -1,6 +1,6 @@
 """Steps/s of full-batch GD on the Jacot 2023 Fig 1 net: repcost against tight loops in the same process.
 
-Workload (issue 19): fc ReLU net with biases, L = 10, width 100, d_in = d_out = 50, N = 2000,
+Workload: fc ReLU net with biases, L = 10, width 100, d_in = d_out = 50, N = 2000,
 MSE + (λ/L)·‖θ‖², λ = 2e-4, float32, lr 1e-4. repcost runs its `Engine` (check every 10 steps, no
 metrics lines) eager and with its fast steps (train.compile/train.cuda_graphs: compiled, and on
 CUDA replayed from CUDA graphs); the anchors (benchmarks/anchors.py) are an eager loop, the step

@@ -1,6 +1,6 @@
 """Member-steps/s of stacked λ × seed grids on the Jacot 2022 Fig 2 MNIST net, against JAX in the same process.
 
-Workload (issue 19): fc ReLU net with biases, L = 3, width 50, 784 inputs, 10 classes, N = 1000,
+Workload: fc ReLU net with biases, L = 3, width 50, 784 inputs, 10 classes, N = 1000,
 cross-entropy + λ·‖θ‖², full-batch GD, float32. Inputs are uniform pixels and random labels of
 MNIST's shape (the arithmetic is MNIST's; no download needed). K members form a λ × seed grid
 (λ from 1e-4 to 1e-2, seeds 0, 1, …) trained by repcost's `Engine` (stacked for K > 1)

@@ -1,6 +1,6 @@
 """repcost's training loop against a hand-written tight PyTorch loop of the same arithmetic.
 
-Setting (issue 2): Jacot 2023 Fig 1 — fc, L = 10, width 100, rank-5 task R⁵⁰→R⁵⁰, N = 2000,
+Setting: Jacot 2023 Fig 1 — fc, L = 10, width 100, rank-5 task R⁵⁰→R⁵⁰, N = 2000,
 full-batch GD, float32, metrics logged every 100 steps. The two loops alternate in rounds in
 one process (so machine noise hits both) and the script prints steps/s of each and the ratio.
 Target: repcost >= 0.95x the tight loop.

@@ -540,7 +540,7 @@ def test_a_signal_during_start_up_leaves_nothing_behind(tmp_path, monkeypatch, w
         code, out, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)
     assert code == 128 + getattr(signal, sig), err
     assert_one_line(2, err, f"interrupted by {sig} during start-up", "relaunch the same command")
-    assert not d.exists()  # not even the empty train.log a killed start used to leave
+    assert not d.exists()  # not even an empty train.log
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the guard is gone with the command
     code, _, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)  # the relaunch just runs
     assert code == 0 and (d / "FINISHED").exists(), err

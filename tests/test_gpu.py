@@ -26,7 +26,7 @@ def test_cuda_training_and_analysis(tmp_path, dtype):
     assert s["jacobian.prop3_bound"] == pytest.approx(c["jacobian.prop3_bound"], rel=tol)
 
 
-# -- fast steps (issue 19): compiled and CUDA-graph-captured steps agree with eager ---------------------
+# -- fast steps: compiled and CUDA-graph-captured steps agree with eager ---------------------
 from repcost.data import load_data  # noqa: E402
 from repcost.models import build_model  # noqa: E402
 from repcost.train.engine import Engine  # noqa: E402

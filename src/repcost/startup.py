@@ -1,8 +1,8 @@
 """repcost-train's start-up: stop signals handled from the first line, and nothing left behind by an interrupted start.
 
 Between the process start and the moment a run trains, Hydra composes the config and creates the run directory
-(with its log file), and repcost validates, locks the directory and writes `.hydra/`. A SIGTERM there used to kill
-the process outright and could leave a directory holding only an empty `train.log`. `startup_guard` installs
+(with its log file), and repcost validates, locks the directory and writes `.hydra/`. Unguarded, a SIGTERM there kills
+the process outright and can leave a directory holding only an empty `train.log`. `startup_guard` installs
 handlers before Hydra runs: a signal in that window raises `StartupInterrupted` (one line, exit 128 + signal), and
 the current run directory is cleaned if it holds only start-up leftovers (`rundir.remove_startup_litter`).
 

@@ -35,7 +35,7 @@ __all__ = sorted(_WHERE)
 
 def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
-    if module is None:  # a submodule not imported yet (`repcost.analysis.hooks`), as before the names were lazy
+    if module is None:  # a submodule not imported yet (`repcost.analysis.hooks`): import it
         if name.startswith("__") or importlib.util.find_spec(f"{__name__}.{name}") is None:
             raise AttributeError(f"module 'repcost.analysis' has no attribute {name!r}")
         return importlib.import_module(f".{name}", __name__)

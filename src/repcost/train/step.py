@@ -6,7 +6,7 @@ gradients in `p.grad`) and `update()` (the optimiser step, `optim.Optimizer`). E
 step reads that changes between steps (the learning rates, the minibatch rows, which members are
 still active) lives in tensors that the engine fills in place, so the same work can be
 
-* run eagerly (the default on CPU: no compile time, exactly the arithmetic of earlier versions);
+* run eagerly (the default on CPU: no compile time, the plain PyTorch arithmetic);
 * compiled: the objective (forward and backward) and the update each become one
   `torch.compile`d function (`train.compile`);
 * captured on CUDA: after two warm-up steps on a side stream, `grads` and `update` are each
