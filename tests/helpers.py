@@ -126,7 +126,7 @@ BAD_CONFIGS = [
     ("analysis=spectra analysis.options.rel_tol=2", "analysis.options.rel_tol"),
     ("analysis.analyses=[hiden]", "analysis.analyses"), ("analysis=nosuch", "analysis"),
     ("experiment=nosuch", "experiment"), ("experiment=ongie22-fig1-quik", "ongie22-fig1-quick"),
-    ("model=fc analysis=costs", "costs"), ("train.loss=cross_entropy", "cross_entropy"),
+    ("model=fc analysis.analyses=[costs]", "costs"), ("train.loss=cross_entropy", "cross_entropy"),
     ("train.compile=maybe", "train.compile"), ("train.cuda_graphs=yes", "train.cuda_graphs"),
 ]
 if not torch.cuda.is_available():

@@ -80,7 +80,7 @@ def test_analyze_bad_input_one_line_exit_2(tmp_path, run_cli, case, match):
     _hydra_dir(d, *ARGS)
     train(d, *ARGS)
     args = {"notrun": [str(tmp_path)], "othermodel": [str(d), "model=linear_relu"],
-            "costs_on_fc": [str(d), "analysis=costs"], "unknown": [str(d), "analysis=nope"]}[case]
+            "costs_on_fc": [str(d), "analysis=costs", "analysis.analyses=[costs]"], "unknown": [str(d), "analysis=nope"]}[case]
     p = run_cli("repcost-analyze", *args, cwd=tmp_path)
     assert p.returncode == 2
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
