@@ -1,7 +1,7 @@
 """The certificate's share of a run's wall time (the demo and `jacot23-fig1-quick`; target <= 10 %).
 
-Each preset is trained once with the certificate off (`analysis.certificate.enabled=false`); then the
-certificate with its default options (`config.schema.CertificateOptions`) is timed on the trained model,
+Each preset is trained once with the certificate off (`analysis.critical.enabled=false`); then the
+certificate with its default options (`config.schema.CriticalOptions`) is timed on the trained model,
 as the end of a run computes it. Share = certificate / (training + certificate).
 
     python benchmarks/certificate_cost.py [--presets demo jacot23-fig1-quick]
@@ -16,10 +16,10 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from repcost.analysis.certificate import critical_point_certificate
+from repcost.analysis.critical import critical_point_certificate
 from repcost.api import Run
 from repcost.config import compose_config, validate
-from repcost.config.schema import CertificateOptions
+from repcost.config.schema import CriticalOptions
 from repcost.objective import training_targets
 from repcost.train.run import run_training
 
@@ -28,11 +28,11 @@ PRESETS = {"demo": [], "jacot23-fig1-quick": ["experiment=jacot23-fig1-quick"]}
 
 def measure(name: str, workdir: Path) -> tuple[float, float, dict]:
     """(training seconds, certificate seconds, certificate) of one preset."""
-    cfg = compose_config([*PRESETS[name], "train.progress=false", "analysis.certificate.enabled=false"])
+    cfg = compose_config([*PRESETS[name], "train.progress=false", "analysis.critical.enabled=false"])
     summary = run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), workdir / name)
     run = Run(workdir / name)
     model, data, t = run.model(), run.data(), run.spec.train
-    o = CertificateOptions()
+    o = CriticalOptions()
     start = time.perf_counter()
     cert = critical_point_certificate(model, data.x_train, training_targets(data, data.y_train, t.loss), t.loss,
                                       t.lam, t.reg_scale, o.stationarity_tol, o.gap_tol, o.descent_evals, o.max_kinks)

@@ -25,6 +25,6 @@ echo "gpu_stacked: $((SECONDS - t)) s"
 for r in $(seq 1 "${FIG1_RUNS:-1}"); do
   echo "== jacot23-fig1 FULL on CUDA, run $r"; t=$SECONDS
   timeout ${T_FIG1:-200} $PY experiments/jacot23-fig1.py --full --set device=cuda --workdir "$OUT/fig1-$r" 2>&1 | grep -v Warning | tail -15 | tee "$OUT/fig1-$r.log"
-  find "$OUT/fig1-$r" -name summary.json -exec $PY -c "import json,sys; s=json.load(open(sys.argv[1])); print('fig1 training wall_time_s', s['wall_time_s'], 'steps', s['steps'], 'status', s['status'], 'stationarity', s.get('cert.stationarity'))" {} \;
+  find "$OUT/fig1-$r" -name summary.json -exec $PY -c "import json,sys; s=json.load(open(sys.argv[1])); print('fig1 training wall_time_s', s['wall_time_s'], 'steps', s['steps'], 'status', s['status'], 'stationarity', s.get('critical.stationarity'))" {} \;
   echo "fig1 run $r: $((SECONDS - t)) s"
 done

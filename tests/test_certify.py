@@ -30,7 +30,7 @@ def test_escalation_stops_as_soon_as_the_gap_certifies_and_a_smaller_budget_says
     r = a["certify.rounds"]
     assert a["certified"] and a["stop_reason"] == "certified" and 1 <= r < 4
     # the gap it stopped on is the final certificate's, recomputed from the saved run, and within the tolerance
-    assert a["certify.gap_rel"] == a["cert.duality_gap_rel"] <= 0.05 and a["cert.dual_value"] <= a["objective"]
+    assert a["certify.gap_rel"] == a["certify.duality_gap_rel"] <= 0.05 and a["certify.dual_value"] <= a["objective"]
     assert a["steps"] == 400 + sum(300 * 2 ** k for k in range(r)) < a["certify.budget_steps"]
     assert "certified within" in p.stderr + p.stdout
     # the same run with one round fewer: the same steps up to there, then "not certified" after its budget
@@ -52,7 +52,7 @@ def test_without_a_duality_gap_nothing_escalates_and_the_run_says_its_certificat
     p = run_cli("repcost-train", *SMALL, "model.depth=3", "train.certify.rounds=4", f"hydra.run.dir={d}", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     s = _summary(d)
-    assert not s["certified"] and s["steps"] == 400 and s["certify.rounds"] == 0 and "cert.duality_gap_rel" not in s
+    assert not s["certified"] and s["steps"] == 400 and s["certify.rounds"] == 0 and "certify.duality_gap_rel" not in s
     assert "no global-minimum certificate exists for this model" in p.stderr + p.stdout
 
 
@@ -92,3 +92,47 @@ def test_a_run_preempted_inside_an_escalation_round_resumes_exactly(tmp_path):
     done, _ = train_direct(tmp_path, *args, name="run")
     strip = lambda s: {k: v for k, v in s.items() if not k.endswith("time_s")}  # noqa: E731
     assert strip(done) == strip(ref)
+
+
+def test_a_run_written_with_the_earlier_certificate_keys_is_reused_and_read_with_todays(tmp_path, run_cli):
+    """A finished run whose files name the critical-point certificate `analysis.certificate` (balance tolerance
+    `gap_tol`) and report it as `cert.*`: the same command and `--resume` find it already finished (no certificate
+    key is part of the identity), and its readers see `critical.*`, `certify.*` and `analysis.critical`."""
+    from omegaconf import OmegaConf
+
+    from repcost.api import load_run
+    from repcost.sweep import job_record
+
+    args = ("model.width=8", "data.n_points=5", "train.phases.0.steps=20", "train.phases.1.steps=20",
+            "analysis.critical.balance_tol=0.02", "analysis.critical.descent_evals=5")
+    d = tmp_path / "run"
+    p = run_cli("repcost-train", *args, f"hydra.run.dir={d}", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    today = _summary(d)
+    assert "critical.stationarity" in today and "certify.duality_gap_rel" in today and "critical.descent_rel" in today
+
+    def old(key: str) -> str:
+        return "cert." + key.split(".", 1)[1] if key.startswith(("critical.", "certify.dual")) else key
+
+    earlier = {old(k): v for k, v in today.items()}
+    if isinstance(today.get("not_applicable"), dict):
+        earlier["not_applicable"] = {old(k): v for k, v in today["not_applicable"].items()}
+    (d / "summary.json").write_text(json.dumps(earlier))
+    cfg = OmegaConf.load(d / ".hydra" / "config.yaml")
+    node = OmegaConf.to_container(cfg.analysis.critical)
+    node["gap_tol"] = node.pop("balance_tol")
+    cfg.analysis.certificate = node
+    del cfg.analysis["critical"]
+    OmegaConf.save(cfg, d / ".hydra" / "config.yaml")
+    saved = [o.replace("analysis.critical.balance_tol", "analysis.certificate.gap_tol").replace("analysis.critical",
+             "analysis.certificate") for o in OmegaConf.load(d / ".hydra" / "overrides.yaml")]
+    OmegaConf.save(OmegaConf.create(saved), d / ".hydra" / "overrides.yaml")
+    assert "analysis.certificate.gap_tol=0.02" in saved
+    before = {f.name: f.read_bytes() for f in d.iterdir() if f.is_file() and f.suffix != ".log" and f.name != ".lock"}
+    for how in (("--resume", str(d)), (*args, f"hydra.run.dir={d}")):
+        p = run_cli("repcost-train", *how, cwd=tmp_path)
+        assert p.returncode == 0 and "already finished" in p.stdout + p.stderr, p.stderr
+    assert before == {f.name: f.read_bytes() for f in d.iterdir() if f.is_file() and f.suffix != ".log" and f.name != ".lock"}
+    run = load_run(d)
+    assert run.summary == today and job_record(d, d)["critical.stationarity"] == today["critical.stationarity"]
+    assert run.config["analysis"]["critical"]["balance_tol"] == 0.02 and run.spec.analysis.critical.balance_tol == 0.02

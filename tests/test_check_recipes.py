@@ -125,8 +125,8 @@ def test_heldout_rays_ranges_and_determinism():
 
 
 def test_certificate_fields_from_summary():
-    s = {"critical_point": True, "cert.stationarity": 3.0, "cert.clarke_stationarity": 3e-9, "cert.kinks": 4,
-         "cert.unit_gap": 1e-7, "cost": 1.0}
+    s = {"critical_point": True, "critical.stationarity": 3.0, "critical.clarke_stationarity": 3e-9, "critical.kinks": 4,
+         "critical.unit_gap": 1e-7, "cost": 1.0}
     assert check_recipes.certificate(s) == {"critical_point": True, "cert_stationarity": 3.0,
                                             "cert_clarke_stationarity": 3e-9, "cert_unit_gap": 1e-7}
     empty = check_recipes.certificate({})  # an old summary without the certificate

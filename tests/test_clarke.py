@@ -85,7 +85,7 @@ def test_too_many_kinks_is_not_computed():
 
 
 def test_the_certificate_reports_the_kinks_and_their_least_gradient():
-    from repcost.analysis.certificate import critical_point_certificate
+    from repcost.analysis.critical import critical_point_certificate
 
     m = _net({0: 3, 2: 1})
     x, y = torch.tensor(X)[:, None], torch.tensor(Y)[:, None]

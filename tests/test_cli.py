@@ -76,14 +76,14 @@ def test_bad_config_one_line_exit_2(tmp_path, run_cli, overrides, key, allowed):
 
 
 @pytest.mark.parametrize("clarke, says", [(0.004, "0.004 over the slopes of 7 kinks"),
-                                          (float("nan"), "not computed over the slopes of 7 kinks: analysis.certificate.max_kinks")])
+                                          (float("nan"), "not computed over the slopes of 7 kinks: analysis.critical.max_kinks")])
 def test_the_finished_line_states_the_clarke_measure(tmp_path, caplog, clarke, says):
     import logging
 
     from repcost.train.job import report as _report
 
-    summary = {"status": "finished", "steps": 10, "critical_point": False, "cert.stationarity": 0.5,
-               "cert.clarke_stationarity": clarke, "cert.kinks": 7, "cert.unit_gap": 1e-3}
+    summary = {"status": "finished", "steps": 10, "critical_point": False, "critical.stationarity": 0.5,
+               "critical.clarke_stationarity": clarke, "critical.kinks": 7, "critical.unit_gap": 1e-3}
     with caplog.at_level(logging.INFO, logger="repcost"):
         _report(summary, tmp_path)
     line = next(r.getMessage() for r in caplog.records if "critical point" in r.getMessage())

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from repcost.analysis.certificate import critical_point_certificate
+from repcost.analysis.critical import critical_point_certificate
 from repcost.analysis.descent import lbfgs_descent
 from helpers import cli, one_unit_net
 
@@ -44,9 +44,9 @@ def test_progress_is_reported_and_the_objective_never_rises():
 def test_certify_descent_through_the_cli(tmp_path):
     d = tmp_path / "run"
     p = cli("repcost-train", "model=fc", "model.depth=3", "model.width=8", "data=teacher", "data.n_train=40",
-            "data.n_test=10", "train=adam", "train.phases.0.steps=100", "analysis.certificate.descent_evals=30",
+            "data.n_test=10", "train=adam", "train.phases.0.steps=100", "analysis.critical.descent_evals=30",
             f"hydra.run.dir={d}", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     s = json.loads((d / "summary.json").read_text())
-    assert s["cert.descent_rel"] > 0 and 1 <= s["cert.descent_evals"] <= 60  # 100 Adam steps are not a minimum
+    assert s["critical.descent_rel"] > 0 and 1 <= s["critical.descent_evals"] <= 60  # 100 Adam steps are not a minimum
     assert "descent check: L-BFGS lowers the objective" in p.stdout + p.stderr

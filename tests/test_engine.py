@@ -9,7 +9,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from repcost.analysis.certificate import critical_point_certificate, weighted_gap
+from repcost.analysis.critical import critical_point_certificate, weighted_gap
 from repcost.config import compose_config, validate
 from repcost.errors import RepcostError
 from repcost.train.run import run_training
@@ -75,9 +75,9 @@ def test_grad_tol_stops_at_the_first_check_below_it(tmp_path):
 
     s = run("tol", f"train.grad_tol={tol}")
     assert s["stop_reason"] == "grad_tol" and 0 < s["steps"] < 20000
-    assert s["cert.grad_norm_rel"] <= tol * (1 + 1e-9)
+    assert s["critical.grad_norm_rel"] <= tol * (1 + 1e-9)
     before = run("before", f"train.phases.0.steps={s['steps'] - 10}")
-    assert before["cert.grad_norm_rel"] > tol
+    assert before["critical.grad_norm_rel"] > tol
 
 
 @pytest.mark.parametrize("extra", [("train.phases.0.steps=9",), ("train.phases.0.steps=30", "train.check_every=1000")])

@@ -207,10 +207,10 @@ def test_a_family_that_declares_no_symmetry_gets_no_balance_numbers(tmp_path):
         s = json.loads((d / "summary.json").read_text())
     finally:
         MODELS._entries.pop("skip_relu")
-    assert {"hidden.min_rank", "weights.W2.rank", "jacobian.rank_max", "cert.stationarity"} <= set(s)
+    assert {"hidden.min_rank", "weights.W2.rank", "jacobian.rank_max", "critical.stationarity"} <= set(s)
     assert not {k for k in s if "unit_gap" in k or "layer_gap" in k or "neuron_gap" in k}
     na = s["not_applicable"]
-    assert {"cert.unit_gap", "balance.layer_gap", "balance.neuron_gap", "jacobian.prop3_bound"} <= set(na)
+    assert {"critical.unit_gap", "balance.layer_gap", "balance.neuron_gap", "jacobian.prop3_bound"} <= set(na)
     assert "jacobian.prop3_bound" not in s  # Jacot 2023 Prop 3 bounds chains; a skip net can exceed it
     assert "registered representation costs" in na.pop("costs") and not {k for k in s if k.startswith("costs.")}
     assert all("declares no" in why for why in na.values())

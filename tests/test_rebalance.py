@@ -86,8 +86,8 @@ def test_a_rebalanced_phase_ends_balanced_where_plain_gd_does_not(tmp_path):
               "train.phases.1.lr=1e-3"]
     plain = _run(tmp_path, "plain", *phases)
     reb = _run(tmp_path, "reb", *phases, "+train.phases.1.rebalance=true")
-    assert plain["cert.unit_gap"] > 0.05
-    assert reb["cert.unit_gap"] < 1e-3
+    assert plain["critical.unit_gap"] > 0.05
+    assert reb["critical.unit_gap"] < 1e-3
     assert reb["objective"] < plain["objective"]
 
 

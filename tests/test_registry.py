@@ -12,7 +12,7 @@ import pytest
 from omegaconf import OmegaConf
 
 
-from repcost.config.schema import AnalysisConfig, CertificateOptions, validate_options
+from repcost.config.schema import AnalysisConfig, CriticalOptions, validate_options
 from repcost.paths import CONFIG_DIR
 from repcost.registry import ANALYSES, DATASETS, MODELS
 
@@ -43,7 +43,7 @@ def test_analysis_presets_validate(path):
     assert set(cfg.analyses) <= set(ANALYSES.names())
     for name in ANALYSES.names():  # every analysis's options dataclass takes the validated options
         schema = ANALYSES.get(name).schema
-        if schema is CertificateOptions:  # the certificate's own node, analysis.certificate
-            assert isinstance(cfg.certificate, CertificateOptions)
+        if schema is CriticalOptions:  # the certificate's own node, analysis.critical
+            assert isinstance(cfg.critical, CriticalOptions)
             continue
         schema(**{f.name: opts[f.name] for f in dataclasses.fields(schema)})

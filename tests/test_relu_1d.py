@@ -136,12 +136,12 @@ def test_every_1d_two_layer_run_reports_its_gap(tmp_path):
             cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
-    assert 0 <= s["cert.duality_gap_rel"] <= 1 and s["cert.dual_value"] <= s["objective"] * (1 + 1e-9)
-    assert s["cert.duality_gap"] == pytest.approx(s["objective"] - s["cert.dual_value"], rel=1e-9, abs=1e-15)
+    assert 0 <= s["certify.duality_gap_rel"] <= 1 and s["certify.dual_value"] <= s["objective"] * (1 + 1e-9)
+    assert s["certify.duality_gap"] == pytest.approx(s["objective"] - s["certify.dual_value"], rel=1e-9, abs=1e-15)
     assert "global minimum: the objective is at most" in p.stdout + p.stderr
     p = cli("repcost-train", "model.depth=3", "train.phases.0.steps=5", "train.phases.1.steps=5",
             f"hydra.run.dir={tmp_path / 'b'}", cwd=tmp_path)
-    assert p.returncode == 0 and "cert.duality_gap_rel" not in json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert p.returncode == 0 and "certify.duality_gap_rel" not in json.loads((tmp_path / "b" / "summary.json").read_text())
 
 
 @pytest.mark.parametrize("rho", [1e-2, 5e-8])

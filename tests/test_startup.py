@@ -29,7 +29,7 @@ def test_import_and_help_load_no_heavy_modules(tmp_path):
     # a run's own modules, up to its first step: scipy and matplotlib load only for the final certificate and figure
     assert not {"scipy", "cvxpy", "matplotlib", "tensorboard", "submitit"} & _modules_after(
         "import repcost.cli.collect, repcost.train.job, repcost.train.run, repcost.analysis.hooks, "
-        "repcost.analysis.certificate")
+        "repcost.analysis.critical")
     import repcost
     import repcost.analysis as analysis
 
@@ -57,8 +57,8 @@ def test_a_run_loads_neither_matplotlib_nor_scipy_optimize_and_its_helper_draws_
     assert out.returncode == 0, out.stderr
     loaded = set(out.stdout.split("MODULES", 1)[1].split())
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["cert.kinks"] > 0 and summary["cert.clarke_stationarity"] >= 0  # the Clarke measure was solved
-    assert "cert.duality_gap" in summary and "clarabel" in loaded
+    assert summary["critical.kinks"] > 0 and summary["critical.clarke_stationarity"] >= 0  # the Clarke measure was solved
+    assert "certify.duality_gap" in summary and "clarabel" in loaded
     assert not any(m.startswith(("matplotlib", "scipy.optimize")) for m in loaded)
     assert (run / "figures" / "fit.png").read_bytes().startswith(b"\x89PNG")
 

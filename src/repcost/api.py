@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import RepcostError
+from .renamed import config_keys, summary_keys
 from .rundir import CHECKPOINT, MEMBERS, METRICS, SUMMARY
 from .sweep import read_table
 
@@ -63,9 +64,9 @@ class Run:
 
         saved = self.path / ".hydra" / "config.yaml"
         if saved.exists():
-            return OmegaConf.to_container(OmegaConf.load(saved), resolve=True)
+            return config_keys(OmegaConf.to_container(OmegaConf.load(saved), resolve=True))
         if checkpoint_file(self.path).exists():
-            return dict(self.checkpoint["config"])
+            return config_keys(dict(self.checkpoint["config"]))
         raise RepcostError(f"{self.path}: no .hydra/config.yaml nor {CHECKPOINT}: not a repcost run directory")
 
     @cached_property
@@ -74,7 +75,7 @@ class Run:
         f = self.path / SUMMARY
         if not f.exists():
             raise RepcostError(f"{f} not found: the run has not ended (or this is not a run directory)")
-        return json.loads(f.read_text())
+        return summary_keys(json.loads(f.read_text()))
 
     @cached_property
     def metrics(self) -> list[dict]:

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from .errors import RepcostError, io_error
+from .renamed import summary_keys
 from .runio import (
     FILE_MODE,
     atomic_torch_save,
@@ -124,7 +125,7 @@ class RunDir:
         return any(self.file(n).exists() for n in (CHECKPOINT, SUMMARY, FINISHED, ERROR, MEMBERS, INCOMPLETE))
 
     def summary(self) -> dict:
-        return json.loads(self.file(SUMMARY).read_text())
+        return summary_keys(json.loads(self.file(SUMMARY).read_text()))
 
     # -- writes --------------------------------------------------------------------------------
     def write_json(self, name: str, obj: Any) -> None:

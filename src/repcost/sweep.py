@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RepcostError
+from .renamed import summary_keys
 from .rundir import ERROR, FINISHED, SUMMARY
 from .runio import atomic_write_bytes, csv_bytes
 
@@ -117,7 +118,7 @@ def _summary(job: Path) -> dict:
         raise RepcostError(f"{f}: not readable as JSON ({_why(e)})") from None
     if not isinstance(summary, dict):
         raise RepcostError(f"{f}: not a JSON object (holds a {type(summary).__name__})")
-    return summary
+    return summary_keys(summary)
 
 
 def job_record(job: Path, sweep_dir: Path) -> dict:

@@ -8,7 +8,7 @@ selection of which nothing applies is an error before training). Its options
 are a dataclass: `analysis.options.*` is validated against the options of every registered
 analysis before any work starts (`config.schema.validate_options`), so a misspelt option is one
 line, exit 2. The certificate is one of them, run at the end of every finished run unless
-`analysis.certificate.enabled=false` (its options: `analysis.certificate.*`).
+`analysis.critical.enabled=false` (its options: `analysis.critical.*`).
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from ..config.schema import AnalysisConfig, CertificateOptions, validate_options
+from ..config.schema import AnalysisConfig, CriticalOptions, validate_options
 from ..errors import RepcostError, check
 from ..objective import training_targets
 from ..registry import ANALYSES
+from ..renamed import GAP_FIELDS
 from ..runio import atomic_write_bytes, csv_bytes
 from .arrays import float64_model
 from .balance import balance_summary, layer_balance, not_applicable
-from .certificate import critical_point_certificate
+from .critical import critical_point_certificate
 from .family_costs import FAMILY_COSTS, family_costs
 from .jacobians import jacobian_spectra, prop3_bound, schatten_cost
 from .spectra import hidden_spectra, rank_measures, weight_spectra
@@ -127,14 +128,16 @@ def _costs(model, x, opts: CommonOptions, ctx) -> Result:
     return Result(scalars, arrays)
 
 
-def _certificate(model, x, opts: CertificateOptions, ctx) -> Result:
+def _certificate(model, x, opts: CriticalOptions, ctx) -> Result:
     t = ctx.train
     cert = critical_point_certificate(model, ctx.data.x_train, ctx.y_train, t.loss, t.lam, t.reg_scale,
-                                      opts.stationarity_tol, opts.gap_tol, opts.descent_evals, opts.max_kinks)
+                                      opts.stationarity_tol, opts.balance_tol, opts.descent_evals, opts.max_kinks)
     na = cert.pop("not_applicable", {})
-    scalars = {f"cert.{k}": v for k, v in cert.items() if k != "critical_point"}
+    # the duality gap is the global certificate's (train.certify) number: certify.*; the rest critical.*
+    scalars = {f"{'certify' if k in GAP_FIELDS else 'critical'}.{k}": v for k, v in cert.items()
+               if k != "critical_point"}
     scalars["critical_point"] = cert["critical_point"]
-    return Result(scalars, not_applicable={f"cert.{k}": why for k, why in na.items()})
+    return Result(scalars, not_applicable={f"critical.{k}": why for k, why in na.items()})
 
 
 def describe_certificate(summary: dict) -> list[str]:
@@ -142,20 +145,20 @@ def describe_certificate(summary: dict) -> list[str]:
     if "critical_point" not in summary:
         return []
     clarke = ""
-    if "cert.clarke_stationarity" in summary:
-        c, n = summary["cert.clarke_stationarity"], summary["cert.kinks"]
+    if "critical.clarke_stationarity" in summary:
+        c, n = summary["critical.clarke_stationarity"], summary["critical.kinks"]
         clarke = (f", {c:.3g} over the slopes of {n} kinks" if math.isfinite(c)
-                  else f", not computed over the slopes of {n} kinks: analysis.certificate.max_kinks")
-    gap = f", unit gap {summary['cert.unit_gap']:.3g}" if "cert.unit_gap" in summary else ""
+                  else f", not computed over the slopes of {n} kinks: analysis.critical.max_kinks")
+    gap = f", unit gap {summary['critical.unit_gap']:.3g}" if "critical.unit_gap" in summary else ""
     lines = [f"critical point: {'yes' if summary['critical_point'] else 'no'} (stationarity "
-             f"{summary['cert.stationarity']:.3g}{clarke}{gap}; docs/recipes-and-certificates.md)"]
-    if "cert.duality_gap_rel" in summary:
-        lines.append(f"global minimum: the objective is at most {summary['cert.duality_gap_rel']:.3g} (relative) above "
+             f"{summary['critical.stationarity']:.3g}{clarke}{gap}; docs/recipes-and-certificates.md)"]
+    if "certify.duality_gap_rel" in summary:
+        lines.append(f"global minimum: the objective is at most {summary['certify.duality_gap_rel']:.3g} (relative) above "
                      "it (duality gap of the convex 1-D problem)")
         lines.append("  i.e. no two-layer net of any width reaches an objective more than that fraction below this one")
-    if "cert.descent_rel" in summary:
-        lines.append(f"descent check: L-BFGS lowers the objective by {summary['cert.descent_rel']:.3g} (relative) in "
-                     f"{summary['cert.descent_evals']} evaluations")
+    if "critical.descent_rel" in summary:
+        lines.append(f"descent check: L-BFGS lowers the objective by {summary['critical.descent_rel']:.3g} (relative) in "
+                     f"{summary['critical.descent_evals']} evaluations")
     return lines
 
 
@@ -203,7 +206,7 @@ register_analysis("weights", CommonOptions, _weights)
 register_analysis("jacobian", CommonOptions, _jacobian)
 register_analysis("balance", CommonOptions, _balance)
 register_analysis("costs", CommonOptions, _costs, _needs_scalar_output, cheap=False)
-register_analysis("certificate", CertificateOptions, _certificate, cheap=False, describe=describe_certificate)
+register_analysis("critical", CriticalOptions, _certificate, cheap=False, describe=describe_certificate)
 
 
 def _options(schema: type, opts: dict[str, Any]):
@@ -235,8 +238,8 @@ class AnalysisRunner:
         self.names = [n for n in cfg.analyses if n not in self.skipped]
         self.x = analysis_points(cfg, data) if cfg.analyses else None
         self.options = {n: _options(ANALYSES.get(n).schema, opts) for n in self.names}
-        self.certify = cfg.certificate.enabled and train is not None
-        self.options["certificate"] = cfg.certificate
+        self.critical = cfg.critical.enabled and train is not None
+        self.options["critical"] = cfg.critical
         y = training_targets(data, data.y_train, train.loss) if train is not None else data.y_train
         self.ctx = AnalysisContext(data, cfg.n_points, train, y)
 
@@ -262,7 +265,7 @@ class AnalysisRunner:
     def final(self, model) -> dict:
         """The certificate and every selected analysis that applies; writes analysis/*.npz and analysis/layers.csv;
         returns the scalars (with `not_applicable`: the analyses and terms that do not apply to the run, and why)."""
-        names = ["certificate"] if self.certify else []
+        names = ["critical"] if self.critical else []
         if self.cfg.at_end:
             names += self.names
         if not names:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from ..models.base import RepModel, UnitNorms
-from .certificate import weighted_gap
+from .critical import weighted_gap
 
 NEGLIGIBLE = 1e-12  # a unit side below this fraction of its layer's mass is not rescaled (rebalance)
 

@@ -23,6 +23,7 @@ from ..data import load_data
 from ..errors import RepcostError
 from ..paths import CONFIG_DIR
 from ..runio import atomic_write_json
+from ..renamed import config_keys
 from ..rundir import CHECKPOINT, FINISHED, SUMMARY
 
 GROUPS = ("model", "data", "train", "analysis")
@@ -67,7 +68,7 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, co
     if not cfg_path.exists() or not checkpoint_file(run_dir).exists():
         raise RepcostError(f"{run_dir} is not a repcost run directory (needs .hydra/config.yaml and {CHECKPOINT})")
     target = check_out(Path(out_dir)) if out_dir else _new_reanalysis_dir(run_dir)
-    cfg = OmegaConf.load(cfg_path)
+    cfg = OmegaConf.create(config_keys(OmegaConf.to_container(OmegaConf.load(cfg_path))))
     if cfg.analysis.name == "none" and not cfg.analysis.analyses and not any(o.startswith("analysis=") for o in overrides):
         cfg.analysis = OmegaConf.load(CONFIG_DIR / "analysis" / "spectra.yaml")  # a sensible default, then the overrides
     cfg = apply_overrides(cfg, overrides, config_dirs)

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..config import resolvers  # noqa: F401  (registers ${repcost_uid:} and ${repcost_job_dir:})
 from ..errors import FatalError, RepcostError
 from ..paths import CONFIG_DIR
+from ..renamed import override
 from ..startup import load_torch, startup_guard
 from ..train.preempt import Interrupted
 from ..warnings_log import capture_library_warnings
@@ -67,8 +68,8 @@ def _resume_argv(argv: list[str]) -> list[str]:
                            "config was saved); relaunch the original command")
     if not saved.exists():
         raise RepcostError(f"--resume {run_dir}: not a run directory (no .hydra/overrides.yaml)")
-    overrides = [o for o in OmegaConf.load(saved) if not str(o).startswith("hydra.run.dir=")]
-    return [*map(str, overrides), *argv[2:], f"hydra.run.dir={quoted(str(run_dir.resolve()))}"]
+    overrides = [override(str(o)) for o in OmegaConf.load(saved) if not str(o).startswith("hydra.run.dir=")]
+    return [*overrides, *argv[2:], f"hydra.run.dir={quoted(str(run_dir.resolve()))}"]
 
 
 def quoted(value: str) -> str:

@@ -129,7 +129,7 @@ class TrainConfig:
     # less than 1e-38, so this is not part of the run's identity either
     flush_subnormals: bool = field(default=True, metadata={"identity": False})
     # the certificate's descent check: full-batch L-BFGS from the final parameters with this many objective
-    # evaluations reports the relative decrease it finds (`cert.descent_rel`; 0 = off). It reads the trained
+    # evaluations reports the relative decrease it finds (`critical.descent_rel`; 0 = off). It reads the trained
     # model and changes nothing, so it is not part of the run's identity
     certify: CertifyConfig = field(default_factory=CertifyConfig)
 
@@ -180,23 +180,23 @@ class TrainConfig:
 
 
 @dataclass
-class CertificateOptions:
-    """The certificate (analysis/certificate.py), computed at the end of every finished run unless disabled."""
+class CriticalOptions:
+    """The critical-point certificate (analysis/critical.py), computed at the end of every finished run unless disabled."""
 
     enabled: bool = True
-    descent_evals: int = 0  # > 0: L-BFGS evaluations of the descent check (cert.descent_rel)
+    descent_evals: int = 0  # > 0: L-BFGS evaluations of the descent check (critical.descent_rel)
     # Clarke stationarity over at most this many kinks (beyond: not computed). Up to 256 the kinks' columns are exact
     # and cheap (one gradient each, ~1 s on the Jacot 2023 Fig 1 net); above, a matrix-free solve costs tens of s
     max_kinks: int = 256
     stationarity_tol: float = 1e-2  # critical point: ‖∇objective‖ ≤ tol · 2λs‖θ_reg‖
-    gap_tol: float = 1e-2  # critical point: unit and linear balance gaps ≤ tol
+    balance_tol: float = 1e-2  # critical point: unit and linear balance gaps ≤ tol
 
     def __post_init__(self):
         check(self.descent_evals >= 0, "descent_evals", self.descent_evals,
               "an integer >= 0 (L-BFGS evaluations of the descent check; 0 = off)")
         check(self.max_kinks >= 0, "max_kinks", self.max_kinks, "an integer >= 0")
         check(self.stationarity_tol > 0, "stationarity_tol", self.stationarity_tol, "a tolerance > 0")
-        check(self.gap_tol > 0, "gap_tol", self.gap_tol, "a tolerance > 0")
+        check(self.balance_tol > 0, "balance_tol", self.balance_tol, "a tolerance > 0")
 
 
 @dataclass
@@ -207,8 +207,8 @@ class AnalysisConfig:
     at_end: bool = True
     n_points: int = 10  # points at which Jacobians are taken
     options: Any = field(default_factory=dict)  # per-analysis options (thresholds, centring, …)
-    # the certificate reports on a run, it does not change it: not part of the run's identity
-    certificate: CertificateOptions = field(default_factory=CertificateOptions, metadata={"identity": False})
+    # the critical-point certificate reports on a run, it does not change it: not part of the run's identity
+    critical: CriticalOptions = field(default_factory=CriticalOptions, metadata={"identity": False})
 
     def __post_init__(self):
         check(self.every >= 0, "every", self.every, "an integer >= 0")
@@ -362,7 +362,7 @@ def validate_options(cfg: AnalysisConfig) -> dict[str, Any]:
     for name in cfg.analyses:
         check(name in names, "analysis.analyses", name,
               "a list of " + ", ".join(names) + did_you_mean(name, names) + "; " + PLUGIN_HINT)
-    schemas = {ANALYSES.get(n).schema for n in names} - {CertificateOptions}  # its options: analysis.certificate
+    schemas = {ANALYSES.get(n).schema for n in names} - {CriticalOptions}  # its options: analysis.critical
     known = {f.name: f for s in schemas for f in dataclasses.fields(s)}
     given = dict(cfg.options or {})
     for key in given:

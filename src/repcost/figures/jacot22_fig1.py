@@ -79,7 +79,7 @@ def _run_rows(run) -> list[dict]:
                  merged_sq_norm=float(merged.param_sq_norm().detach()), sq_norm=float(model.param_sq_norm().detach()),
                  reformulated=r["reformulated"], original=r["original"], train_loss=summary["train_loss"],
                  steps=summary["steps"], wall_time_s=summary["wall_time_s"],
-                 stationarity=summary.get("cert.stationarity"), critical_point=summary.get("critical_point"))
+                 stationarity=summary.get("critical.stationarity"), critical_point=summary.get("critical_point"))
     rows[0]["_panels"] = panels
     return rows
 

@@ -6,7 +6,7 @@ was seen; no dataset is ever dropped or re-drawn by outcome.
 
 **1-D families** (Savarese et al. 2019 Thm 3.3; two-layer ReLU net, MSE). Each family's datasets 0–19 are its
 development block (the recipe was chosen looking at them), 20–29 and 30–39 its two held-out blocks (run
-with the recipe fixed). A dataset passes when its run is `certified` (summary.json): its duality gap `cert.duality_gap_rel`,
+with the recipe fixed). A dataset passes when its run is `certified` (summary.json): its duality gap `certify.duality_gap_rel`,
 a bound on how far the objective is above the global minimum over nets of any width, is at most 1 %.
 C(θ)/`spline_min_cost` is reported beside it.  Unless a family says otherwise, an interval is
 [m − h, m + h] with m ~ U(−1, 1), h ~ U(0.5, 2), and the label law is y = s·N(0, 1) or s·U(−1, 1)
@@ -223,14 +223,14 @@ def train(overrides: list[str], run_dir: Path) -> dict:
 
 
 def certificate(summary: dict) -> dict:
-    """The run's critical-point certificate, as every summary.json holds it (repcost.analysis.certificate):
+    """The run's critical-point certificate, as every summary.json holds it (repcost.analysis.critical):
     whether it is certified a critical point of the stated objective, the relative stationarity residual
     (plain, and the least over the slopes of kinked pre-activations) and the largest per-unit balance gap of the ReLU layer (0 at any critical point). NaN where absent."""
     return {"critical_point": bool(summary.get("critical_point", False)),
-            "cert_stationarity": float(summary.get("cert.stationarity", math.nan)),
+            "cert_stationarity": float(summary.get("critical.stationarity", math.nan)),
             # the least gradient over the slopes of pre-activations on a ReLU kink (only where stationarity fails)
-            "cert_clarke_stationarity": float(summary.get("cert.clarke_stationarity", math.nan)),
-            "cert_unit_gap": float(summary.get("cert.unit_gap", math.nan))}
+            "cert_clarke_stationarity": float(summary.get("critical.clarke_stationarity", math.nan)),
+            "cert_unit_gap": float(summary.get("critical.unit_gap", math.nan))}
 
 
 EXTRA: list[str] = []  # --set overrides, appended to every run (exploring variants of a recipe)
@@ -258,7 +258,7 @@ def case_1d(family: str, i: int, out: Path) -> dict:
         return {**row, "C": nan, "ratio": nan, "loss_over_var": nan, "global_gap_rel": nan, "certify_rounds": nan,
                 "steps": nan, "wall_s": nan, **certificate({}), "passed": False,
                 "run_dir": "failed: " + str(e).splitlines()[0].removeprefix("run failed: ")}
-    gap = s.get("cert.duality_gap_rel", math.nan)
+    gap = s.get("certify.duality_gap_rel", math.nan)
     # summary.json's verdict where the run certifies itself (train.certify); the gap against 1 % otherwise
     certified = bool(s["certified"]) if "certified" in s else bool(gap <= GAP_TOL)
     return {**row, "C": s["cost"], "ratio": s["cost"] / cmin, "loss_over_var": s["train_loss"] / float(np.var(y)),

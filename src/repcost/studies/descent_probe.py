@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from repcost.analysis.certificate import critical_point_certificate
+from repcost.analysis.critical import critical_point_certificate
 from repcost.analysis.descent import lbfgs_descent
 from repcost.analysis.spectra import hidden_spectra
 from repcost.api import load_run

@@ -34,7 +34,7 @@ def describe(summary: dict) -> str | None:
     if summary["certified"]:
         line = f"certified within {100 * gap:.3g} % of the global minimum of its objective (duality gap; {after})"
         if summary.get("critical_point") is False:  # the local certificate ran and does not accept the point
-            st = summary.get("cert.clarke_stationarity", summary.get("cert.stationarity", math.nan))
+            st = summary.get("critical.clarke_stationarity", summary.get("critical.stationarity", math.nan))
             line += (f"; not a critical point (stationarity {st:.3g}): the gap bounds the objective, and a point "
                      "that close to the minimum's objective need not be a minimiser")
         return line

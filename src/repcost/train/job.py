@@ -174,7 +174,7 @@ def report(summary: dict, run_dir: Path) -> None:
     if "members_agreeing" in summary:
         log.info("  restarts: %d of %d end within 1 %% of the best objective (agreement across seeds%s)",
                  summary["members_agreeing"], summary["ensemble_size"],
-                 "" if "cert.duality_gap_rel" in summary else "; not a global-minimum certificate")
+                 "" if "certify.duality_gap_rel" in summary else "; not a global-minimum certificate")
     for fig in sorted((run_dir / "figures").glob("*.png")):
         log.info("  figure: %s", fig)
 

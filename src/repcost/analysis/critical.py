@@ -15,7 +15,7 @@ At a critical point of  data-loss + λ·s·Σ‖p‖²  two things hold:
   is shrinking towards zero carry no weight, whatever their ratio.
 
 `critical_point` is true when stationarity ≤ `stationarity_tol` and the unit and linear gaps are
-≤ `gap_tol` (defaults 1e-2: the balance equations hold to about 1 %); with λ = 0 only the gradient
+≤ `balance_tol` (defaults 1e-2: the balance equations hold to about 1 %); with λ = 0 only the gradient
 counts. Where pre-activations sit on a ReLU kink the objective is not differentiable there; if the
 plain stationarity fails, the certificate also reports `kinks` and `clarke_stationarity`, the least
 gradient norm over the kinks' slopes (analysis/clarke.py) in the same units, and that one may pass.
@@ -50,7 +50,7 @@ from .family_costs import family_gaps
 from .relu_1d import duality_gap
 
 STATIONARITY_TOL = 1e-2
-GAP_TOL = 1e-2
+BALANCE_TOL = 1e-2
 
 
 def weighted_gap(incoming, outgoing) -> float:
@@ -77,9 +77,9 @@ def objective_gradient_norms(model, x: torch.Tensor, y: torch.Tensor, loss: str,
 
 
 def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
-                               stationarity_tol: float = STATIONARITY_TOL, gap_tol: float = GAP_TOL,
+                               stationarity_tol: float = STATIONARITY_TOL, balance_tol: float = BALANCE_TOL,
                                descent_evals: int = 0, max_kinks: int = MAX_KINKS) -> dict:
-    """The certificate's scalars (prefixed `cert.` in summaries): gradient norms, stationarity, gaps, verdict;
+    """The certificate's scalars (prefixed `critical.` in summaries, the duality gap `certify.`): gradient norms, stationarity, gaps, verdict;
     `not_applicable` maps each term the model's structure does not support to the reason."""
     m = float64_model(model)  # one float64 copy (if any) for the gradient and the gaps
     norms = objective_gradient_norms(m, x, y, loss, lam, reg_scale)
@@ -111,7 +111,7 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
             out["clarke_stationarity"] = relative(clarke)
             stationary = out["clarke_stationarity"] <= stationarity_tol  # NaN (too many kinks): not certified
     # without a penalty (λ = 0) nothing forces balance: only the gradient counts
-    balanced = lam == 0 or all(v <= gap_tol for v in gaps.values())
+    balanced = lam == 0 or all(v <= balance_tol for v in gaps.values())
     out["critical_point"] = bool(finite and stationary and balanced)
     if finite:  # a two-layer 1-D ReLU net: how far above the global minimum (not part of the verdict)
         out.update(duality_gap(m, x, y, loss, lam, reg_scale))
