@@ -21,7 +21,7 @@ from repcost.api import Run
 from repcost.config import compose_config, validate
 from repcost.config.schema import CriticalOptions
 from repcost.objective import training_targets
-from repcost.train.run import run_training
+from repcost.train.run import train_run
 
 PRESETS = {"demo": [], "jacot23-fig1-quick": ["experiment=jacot23-fig1-quick"]}
 
@@ -29,7 +29,7 @@ PRESETS = {"demo": [], "jacot23-fig1-quick": ["experiment=jacot23-fig1-quick"]}
 def measure(name: str, workdir: Path) -> tuple[float, float, dict]:
     """(training seconds, certificate seconds, certificate) of one preset."""
     cfg = compose_config([*PRESETS[name], "train.progress=false", "analysis.critical.enabled=false"])
-    summary = run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), workdir / name)
+    summary = train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), workdir / name)
     run = Run(workdir / name)
     model, data, t = run.model(), run.data(), run.spec.train
     o = CriticalOptions()

@@ -22,7 +22,7 @@ from repcost.cli import train as train_cli
 from repcost.config import compose_config, validate
 from repcost.data import DATASETS, load_data
 from repcost.models import build_model
-from repcost.train.run import run_training
+from repcost.train.run import train_run
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["train.phases.0.steps=15", "train.phases.1.steps=0", "train.progress=false"]
@@ -139,10 +139,10 @@ REL = 1e-10  # float64: members and single runs agree to ~1e-15 after 50 steps; 
 
 
 def train_direct(tmp_path: Path, *overrides: str, name: str = "run", stop_flag=None):
-    """(run_training's result, run dir): the overrides composed, validated and trained without the CLI."""
+    """(train_run's result, run dir): the overrides composed, validated and trained without the CLI."""
     cfg = compose_config(["train.progress=false", *overrides])
     spec = validate(cfg)
-    return run_training(spec, OmegaConf.to_container(cfg, resolve=True), tmp_path / name, stop_flag=stop_flag), \
+    return train_run(spec, OmegaConf.to_container(cfg, resolve=True), tmp_path / name, stop_flag=stop_flag), \
         tmp_path / name
 
 

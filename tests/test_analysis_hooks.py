@@ -11,12 +11,12 @@ from omegaconf import OmegaConf
 
 from repcost.config import compose_config, validate
 from repcost.errors import RepcostError
-from repcost.train.run import run_training
+from repcost.train.run import train_run
 
 
 def train(run_dir, *overrides):
     cfg = compose_config(["train.progress=false", *overrides])
-    return run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), run_dir)
+    return train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), run_dir)
 
 
 def _hydra_dir(run_dir, *overrides):

@@ -11,9 +11,8 @@ import torch
 def test_train_cli_writes_every_output(tmp_path, run_cli):
     p = run_cli("repcost-train", "train.phases.0.steps=50", "train.phases.1.steps=10", "seed=0", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    runs = list((tmp_path / "outputs" / "runs").glob("*/*"))
-    assert len(runs) == 1
-    d = runs[0]
+    (d,) = (tmp_path / "outputs" / "runs").iterdir()  # named by the overrides
+    assert d.name == "seed=0,train.phases.0.steps=50,train.phases.1.steps=10"
     for f in (".hydra/config.yaml", ".hydra/overrides.yaml", "metrics.jsonl", "summary.json", "checkpoint.pt"):
         assert (d / f).exists(), f
     s = json.loads((d / "summary.json").read_text())
@@ -36,13 +35,20 @@ def test_long_overrides_give_a_short_stable_job_dir():
 
 
 @pytest.mark.slow
-def test_two_runs_same_second_get_two_dirs(tmp_path, run_cli):
+def test_the_same_command_twice_at_once_trains_one_run(tmp_path):
+    """Both launches share the default directory: one trains, the other is refused in one line naming the holder
+    or, once the first has finished, reuses its run."""
     import subprocess
     import sys
-    cmd = [sys.executable, "-m", "repcost.cli.train", "train.phases.0.steps=1", "train.phases.1.steps=0"]
-    ps = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
-    assert all(p.wait(timeout=120) == 0 for p in ps)
-    assert len(list((tmp_path / "outputs" / "runs").glob("*/*"))) == 2
+    cmd = [sys.executable, "-m", "repcost.cli.train", "train.phases.0.steps=200", "train.phases.1.steps=0"]
+    ps = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+          for _ in range(2)]
+    outs = [(p.wait(timeout=120), *p.communicate()) for p in ps]
+    assert sorted(code for code, _, _ in outs)[0] == 0, outs
+    for code, out, err in outs:
+        assert code == 0 or (code == 2 and "in use by a running repcost process" in err), (code, out, err)
+    (d,) = (tmp_path / "outputs" / "runs").iterdir()
+    assert (d / "FINISHED").exists() and not list(tmp_path.glob("outputs/runs/*.stale-*"))
 
 
 BAD = [

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from repcost.analysis.critical import critical_point_certificate, weighted_gap
 from repcost.config import compose_config, validate
 from repcost.errors import RepcostError
-from repcost.train.run import run_training
+from repcost.train.run import train_run
 from repcost.train.schedule import lr_factor
 from helpers import one_unit_net
 
@@ -32,7 +32,7 @@ def test_logged_lr_follows_the_schedule(tmp_path):
     cfg = compose_config(["train.progress=false", "train=gd", "train.phases.0.steps=21", "train.phases.0.lr=0.05",
                           "train.phases.0.schedule=exponential", "+train.phases.0.final_lr_ratio=0.1",
                           "train.log_every=5"])
-    run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
+    train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
     for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines():
         rec = json.loads(line)
         if "lr" in rec:  # the last line is the state after the last step, which has no learning rate
@@ -71,7 +71,7 @@ def test_grad_tol_stops_at_the_first_check_below_it(tmp_path):
 
     def run(name, *extra):
         cfg = compose_config([*args, *extra])
-        return run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / name)
+        return train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / name)
 
     s = run("tol", f"train.grad_tol={tol}")
     assert s["stop_reason"] == "grad_tol" and 0 < s["steps"] < 20000
@@ -85,7 +85,7 @@ def test_a_run_that_diverges_between_checks_is_failed_not_finished(tmp_path, ext
     """The divergence and non-finite rules see the state every phase ends in, whatever check_every is."""
     cfg = compose_config(["train.progress=false", "train=gd", "train.phases.0.lr=1e8", *extra])
     with pytest.raises(RepcostError, match="run failed"):
-        run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
+        train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
     s = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert s["status"] == "failed" and s["stop_reason"] in ("diverged", "non_finite")
     assert "end of phase" in s["message"] and not (tmp_path / "r" / "FINISHED").exists()

@@ -12,7 +12,7 @@ from repcost.config import compose_config, validate
 from repcost.data import load_data
 from repcost.models import build_model
 from repcost.train.engine import Engine
-from repcost.train.run import run_training
+from repcost.train.run import train_run
 from repcost.train.step import COMPILE_MIN_STEPS_CUDA, COMPILE_MIN_WORK_CPU, fast_step_options, use_compile, use_graphs
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
@@ -51,9 +51,9 @@ def test_switches_are_not_identity(tmp_path):
     args = ["model=fc", "model.depth=2", "model.width=4", "data=teacher", "data.n_train=8", "data.n_test=0",
             "train.phases.0.steps=5", "train.progress=false"]
     cfg = compose_config(args + ["train.compile=off"])
-    run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
+    train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
     cfg = compose_config(args + ["train.compile=on"])
-    again = run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
+    again = train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
     assert again.get("reused") is True
 
 

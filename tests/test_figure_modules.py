@@ -10,7 +10,7 @@ from repcost.analysis.function_1d import model_1d_function
 from repcost.config import compose_config, validate
 from repcost.figures import LoadedRun, Verdict, save_figure
 from repcost.figures import savarese19_fig2, savarese19_parallel
-from repcost.train.run import run_training
+from repcost.train.run import train_run
 
 
 def _runs(tmp_path, preset: str, key: str, values, *extra: str) -> list[LoadedRun]:
@@ -18,7 +18,7 @@ def _runs(tmp_path, preset: str, key: str, values, *extra: str) -> list[LoadedRu
     for v in values:
         cfg = compose_config([f"experiment={preset}", f"{key}={v}", "train.progress=false", *extra])
         d = tmp_path / f"{key}={v}"
-        run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), d)
+        train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), d)
         out.append(LoadedRun.load(d))
     return out
 

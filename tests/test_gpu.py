@@ -7,7 +7,7 @@ import torch
 from omegaconf import OmegaConf
 
 from repcost.config import compose_config, validate
-from repcost.train.run import run_training
+from repcost.train.run import train_run
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 
@@ -17,10 +17,10 @@ def test_cuda_training_and_analysis(tmp_path, dtype):
     args = ["model=fc", "model.depth=4", "model.width=32", "data=rank_k", "data.n_train=200", "data.n_test=50",
             "train=adam", "train.phases.0.steps=200", "train.progress=false", "analysis=spectra", f"dtype={dtype}"]
     cfg = compose_config(args + ["device=cuda"])
-    s = run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "gpu")
+    s = train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "gpu")
     assert s["device"].startswith("cuda") and s["status"] == "finished"
     cfg = compose_config(args + ["device=cpu"])
-    c = run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "cpu")
+    c = train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "cpu")
     tol = 1e-3 if dtype == "float32" else 1e-8
     assert s["objective"] == pytest.approx(c["objective"], rel=tol)
     assert s["jacobian.prop3_bound"] == pytest.approx(c["jacobian.prop3_bound"], rel=tol)
@@ -90,6 +90,6 @@ def test_auto_switches_on_cuda(tmp_path):
     out = {}
     for sw in ("auto", "off"):
         cfg = compose_config(args + [f"train.compile={sw}", f"train.cuda_graphs={sw}"])
-        out[sw] = run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / sw)
+        out[sw] = train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / sw)
     assert out["auto"]["status"] == "finished"
     assert out["auto"]["objective"] == pytest.approx(out["off"]["objective"], rel=1e-8)

@@ -57,11 +57,11 @@ def test_a_run_with_logger_tensorboard_logs_its_metrics(tmp_path):
     from omegaconf import OmegaConf
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from repcost.train.run import run_training
+    from repcost.train.run import train_run
 
     cfg = compose_config(["logger=tensorboard", "train.progress=false", "train.phases.0.steps=30",
                           "train.phases.1.steps=0", "train.log_every=10"])
-    run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
+    train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
     lines = [json.loads(x) for x in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
     acc = EventAccumulator(str(tmp_path / "r" / "tensorboard"))
     acc.Reload()

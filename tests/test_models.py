@@ -155,7 +155,7 @@ def test_linear_relu_kinks_over_data(tmp_path):
     from omegaconf import OmegaConf
 
     from repcost.config import compose_config, validate
-    from repcost.train.run import run_training
+    from repcost.train.run import train_run
 
     schema = MODELS.get("linear_relu").schema
     x = torch.tensor([[-4.0], [-3.5], [-2.5], [-2.2]], dtype=torch.float64)
@@ -170,7 +170,7 @@ def test_linear_relu_kinks_over_data(tmp_path):
         schema(kinks_over_data=True, kink_range=1.0)
     cfg = compose_config(["model=linear_relu", "model.kinks_over_data=true", "data=points_1d", "data.x=[3,4,6]",
                           "data.y=[0,1,0]", "train=gd", "train.phases.0.steps=0", "train.progress=false"])
-    run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
+    train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r")
     sd = torch.load(tmp_path / "r" / "checkpoint.pt", weights_only=False)["trainer"]["model"]
     kinks = -sd["b"] / sd["linear.0"][:, 0]
     assert kinks.min() >= 3.0 and kinks.max() <= 6.0

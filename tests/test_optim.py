@@ -124,12 +124,18 @@ def test_stacked_grid_members_equal_their_single_runs(extra):
     assert len({float(m.param_sq_norm()) for m in models}) == len(models)  # the members really differ
 
 
-def test_unstackable_members_are_refused():
-    specs = [_member_spec(*GRID[0]), _member_spec(*GRID[1], extra=("train.phases.1.steps=41",))]
-    data = load_data(specs[0].data)
-    models = [build_model(sp.model, data.d_in, data.d_out, sp.seed) for sp in specs]
-    with pytest.raises(RepcostError, match="member 1 cannot be stacked: its train.phases differ"):
-        Engine(models, data, [sp.train for sp in specs], [0, 1])
+def test_unstackable_runs_are_refused(tmp_path):
+    """Runs that differ in more than the stackable keys never share an engine: refused before a directory opens."""
+    from omegaconf import OmegaConf
+
+    from repcost.train.run import train_runs
+
+    cfgs = [compose_config(["train.progress=false", "dtype=float64", *BASE, f"seed={i}", *extra])
+            for i, extra in enumerate([(), ("train.phases.1.steps=41",)])]
+    with pytest.raises(RepcostError, match="run 1 cannot be stacked with run 0: its train.phases.1.steps differs"):
+        train_runs([validate(c) for c in cfgs], [OmegaConf.to_container(c, resolve=True) for c in cfgs],
+                   [tmp_path / "a", tmp_path / "b"])
+    assert not (tmp_path / "a").exists()
 
 
 def test_lr_schedule_factor_is_shared():

@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from repcost.config import compose_config, validate
 from repcost.paths import CONFIG_DIR
-from repcost.train.run import run_training
+from repcost.train.run import train_run
 
 PRESETS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
 RECIPES = [p for p in PRESETS if p.startswith("min_norm_")]  # recipes checked by `make check-recipes`, not figures
@@ -34,6 +34,6 @@ def test_quick_preset_runs_a_few_steps(tmp_path, preset):
                          + [f"train.phases.{i}.steps=3" for i in range(n_phases)]
                          + [f"train.certify.phases.{i}.steps=3" for i in range(n_rounds)])
     spec = validate(cfg)
-    s = run_training(spec, OmegaConf.to_container(cfg, resolve=True), tmp_path / "run")
+    s = train_run(spec, OmegaConf.to_container(cfg, resolve=True), tmp_path / "run")
     # the schedule, and escalation rounds (train.certify) only within the budget
     assert s["status"] == "finished" and 3 * n_phases <= s["steps"] <= spec.train.total_steps

@@ -119,13 +119,13 @@ def test_legacy_run_loads_through_the_one_loader():
 def ensemble(tmp_path_factory) -> tuple[Path, Path]:
     """A 2-member ensemble run in the layout with a top-level checkpoint (old) and a copy without one (members only)."""
     from repcost.config import compose_config, validate
-    from repcost.train.run import run_training
+    from repcost.train.run import train_run
 
     root = tmp_path_factory.mktemp("ens")
     cfg = compose_config(["train.progress=false", "model=fc", "model.width=5", "data=teacher", "data.n_train=20",
                           "data.n_test=10", "train=adam", "train.phases.0.steps=15", "train.ensemble_size=2"])
     old = root / "old"
-    run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), old)
+    train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), old)
     (old / ".hydra").mkdir()
     OmegaConf.save(cfg, old / ".hydra" / "config.yaml")
     new = root / "new"

@@ -15,7 +15,7 @@ from repcost.config import compose_config, validate
 from repcost.errors import RepcostError
 from repcost.models import MODELS
 from repcost.models.base import Structure
-from repcost.train.run import run_training
+from repcost.train.run import train_run
 
 
 def _model(family: str, d_in: int, **kw):
@@ -76,7 +76,7 @@ def _gd_args(*extra: str) -> list[str]:
 
 def _run(tmp_path, name: str, *extra: str) -> dict:
     cfg = compose_config(_gd_args(*extra))
-    return run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / name)
+    return train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / name)
 
 
 def test_a_rebalanced_phase_ends_balanced_where_plain_gd_does_not(tmp_path):

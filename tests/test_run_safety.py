@@ -94,18 +94,18 @@ def test_resume_removes_temp_files_and_checkpoints_carry_time(tmp_path):
     from omegaconf import OmegaConf
 
     from repcost.config import compose_config, validate
-    from repcost.train.run import run_training
+    from repcost.train.run import train_run
 
     cfg = compose_config(["train.progress=false", "train.phases.0.steps=40", "train.phases.1.steps=0",
                           "train.checkpoint_every=10"])
     spec, d = validate(cfg), tmp_path / "run"
     plain = OmegaConf.to_container(cfg, resolve=True)
-    assert run_training(spec, plain, d, stop_flag=StopAfter(25))["status"] == "preempted"
+    assert train_run(spec, plain, d, stop_flag=StopAfter(25))["status"] == "preempted"
     periodic = torch.load(d / "checkpoint.pt", weights_only=True)
     assert periodic["status"] == "preempted" and periodic["wall_time_s"] > 0
     (d / ".checkpoint.pt.12345.tmp").write_bytes(b"half a checkpoint")  # a write killed mid-way
     (d / ".summary.json.x8z1_q").write_bytes(b"older temp name")
-    summary = run_training(spec, plain, d)
+    summary = train_run(spec, plain, d)
     assert summary["status"] == "finished" and summary["steps"] == 40
     assert not list(d.glob(".checkpoint.pt.*")) and not list(d.glob(".summary.json.*"))
     assert summary["wall_time_s"] >= periodic["wall_time_s"]
@@ -124,7 +124,7 @@ def test_resume_removes_temp_files_and_checkpoints_carry_time(tmp_path):
 
     RunDir.save_checkpoint, RunDir.finish = spy, spy_finish
     try:
-        run_training(spec, plain, d2)
+        train_run(spec, plain, d2)
     finally:
         RunDir.save_checkpoint, RunDir.finish = orig, orig_finish
     assert len(seen) == 5 and all(t > 0 for t in seen) and seen == sorted(seen)
@@ -164,3 +164,38 @@ def test_analyze_applies_overrides_on_a_run_without_analyses(tmp_path, run_cli):
     assert p.returncode == 0, p.stderr
     import numpy as np
     assert np.load(tmp_path / "re" / "analysis" / "jacobian.npz")["jacobian_s"].shape[0] == 3
+
+
+def test_the_same_command_resumes_a_ctrl_c_run_in_the_default_directory(tmp_path):
+    """No hydra.run.dir: the default directory follows from the overrides, so Ctrl-C, then the same command,
+    resumes the run from the interrupted step and finishes it; the command after that reuses it."""
+    import signal
+    import time
+
+    cmd = [sys.executable, "-m", "repcost.cli.train", "model=fc", "data=teacher", "train.phases.0.steps=3000",
+           "train.phases.1.steps=0", "train.progress=false", "train.log_every=50", "threads=1"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    runs = tmp_path / "outputs" / "runs"
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    t0 = time.time()
+    while not any(runs.glob("*/metrics.jsonl")) and proc.poll() is None and time.time() - t0 < 120:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "relaunch the same command to resume" in out + err, out + err
+    (run,) = runs.iterdir()
+    step = RunDir(run).load_checkpoint()["trainer"]["position"]["step"]
+    assert 0 < step < 3000
+
+    again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"resuming {run} from step {step}" in again.stdout
+    assert [p.name for p in runs.iterdir()] == [run.name]
+    assert json.loads((run / "summary.json").read_text())["steps"] == 3000
+    steps = [json.loads(ln)["step"] for ln in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == sorted(set(steps)) and steps[0] == 0 and steps[-1] == 3000  # whole, no repeats
+
+    third = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert third.returncode == 0 and "already finished" in third.stdout, third.stderr

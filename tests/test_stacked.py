@@ -1,4 +1,4 @@
-"""Stacked runs (repcost.train.stacked) and the stacked sweep launcher (hydra/launcher=stacked): each run's
+"""Stacked runs (repcost.train.run.train_runs) and the stacked sweep launcher (hydra/launcher=stacked): each run's
 directory is its single run's, to 1e-12 in float64; reuse, resume after preemption, grouping, bad options."""
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from omegaconf import OmegaConf
 
 from repcost.config import compose_config, validate
 from repcost.errors import RepcostError
-from repcost.identity import run_hash
+from repcost.identity import run_hash, stack_key
 from repcost.rundir import load_checkpoint
-from repcost.train.run import run_training
-from repcost.train.stacked import plan_groups, run_stacked, stack_key
+from repcost.train.run import train_run, train_runs
 from helpers import StopAfter
+
+from hydra_plugins.repcost_stacked_launcher._core import plan_groups
 
 TRAIN = [sys.executable, "-m", "repcost.cli.train"]
 BASE = ["model=fc", "model.depth=3", "model.width=8", "data=teacher", "data.n_train=24", "data.n_test=8",
@@ -55,12 +56,12 @@ def _assert_same(a: dict, b: dict) -> None:
 
 @pytest.fixture(scope="module")
 def singles(tmp_path_factory):
-    """Each grid run alone (run_training): the reference directories."""
+    """Each grid run alone (train_run): the reference directories."""
     root = tmp_path_factory.mktemp("singles")
     for name, row in GRID.items():
         spec, cfg = _config(*row)
         try:
-            run_training(spec, cfg, root / name)
+            train_run(spec, cfg, root / name)
         except RepcostError:
             assert name == "D"
     return root
@@ -68,7 +69,7 @@ def singles(tmp_path_factory):
 
 def _run_grid(root: Path, names, stop_flag=None):
     made = [_config(*GRID[n]) for n in names]
-    return run_stacked([m[0] for m in made], [m[1] for m in made], [root / n for n in names], stop_flag=stop_flag)
+    return train_runs([m[0] for m in made], [m[1] for m in made], [root / n for n in names], stop_flag=stop_flag)
 
 
 def test_plan_groups():
@@ -106,12 +107,12 @@ def test_stacked_runs_write_their_single_runs(singles, tmp_path):
     assert (tmp_path / "D" / "error.txt").read_text() == (singles / "D" / "error.txt").read_text()
     for n in "ABC":  # a finished stacked run is a finished single run: reused
         assert (tmp_path / n / "FINISHED").read_text().strip() == run_hash(_config(*GRID[n])[1])
-        assert run_training(*_config(*GRID[n]), tmp_path / n)["reused"] is True
+        assert train_run(*_config(*GRID[n]), tmp_path / n)["reused"] is True
     # configs that differ in more than the stackable keys are refused, naming the key
     a, b = _config(*GRID["A"]), _config(*GRID["B"])
     b[1]["model"]["width"] = 9
     with pytest.raises(RepcostError, match="model.width differs"):
-        run_stacked([a[0], b[0]], [a[1], b[1]], [tmp_path / "x", tmp_path / "y"])
+        train_runs([a[0], b[0]], [a[1], b[1]], [tmp_path / "x", tmp_path / "y"])
 
 
 def test_preempted_stacked_runs_resume_each_from_its_own_checkpoint(singles, tmp_path):
@@ -124,7 +125,7 @@ def test_preempted_stacked_runs_resume_each_from_its_own_checkpoint(singles, tmp
         assert ck["status"] == "preempted" and ck["trainer"]["position"]["step"] == out[n]["steps"] > 45
         assert not (tmp_path / n / "FINISHED").exists()
     # A resumes as a single run; C (resumed), D (failed: starts over) and B (finished) as a stacked relaunch
-    run_training(*_config(*GRID["A"]), tmp_path / "A")
+    train_run(*_config(*GRID["A"]), tmp_path / "A")
     again = dict(zip("BCD", _run_grid(tmp_path, ["B", "C", "D"])))
     assert again["B"]["reused"] is True and again["C"]["status"] == "finished"
     assert isinstance(again["D"], RepcostError)

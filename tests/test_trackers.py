@@ -185,7 +185,7 @@ def test_resumed_run_continues_its_tracker_runs(tmp_path, monkeypatch):
     from omegaconf import OmegaConf
 
     from repcost.loggers import read_wandb_offline
-    from repcost.train.run import run_training
+    from repcost.train.run import train_run
 
     for k, v in _offline_env(tmp_path).items():
         monkeypatch.setenv(k, v)
@@ -193,9 +193,9 @@ def test_resumed_run_continues_its_tracker_runs(tmp_path, monkeypatch):
                           "train.phases.0.steps=40", "train.log_every=5", "train.checkpoint_every=10",
                           "train.progress=false"])
     spec, plain, d = validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / "r"
-    assert run_training(spec, plain, d, stop_flag=StopAfter(25))["status"] == "preempted"
+    assert train_run(spec, plain, d, stop_flag=StopAfter(25))["status"] == "preempted"
     ids = json.loads((d / "trackers.json").read_text())
-    assert run_training(validate(cfg), plain, d)["status"] == "finished"
+    assert train_run(validate(cfg), plain, d)["status"] == "finished"
     assert json.loads((d / "trackers.json").read_text()) == ids
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     [run] = client.search_runs([client.get_experiment_by_name("default").experiment_id])

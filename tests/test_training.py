@@ -10,14 +10,14 @@ from omegaconf import OmegaConf
 
 from repcost.config import compose_config, validate
 from repcost.errors import RepcostError
-from repcost.train.run import run_training
+from repcost.train.run import train_run
 
 
 def train(tmp_path, *overrides, name="run"):
     cfg = compose_config(["train.progress=false", *overrides])
     spec = validate(cfg)
     d = OmegaConf.to_container(cfg, resolve=True)
-    return run_training(spec, d, tmp_path / name), tmp_path / name
+    return train_run(spec, d, tmp_path / name), tmp_path / name
 
 
 def first_objective(run_dir):

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from .config.schema import TOP_LEVEL_SCHEMA, AnalysisConfig, PhaseConfig, TrainConfig
+from .errors import RepcostError
 from .registry import DATASETS, MODELS
 from .runio import config_hash
 
@@ -96,7 +99,7 @@ def member_config(cfg: dict, seed: int) -> dict:
     return d
 
 
-# Runs that differ only in these keys can train as one stacked engine (train.engine, train.stacked)
+# Runs that differ only in these keys can train as one stacked engine (train.run.train_runs)
 STACKABLE_KEYS = ("seed", "train.lam", "train.phases.N.lr", "model.init_scale")
 
 
@@ -119,3 +122,41 @@ def _drop(node, path: list[str]) -> None:
             _drop(item, rest[1:])
     else:
         _drop(node.get(head), rest)
+
+
+def stack_key(cfg: dict) -> str | None:
+    """What runs stacked in one process must share: the resolved run config without its stackable keys.
+
+    None for a run that cannot be stacked with others (an ensemble, `train.ensemble_size` > 1).
+    """
+    train = cfg.get("train")
+    if isinstance(train, dict) and int(train.get("ensemble_size", 1) or 1) != 1:
+        return None
+    return json.dumps(without_stackable(cfg), sort_keys=True, default=str)
+
+
+def check_stackable(cfgs: Sequence[dict]) -> None:
+    """Runs trained in one engine may differ only in `STACKABLE_KEYS`: RepcostError naming the first other key."""
+    if len(cfgs) < 2:
+        return
+    keys = [stack_key(c) for c in cfgs]
+    if any(k is None for k in keys):
+        raise RepcostError("ensemble runs (train.ensemble_size > 1) cannot be stacked with other runs")
+    for i in range(1, len(cfgs)):
+        if keys[i] != keys[0]:
+            diff = _first_difference(without_stackable(cfgs[0]), without_stackable(cfgs[i]))
+            raise RepcostError(f"run {i} cannot be stacked with run 0: its {diff} differs; stacked runs may differ "
+                               f"only in {', '.join(STACKABLE_KEYS)}")
+
+
+def _first_difference(a, b, prefix: str = "") -> str:
+    """The first key (dotted) whose values differ in two config dicts."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            if a.get(k) != b.get(k):
+                return _first_difference(a.get(k), b.get(k), f"{prefix}{k}.")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _first_difference(x, y, f"{prefix}{i}.")
+    return prefix.rstrip(".") or "(the config)"

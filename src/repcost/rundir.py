@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from omegaconf import DictConfig, OmegaConf
 
 from .errors import RepcostError, io_error
 from .renamed import summary_keys
@@ -133,6 +134,15 @@ class RunDir:
 
     def write_bytes(self, name: str, data: bytes) -> None:
         atomic_write_bytes(self.file(name), data)
+
+    def write_config(self, config: dict | DictConfig, hydra_cfg: DictConfig | None = None) -> None:
+        """`.hydra/`: the run's config and, for a Hydra job, Hydra's config and the job's overrides, as Hydra writes
+        them. repcost writes them (Hydra's own copy is switched off: `hydra.output_subdir: null`) once the directory
+        is the run's, so a run refused or moved aside keeps its own, and ensemble members get theirs."""
+        self.write_bytes(".hydra/config.yaml", OmegaConf.to_yaml(config).encode())
+        if hydra_cfg is not None:
+            self.write_bytes(".hydra/hydra.yaml", OmegaConf.to_yaml(hydra_cfg).encode())
+            self.write_bytes(".hydra/overrides.yaml", OmegaConf.to_yaml(hydra_cfg.hydra.overrides.task).encode())
 
     def save_checkpoint(self, obj: dict) -> None:
         atomic_torch_save(self.file(CHECKPOINT), obj)

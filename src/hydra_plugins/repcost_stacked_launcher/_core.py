@@ -1,33 +1,22 @@
 """The stacked launcher's work: compose every job, group them, run each group (here, in processes, or submitit).
 
-A group of several jobs goes through what Hydra's `run_job` does for one job — output dir, HydraConfig,
-logging, callbacks (`on_job_start`/`on_job_end`, so repcost's CollectCallback sees every job), JobReturn —
-with the task function replaced by `repcost.train.stacked.run_stacked_jobs`, which trains the group as one
-process and gives each job the return value the task function would have given it.
+Every job goes through Hydra's own `run_job` (output dir, HydraConfig, logging, callbacks, JobReturn). A group of
+several jobs nests them: job k's task function starts job k+1's `run_job`, and the innermost trains the whole
+group as one process (`repcost.train.job.train_jobs`); each job then returns its own outcome.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import math
 import os
 from pathlib import Path
 from typing import Any, Sequence
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
-from hydra.core.utils import (
-    JobReturn,
-    JobRuntime,
-    JobStatus,
-    _flush_loggers,
-    _save_config,
-    configure_log,
-    env_override,
-    filter_overrides,
-    run_job,
-    setup_globals,
-)
+from hydra.core.utils import JobReturn, configure_log, filter_overrides, run_job, setup_globals
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
@@ -38,27 +27,17 @@ SUBMITIT_CLUSTERS = ("local", "slurm")
 
 
 def _options(params: dict) -> dict:
-    """The launcher's options, checked: a bad one is a RepcostError (one line, exit 2)."""
-    opts = {"max_members": 64, "n_jobs": 1, "submitit": None, "submitit_folder": ".submitit/%j",
-            "submitit_params": {}, "max_num_timeout": 3, **params}
-    for k, v in opts.items():
-        if OmegaConf.is_config(v):
-            opts[k] = OmegaConf.to_container(v, resolve=True)
-    unknown = sorted(set(opts) - {"max_members", "n_jobs", "submitit", "submitit_folder", "submitit_params",
-                                  "max_num_timeout", "_target_"})
-    if unknown:
-        raise RepcostError(f"hydra.launcher: unknown option(s) {', '.join(unknown)} of the stacked launcher")
-    if not isinstance(opts["max_members"], int) or opts["max_members"] < 1:
+    """The launcher's options (their keys and types checked by Hydra against `config.StackedLauncherConf`), their
+    values checked: a bad one is a RepcostError (one line, exit 2)."""
+    opts = {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v for k, v in params.items()}
+    if opts["max_members"] < 1:
         raise RepcostError(f"hydra.launcher.max_members={opts['max_members']}: must be a positive integer "
                            "(the most runs in one stacked process)")
-    if not isinstance(opts["n_jobs"], int) or opts["n_jobs"] == 0 or opts["n_jobs"] < -1:
+    if opts["n_jobs"] == 0 or opts["n_jobs"] < -1:
         raise RepcostError(f"hydra.launcher.n_jobs={opts['n_jobs']}: must be a positive integer or -1 (one per core)")
     if opts["submitit"] not in (None, *SUBMITIT_CLUSTERS):
         raise RepcostError(f"hydra.launcher.submitit={opts['submitit']}: allowed: null (run here), "
                            f"{', '.join(SUBMITIT_CLUSTERS)}")
-    if not isinstance(opts["submitit_params"], dict):
-        raise RepcostError(f"hydra.launcher.submitit_params={opts['submitit_params']}: must be a mapping, "
-                           "e.g. {timeout_min: 600, slurm_partition: gpu}")
     return opts
 
 
@@ -68,9 +47,63 @@ def _job_dir(config: DictConfig) -> str:
     return os.path.abspath(os.path.join(str(config.hydra.sweep.dir), str(config.hydra.sweep.subdir)))
 
 
-def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
-    from repcost.train.stacked import plan_groups, stack_key_of_job
+def stack_key_of_job(config: DictConfig) -> str | None:
+    """The grouping key of a composed sweep job (hydra node included): jobs with equal keys train as one stacked
+    process. None: the job runs alone (e.g. its config does not validate, so it fails exactly as an unstacked job
+    does)."""
+    from repcost.config import validate
+    from repcost.identity import stack_key
+    from repcost.train.job import check_experiment
 
+    if config.hydra.job.chdir:  # jobs that change into their own directory cannot share a process
+        return None
+    HydraConfig.instance().set_config(config)
+    try:
+        check_experiment(HydraConfig.get())
+        cfg = copy.deepcopy(config)
+        with read_write(cfg), open_dict(cfg):
+            del cfg["hydra"]
+        validate(cfg)
+        return stack_key(OmegaConf.to_container(cfg, resolve=True))
+    except Exception:  # any problem shows when the job runs alone
+        return None
+
+
+def plan_groups(keys: Sequence[str | None], max_members: int = 64,
+                dirs: Sequence[str] | None = None) -> list[list[int]]:
+    """Indices of the jobs to run together: equal keys share a group (None: a job of its own).
+
+    A key's jobs are split into ceil(n / max_members) groups of near-equal size; jobs with the
+    same directory never share a group (they would lock each other out). Groups are ordered by
+    their first job and keep the jobs' order.
+    """
+    if max_members < 1:
+        raise RepcostError(f"max_members must be at least 1, got {max_members}")
+    by_key: dict[str, list[int]] = {}
+    groups: list[list[int]] = []
+    for i, k in enumerate(keys):
+        if k is None:
+            groups.append([i])
+        else:
+            by_key.setdefault(k, []).append(i)
+    for idx in by_key.values():
+        alone, seen, rest = [], set(), []
+        for i in idx:  # a second job in the same directory runs after the group, as a plain job
+            d = dirs[i] if dirs is not None else i
+            (alone if d in seen else rest).append(i)
+            seen.add(d)
+        n = math.ceil(len(rest) / max_members)
+        size, extra = divmod(len(rest), n)
+        at = 0
+        for g in range(n):
+            take = size + (g < extra)
+            groups.append(rest[at:at + take])
+            at += take
+        groups += [[i] for i in alone]
+    return sorted(groups, key=lambda g: g[0])
+
+
+def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
     setup_globals()
     assert launcher.config is not None and launcher.hydra_context is not None and launcher.task_function is not None
     opts = _options(launcher.params)
@@ -121,63 +154,46 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
 
 def run_group(configs: list[DictConfig], hydra_context: HydraContext, task_function: TaskFunction,
               singleton_state: dict | None = None) -> list[JobReturn]:
-    """Run one group: a single job as Hydra runs it, several as one stacked process."""
+    """Run one group: a single job as Hydra runs it, several as one stacked process (`_run_stacked`)."""
     if singleton_state is not None:  # in another process (joblib, submitit): Hydra's globals first
         setup_globals()
         Singleton.set_state(singleton_state)
     if len(configs) == 1:
-        return [run_job(hydra_context=hydra_context, task_function=task_function, config=configs[0],
-                        job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")]
-    return _run_stacked(configs, hydra_context, task_function)
+        return [_run_job(configs[0], hydra_context, task_function)]
+    return _run_stacked(configs, hydra_context)
 
 
-def _run_stacked(configs: list[DictConfig], hydra_context: HydraContext, task_function: TaskFunction
-                 ) -> list[JobReturn]:
-    """Hydra's `run_job` for each job of the group around one call that trains them all."""
-    from repcost.train.stacked import run_stacked_jobs
+def _run_stacked(configs: list[DictConfig], hydra_context: HydraContext) -> list[JobReturn]:
+    """Hydra's `run_job` for every job of the group, nested: job k's task function runs job k+1, and the innermost
+    trains all of them at once; each job's task function then returns that job's own outcome."""
+    from repcost.train.job import job_failed, train_jobs
 
-    callbacks = hydra_context.callbacks
-    orig = HydraConfig.instance().cfg
-    rets = []
-    try:
-        for config in configs:
-            out = _job_dir(config)
-            with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
-                config.hydra.runtime.output_dir = out
-            HydraConfig.instance().set_config(config)
-            ret = JobReturn()
-            ret.cfg = copy.deepcopy(config)
-            with read_write(ret.cfg), open_dict(ret.cfg):
-                del ret.cfg["hydra"]
-            ret.hydra_cfg = copy.deepcopy(HydraConfig.instance().cfg)
-            ret.overrides = OmegaConf.to_container(config.hydra.overrides.task)
-            ret.working_dir = os.getcwd()  # chdir jobs never share a group (stack_key_of_job)
-            Path(out).mkdir(parents=True, exist_ok=True)
-            if config.hydra.output_subdir is not None:
-                sub = Path(out) / str(config.hydra.output_subdir)
-                _save_config(ret.cfg, "config.yaml", sub)
-                _save_config(ret.hydra_cfg, "hydra.yaml", sub)
-                _save_config(config.hydra.overrides.task, "overrides.yaml", sub)
-            rets.append(ret)
-        _configure_group_log(configs)
-        with env_override(rets[0].hydra_cfg.hydra.job.env_set):
-            for config in configs:
-                HydraConfig.instance().set_config(config)
-                callbacks.on_job_start(config=config, task_function=task_function)
-            try:
-                values: list[Any] = run_stacked_jobs(configs)
-                status = JobStatus.COMPLETED
-            except Exception as e:  # what run_job records for a task function that raised
-                values, status = [e] * len(configs), JobStatus.FAILED
-        for config, ret, value in zip(configs, rets, values):
-            ret.return_value, ret.status = value, status
-            ret.task_name = JobRuntime.instance().get("name")
-            HydraConfig.instance().set_config(config)
-            _flush_loggers()
-            callbacks.on_job_end(config=config, job_return=ret)
-        return rets
-    finally:
-        HydraConfig.instance().cfg = orig
+    jobs: list[tuple[DictConfig, DictConfig]] = []  # (task config, Hydra config), collected on the way in
+    outcomes: list = []
+    inner: list[JobReturn] = []
+
+    def task(k: int) -> TaskFunction:
+        def job(cfg: DictConfig) -> Any:
+            jobs.append((cfg, HydraConfig.instance().cfg))  # run_job made job k's config current
+            if k + 1 < len(configs):
+                inner.append(_run_job(configs[k + 1], hydra_context, task(k + 1)))
+            else:
+                _configure_group_log(configs)
+                try:
+                    outcomes.extend(train_jobs(jobs))
+                except Exception as e:  # a bug: every job of the group records it
+                    outcomes.extend([e] * len(configs))
+            out = outcomes[k]
+            return job_failed(out, *jobs[k]) if isinstance(out, Exception) else out
+        return job
+
+    first = _run_job(configs[0], hydra_context, task(0))
+    return [first, *reversed(inner)]  # the innermost job's return came first
+
+
+def _run_job(config: DictConfig, hydra_context: HydraContext, task_function: TaskFunction) -> JobReturn:
+    return run_job(hydra_context=hydra_context, task_function=task_function, config=config,
+                   job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
 
 
 def _configure_group_log(configs: list[DictConfig]) -> None:

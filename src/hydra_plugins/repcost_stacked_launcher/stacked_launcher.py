@@ -1,10 +1,10 @@
 """`hydra/launcher=stacked`: a multirun's jobs that differ only in stackable keys run as one stacked process.
 
 The launcher composes every job of the multirun, groups the jobs whose configs differ only in seed,
-train.lam, train.phases.N.lr and model.init_scale (`repcost.train.stacked`), and runs each group as
+train.lam, train.phases.N.lr and model.init_scale (`repcost.identity.stack_key`), and runs each group as
 one process that trains its runs stacked and writes each run's job directory exactly as the job
-alone would. A group of one is a plain Hydra job (`run_job` with the task function). Groups run here
-one after another, in `n_jobs` processes, or as submitit jobs (local or SLURM).
+alone would. Every job goes through Hydra's own `run_job` (`_core`). Groups run here one after another,
+in `n_jobs` processes, or as submitit jobs (local or SLURM).
 """
 
 from __future__ import annotations

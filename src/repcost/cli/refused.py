@@ -10,7 +10,6 @@ A directory that holds anything else (a checkpoint, metrics, results) is never t
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 
@@ -23,19 +22,19 @@ def run_dir_override(argv: list[str]) -> str | None:
 
 def snapshot(argv: list[str]) -> set[Path] | None:
     """Before Hydra starts: the folders that already exist on the way to the run directory `argv` names
-    (resolved; the default `outputs/runs/<date>/<new name>`), or None when the run directory itself exists
-    or cannot be known before Hydra resolves it (then nothing is ever removed)."""
+    (resolved; for the default `outputs/runs/<overrides>`, every folder in outputs/runs/ too), or None when the
+    run directory itself exists or cannot be known before Hydra resolves it (then nothing is ever removed)."""
     value = run_dir_override(argv)
     if value is not None and "${" in value:
         return None
-    if value is None:  # outputs/runs/<date>/<time>_<model>_<data>_<random id>: a new name for every command
-        target = Path.cwd() / "outputs" / "runs" / time.strftime("%Y-%m-%d") / "new"
-    else:
-        target = Path(value).expanduser()
-        if target.exists():
-            return None
-    target = target.resolve()
-    return {p for p in target.parents if p.is_dir()}
+    if value is None:
+        runs = (Path.cwd() / "outputs" / "runs").resolve()
+        before = {p.resolve() for p in runs.iterdir() if p.is_dir()} if runs.is_dir() else set()
+        return {p for p in (runs / "new").parents if p.is_dir()} | before
+    target = Path(value).expanduser()
+    if target.exists():
+        return None
+    return {p for p in target.resolve().parents if p.is_dir()}
 
 
 def forget_refused_run(run_dir: Path, existing: set[Path] | None) -> bool:

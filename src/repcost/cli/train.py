@@ -10,7 +10,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from ..config import resolvers  # noqa: F401  (registers ${repcost_uid:} and ${repcost_job_dir:})
+from ..config import resolvers  # noqa: F401  (registers ${repcost_job_dir:})
 from ..errors import FatalError, RepcostError
 from ..paths import CONFIG_DIR
 from ..renamed import override
@@ -37,10 +37,13 @@ from .train_help import help_text
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")
 def _app(cfg: DictConfig):
-    from ..train.job import job_failed, run_job  # torch and training load here, not for --help
+    from ..train.job import job_failed, train_jobs  # torch and training load here, not for --help
 
     try:
-        return run_job(cfg)
+        out = train_jobs([(cfg, HydraConfig.instance().cfg)])[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
     except Exception as e:
         if HydraConfig.get().mode != RunMode.MULTIRUN:
             if isinstance(e, RepcostError):

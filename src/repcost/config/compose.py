@@ -16,7 +16,7 @@ def compose_config(overrides: Sequence[str] = (), config_dirs: Sequence[str | Pa
 
     `config_dirs` are the user's own config dirs, searched before repcost's (Hydra's search path).
     """
-    from . import resolvers  # noqa: F401  (registers ${repcost_uid:})
+    from . import resolvers  # noqa: F401  (registers ${repcost_job_dir:})
 
     extra = []
     if config_dirs:

@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import secrets
 
 from omegaconf import OmegaConf
-
-
-def _uid() -> str:
-    """A short random id, so two runs started in the same second never share a directory."""
-    return secrets.token_hex(3)
-
-
-if not OmegaConf.has_resolver("repcost_uid"):
-    OmegaConf.register_new_resolver("repcost_uid", _uid, use_cache=True)
 
 
 MAX_JOB_DIR = 200  # file systems refuse names over 255 bytes
 
 
 def _job_dir(override_dirname: str) -> str:
-    """A sweep job's sub-directory: its overrides (so a relaunch lands in the same place), or 'base'.
+    """A run's directory name (a sweep job's, or a single run's under outputs/runs/): its overrides, so a relaunch
+    lands in the same place, or 'base' for none.
 
     A '/' in a value makes sub-directories, unless a `..` among them would climb out of the sweep dir: then every
     '/' is written %2F. Overrides longer than MAX_JOB_DIR bytes (e.g. a whole `train.phases` list) keep their start and

@@ -210,14 +210,14 @@ def train(overrides: list[str], run_dir: Path) -> dict:
     from omegaconf import OmegaConf
 
     from repcost.config import compose_config, validate
-    from repcost.train.run import run_training
+    from repcost.train.run import train_run
 
     torch.set_num_threads(1)  # one process per core
     logging.getLogger("repcost").setLevel(logging.ERROR)
     cfg = compose_config(overrides + ["train.progress=false"])
     t = time.perf_counter()
     # a finished run of this recipe is reused; one of another recipe is moved aside, never deleted
-    summary = run_training(validate(cfg), OmegaConf.to_container(cfg, resolve=True), run_dir, on_stale="move")
+    summary = train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), run_dir, on_stale="move")
     summary["script_wall_s"] = summary["wall_time_s"] if summary.get("reused") else time.perf_counter() - t
     return summary
 

@@ -24,7 +24,6 @@ from ..analysis.units import rebalance
 from ..config.schema import PhaseConfig, TrainConfig
 from ..data.bundle import DataBundle
 from ..errors import RepcostError
-from ..identity import STACKABLE_KEYS, without_stackable
 from ..models.base import RepModel
 from ..objective import data_loss, objective, reg_scale_factor, training_targets
 from .optim import Optimizer
@@ -79,24 +78,6 @@ def batch_size_of(phase: PhaseConfig, n: int) -> int | None:
 def minibatch_indices(n: int, batch_size: int, gen: torch.Generator) -> torch.Tensor:
     """Row indices of one minibatch: the first batch_size of a fresh permutation drawn from gen (CPU)."""
     return torch.randperm(n, generator=gen)[:batch_size]
-
-
-def check_stackable(cfgs: Sequence[TrainConfig]) -> None:
-    """Members may differ only in `identity.STACKABLE_KEYS` (and in keys that are no part of a run's identity)."""
-    bookkeeping = [f.name for f in fields(TrainConfig) if f.metadata.get("identity", True) is False]
-
-    def shape(c: TrainConfig) -> dict:
-        d = without_stackable({"train": asdict(c)})["train"]
-        for key in bookkeeping:
-            d.pop(key, None)
-        return d
-
-    ref = shape(cfgs[0])
-    for i, c in enumerate(cfgs):
-        if shape(c) != ref:
-            diff = sorted(k for k in ref if shape(c)[k] != ref[k])
-            raise RepcostError(f"member {i} cannot be stacked: its train.{', train.'.join(diff)} differ; "
-                               f"stacked members may differ only in {', '.join(STACKABLE_KEYS)}")
 
 
 class Member:
@@ -207,7 +188,7 @@ class Engine:
 
     Members may differ in seed, λ (`cfgs[i].lam`), learning rates (`cfgs[i].phases[*].lr`) and
     initialisation; everything else (the phases' optimisers, steps, schedules, minibatch sizes,
-    stop rules) is the first config's. How a step is executed (eager, compiled, CUDA graph) is the
+    stop rules) is the first config's (`run.train_runs` checks this, `identity.check_stackable`). How a step is executed (eager, compiled, CUDA graph) is the
     `Stepper`'s. `on_checkpoint()` is called every `train.checkpoint_every` steps.
     """
 
@@ -219,9 +200,6 @@ class Engine:
         self.K = len(models)
         if not self.K or not (len(cfgs) == len(seeds) == self.K):
             raise ValueError(f"need one config and one seed per model: {self.K}, {len(cfgs)}, {len(seeds)}")
-        if len({type(m) for m in models}) != 1:
-            raise RepcostError("stacked members must be models of one family")
-        check_stackable(cfgs)
         self.cfg = cfgs[0]
         self.phases = self.cfg.all_phases  # the schedule, then the certify escalation rounds
         on_logs = list(on_logs) if on_logs is not None else [None] * self.K

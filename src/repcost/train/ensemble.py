@@ -21,10 +21,8 @@ import json
 import logging
 import math
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-
-from omegaconf import OmegaConf
 
 from ..config.schema import RunSpec
 from ..errors import RepcostError
@@ -35,26 +33,13 @@ log = logging.getLogger("repcost")
 AGREEMENT = 0.01  # members within 1 % of the best objective agree with it
 
 
-def member_jobs(spec: RunSpec, cfg_dict: dict, rd: RunDir
-                ) -> tuple[list[RunSpec], list[dict], list[Path], list[Callable[[RunDir], None]]]:
-    """(specs, configs, directories, .hydra writers) of the K member runs of an ensemble in `rd`."""
+def member_runs(spec: RunSpec, cfg_dict: dict, rd: RunDir) -> tuple[list[RunSpec], list[dict], list[Path]]:
+    """(specs, configs, directories) of the K member runs of an ensemble in `rd`."""
     K = spec.train.ensemble_size
-    specs, cfgs, dirs, writers = [], [], [], []
-    for i in range(K):
-        sp = copy.deepcopy(spec)
+    specs = [copy.deepcopy(spec) for _ in range(K)]
+    for i, sp in enumerate(specs):
         sp.seed, sp.train.ensemble_size = spec.seed + i, 1
-        mcfg = member_config(cfg_dict, sp.seed)
-        specs.append(sp)
-        cfgs.append(mcfg)
-        dirs.append(rd.path / MEMBERS / str(i))
-        writers.append(_config_writer(mcfg))
-    return specs, cfgs, dirs, writers
-
-
-def _config_writer(mcfg: dict) -> Callable[[RunDir], None]:
-    def write(md: RunDir) -> None:
-        md.write_bytes(".hydra/config.yaml", OmegaConf.to_yaml(OmegaConf.create(mcfg)).encode())
-    return write
+    return specs, [member_config(cfg_dict, sp.seed) for sp in specs], [rd.path / MEMBERS / str(i) for i in range(K)]
 
 
 def aggregate(rd: RunDir, cfg_dict: dict, chash: str, seeds: Sequence[int], results: Sequence[dict | Exception]

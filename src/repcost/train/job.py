@@ -1,7 +1,7 @@
 """A Hydra job as a run: its config validated, its directory and `.hydra/` files, its failure record, its report.
 
-`repcost-train` (one job) and the stacked launcher (a group of jobs in one process, `train.stacked`)
-share these, so a job behaves the same whichever way it was launched.
+`repcost-train` (one job) and the stacked launcher (a group of jobs in one process) share `train_jobs`, so a
+job behaves the same whichever way it was launched.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import importlib.resources
 import logging
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -29,7 +29,7 @@ from ..provenance import run_plugin_sources
 from ..rundir import RunDir
 from .certify import describe as describe_certified
 from .preempt import Interrupted, take_interrupt
-from .run import run_training
+from .run import failure_message, train_runs
 
 log = logging.getLogger("repcost")
 
@@ -75,20 +75,6 @@ def check_experiment(hc: DictConfig) -> None:
         raise RepcostError(f"unknown experiment '{choice}'{hint}")
 
 
-def write_hydra_files(cfg: DictConfig, hydra_cfg: DictConfig) -> Callable[[RunDir], None]:
-    """Writes .hydra/ (config, hydra config, overrides) once the run dir is ours: repcost owns the run
-    directory, so a run that is moved aside keeps its own .hydra/ (Hydra's own copy is switched off).
-    `hydra_cfg` is the job's `HydraConfig.instance().cfg` (a stacked group holds several jobs' at once)."""
-    hc = hydra_cfg.hydra
-
-    def write(rd: RunDir) -> None:
-        rd.write_bytes(".hydra/config.yaml", OmegaConf.to_yaml(cfg).encode())
-        rd.write_bytes(".hydra/hydra.yaml", OmegaConf.to_yaml(hydra_cfg).encode())
-        rd.write_bytes(".hydra/overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(list(hc.overrides.task))).encode())
-        startup.training_begins()  # the directory is a relaunchable run now: the training's signal handling rules
-    return write
-
-
 def record_plugin_sources(spec: RunSpec, cfg: DictConfig) -> None:
     """The config's `plugin_sources`: the sha256 of each plugin module the run uses (part of its identity, so a
     plugin edit makes a finished run stale); a run without plugins gets no key and keeps its identity."""
@@ -98,8 +84,13 @@ def record_plugin_sources(spec: RunSpec, cfg: DictConfig) -> None:
             cfg.plugin_sources = sources
 
 
-def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, bool]:
-    """(spec, resolved run config, run dir, multirun) of the job whose Hydra config is current."""
+def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
+    """(spec, resolved run config, run dir, `on_stale`) of the job whose Hydra config is current.
+
+    A run directory named by the job's overrides (a sweep job's, or a single run's default
+    `outputs/runs/<overrides>`) moves a finished run of another config aside, so an edited preset lands on its
+    old run; a directory the user named (`hydra.run.dir`, `--resume`) refuses it.
+    """
     hc = HydraConfig.get()
     check_experiment(hc)
     spec = validate(cfg)
@@ -111,7 +102,8 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, bool]:
         place_sweep_job(spec, hc)
     n, why = threads.apply(spec.threads, concurrency=launch_concurrency(hc))
     log.debug("torch threads: %d (%s)", n, why)
-    return spec, run_cfg, Path(hc.runtime.output_dir), multirun
+    named = not multirun and any(str(o).lstrip("+").startswith("hydra.run.dir=") for o in hc.overrides.hydra)
+    return spec, run_cfg, Path(hc.runtime.output_dir), "refuse" if named else "move"
 
 
 def done(summary: dict, run_dir: Path) -> dict:
@@ -130,32 +122,31 @@ def done(summary: dict, run_dir: Path) -> dict:
     return summary
 
 
-def run_job(cfg: DictConfig) -> dict:
-    """Validate a composed config and train it in Hydra's output dir (skip if finished, else resume or start fresh)."""
+def train_jobs(jobs: Sequence[tuple[DictConfig, DictConfig]]) -> list[dict | Exception]:
+    """Hydra jobs, each (task config, Hydra config): validated, trained in one process (`run.train_runs`, stacked
+    when several) and reported. Returns per job its return value or the exception it ends with (a config that does
+    not validate, a failed run): `repcost-train`'s task function passes one job, the stacked launcher a group."""
+    out: list[dict | Exception | None] = [None] * len(jobs)
+    ready = []  # (index, spec, run config, run dir)
     try:
-        spec, run_cfg, run_dir, multirun = prepare(cfg)
-        started: list[RunDir] = []
-        write = write_hydra_files(cfg, HydraConfig.instance().cfg)
-
-        def before_start(rd: RunDir) -> None:
-            write(rd)
-            started.append(rd)
-
-        try:
-            summary = run_training(spec, run_cfg, run_dir, force=bool(cfg.get("force", False)),
-                                   on_stale="move" if multirun else "refuse", before_start=before_start)
-        except Exception as e:
-            if started and not multirun:  # a sweep job's failure is recorded by job_failed
-                started[0].settle_failure(failure_message(e))
-            raise
-        return done(summary, run_dir)
+        for i, (cfg, hydra_cfg) in enumerate(jobs):
+            HydraConfig.instance().cfg = hydra_cfg
+            try:
+                spec, run_cfg, run_dir, on_stale = prepare(cfg)
+                ready.append((i, spec, run_cfg, run_dir))
+            except Exception as e:
+                out[i] = e
+        if ready:
+            HydraConfig.instance().cfg = jobs[ready[0][0]][1]
+            results = train_runs([r[1] for r in ready], [r[2] for r in ready], [r[3] for r in ready],
+                                 force=bool(jobs[ready[0][0]][0].get("force", False)), on_stale=on_stale,
+                                 hydra_cfgs=[jobs[r[0]][1] for r in ready])
+            for (i, _, _, run_dir), r in zip(ready, results):
+                HydraConfig.instance().cfg = jobs[i][1]
+                out[i] = r if isinstance(r, Exception) else done(r, run_dir)
+        return out  # type: ignore[return-value]
     finally:
         startup.job_ended()
-
-
-def failure_message(e: BaseException) -> str:
-    """A failure's one line as error.txt keeps it (a bug's with its exception class)."""
-    return f"{e}" if isinstance(e, RepcostError) else f"{e.__class__.__name__}: {e}"
 
 
 def report(summary: dict, run_dir: Path) -> None:
@@ -189,7 +180,7 @@ def job_failed(e: Exception, cfg: DictConfig, hydra_cfg: DictConfig) -> dict:
     if "in use by a running repcost process" not in msg and run_dir.finished_hash() is None:
         try:
             if not run_dir.file(".hydra/overrides.yaml").exists():  # failed before the run started
-                write_hydra_files(cfg, hydra_cfg)(run_dir)
+                run_dir.write_config(cfg, hydra_cfg)
             run_dir.record_failure(msg)
             run_dir.settle_failure(msg)  # a checkpoint claiming `finished` without FINISHED is renamed
             if not isinstance(e, RepcostError):

@@ -2,12 +2,10 @@
 
 docs/ARCHITECTURE.md, "The path of one run", follows it step by step.
 
-Every training is a list of run jobs, one directory each. `train_runs` opens the directories
-(`open_run`: reuse a finished run, resume a checkpoint, move aside what is in the way) and trains
-the ones left in one `Engine` per starting position (stacked when several); each directory gets
-exactly its single run's files. `run_training` is one job; `train.ensemble_size = K` is K member
-jobs plus one aggregation step (`ensemble.py`); a stacked sweep group is several jobs
-(`stacked.py`).
+`train_runs` opens run directories (`open_run`: reuse a finished run, resume a checkpoint, move aside what is
+in the way) and trains the runs left, in one engine per starting position (`train_group`, stacked when
+several); each directory gets exactly its single run's files. `train.ensemble_size = K` is K member runs
+plus one aggregation step (`ensemble.py`). `train_run` is one run, for library callers.
 """
 
 from __future__ import annotations
@@ -21,20 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from omegaconf import DictConfig
 
 from ..analysis.hooks import AnalysisRunner
 from ..config.schema import RunSpec
 from ..data import load_data
 from ..errors import RepcostError
-from ..identity import run_hash
+from ..identity import check_stackable, run_hash
 from ..models import build_model
 from ..plots.fit_process import FitFigures, helper_pays
 from ..rundir import CHECKPOINT, ERROR, SUMMARY, RunDir
 from ..provenance import provenance
-from .. import threads
+from .. import startup, threads
 from . import certify
 from .engine import Engine, TrainResult
-from .ensemble import aggregate, member_jobs
+from .ensemble import aggregate, member_runs
 from .preempt import StopFlag, stop_on_signals
 from .step import fast_step_options
 
@@ -138,53 +137,41 @@ class RunJob:
 
 
 # -- opening and training run directories --------------------------------------------------------
-def run_training(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: StopFlag | None = None,
-                 chash: str | None = None, force: bool = False, on_stale: str = "refuse",
-                 before_start: Callable[[RunDir], None] | None = None) -> dict:
-    """Train the run described by `spec` in `run_dir`; returns its summary.
-
-    A finished run of the same identity is not retrained (its summary is returned, with
-    `"reused": True`); a preempted one resumes from its checkpoint. `before_start(run_dir)` runs
-    once the directory is ready and before training (the CLI writes `.hydra/` there).
-    """
-    if spec.train.ensemble_size > 1:
-        return _train_ensemble(spec, cfg_dict, RunDir(run_dir), stop_flag, chash or run_hash(cfg_dict), force,
-                               on_stale, before_start)
-    out = train_runs([spec], [cfg_dict], [run_dir], stop_flag, force=force, on_stale=on_stale,
-                     before_start=[before_start], chashes=[chash] if chash else None)[0]
+def train_run(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: StopFlag | None = None, force: bool = False,
+              on_stale: str = "refuse") -> dict:
+    """Train the run described by `spec` in `run_dir` (`train_runs` of one); returns its summary, or raises what
+    it ends with. A finished run of the same identity is not retrained (its summary, with `"reused": True`); a
+    preempted one resumes from its checkpoint."""
+    out = train_runs([spec], [cfg_dict], [run_dir], stop_flag, force=force, on_stale=on_stale)[0]
     if isinstance(out, Exception):
         raise out
     return out
 
 
-def _train_ensemble(spec: RunSpec, cfg_dict: dict, rd: RunDir, stop_flag: StopFlag | None, chash: str, force: bool,
-                    on_stale: str, before_start: Callable[[RunDir], None] | None) -> dict:
-    """K member jobs (members/<i>/, seeds seed … seed+K−1, each its single run) trained as one stacked group,
-    then the best-of-K summary at the top (`ensemble.aggregate`)."""
-    with rd.locked():
-        what, _ = open_run(rd, chash, force=force, on_stale=on_stale, ensemble=True)
-        if what == "finished":
-            return {**rd.summary(), "reused": True}
-        if before_start is not None:
-            before_start(rd)
-        specs, cfgs, dirs, writers = member_jobs(spec, cfg_dict, rd)
-        results = train_runs(specs, cfgs, dirs, stop_flag, on_stale="move", before_start=writers)
-        return aggregate(rd, cfg_dict, chash, [s.seed for s in specs], results)
-
-
 def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Sequence[Path],
                stop_flag: StopFlag | None = None, force: bool = False, on_stale: str = "refuse",
-               before_start: Sequence[Callable[[RunDir], None] | None] | None = None,
-               chashes: Sequence[str] | None = None) -> list[dict | Exception]:
-    """Open and train runs in one process, each in its own directory (stacked where they start together).
+               hydra_cfgs: Sequence[DictConfig | None] | None = None) -> list[dict | Exception]:
+    """Open run directories and train their runs in one process: the one path of every training.
 
-    Returns, per run, its summary (`"reused": True` for a finished one), `{"status": "preempted", ...}`, or
-    the exception its single run would raise (a failed run, a directory refused by `open_run` or locked by
-    another process): one run's failure never stops the others. Every directory stays locked until all
-    are written. Runs must differ only in stackable keys (`stacked.STACKABLE_KEYS`).
+    Runs that start at one position train in one engine (`train_group`, stacked when several), so several runs
+    must differ only in `identity.STACKABLE_KEYS` (else RepcostError at once); a single run may be an ensemble
+    (`_train_ensemble`). Returns, per run, its summary (`"reused": True` for a finished one),
+    `{"status": "preempted", ...}`, or the exception the run ends with (a failed run, a directory refused by
+    `open_run` or locked by another process): one run's failure never stops the others. Each directory stays
+    locked until all are written; its `.hydra/` is written once `open_run` made it the run's (`hydra_cfgs[i]`:
+    the Hydra job's config, for hydra.yaml and overrides.yaml).
     """
     n = len(specs)
-    before_start = list(before_start) if before_start is not None else [None] * n
+    hydra_cfgs = list(hydra_cfgs) if hydra_cfgs is not None else [None] * n
+    if not (len(cfg_dicts) == len(run_dirs) == len(hydra_cfgs) == n) or n == 0:
+        raise ValueError(f"need one config and one directory per run spec: {n}, {len(cfg_dicts)}, {len(run_dirs)}")
+    check_stackable(cfg_dicts)
+    if specs[0].train.ensemble_size > 1:
+        try:
+            return [_train_ensemble(specs[0], cfg_dicts[0], RunDir(run_dirs[0]), stop_flag, force, on_stale,
+                                    hydra_cfgs[0])]
+        except Exception as e:
+            return [e]
     paths = [Path(d).resolve() for d in run_dirs]
     if len(set(paths)) < n:
         raise RepcostError("stacked runs need one run directory each; two of them are the same")
@@ -195,10 +182,12 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
     with ExitStack() as held:
         jobs: dict[int, RunJob] = {}
         for i in range(n):
-            rd, chash = RunDir(paths[i]), (chashes[i] if chashes else run_hash(cfg_dicts[i]))
+            rd, chash = RunDir(paths[i]), run_hash(cfg_dicts[i])
             try:
                 held.enter_context(rd.locked())
                 what, resume = open_run(rd, chash, force=force, on_stale=on_stale)
+                if what != "finished":
+                    rd.write_config(cfg_dicts[i], hydra_cfgs[i])
             except RepcostError as e:
                 out[i] = e
                 continue
@@ -206,6 +195,7 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
                 out[i] = {**rd.summary(), "reused": True}
             else:
                 jobs[i] = RunJob(specs[i], cfg_dicts[i], rd, chash, resume)
+        startup.training_begins()  # the directories are relaunchable runs: the training's signal handling rules
         by_start: dict[tuple[int, int, int], list[int]] = {}
         for i, job in jobs.items():
             by_start.setdefault(job.start, []).append(i)
@@ -214,16 +204,39 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
                 for i in idx:
                     out[i] = {"status": "preempted", "steps": start[2], "total_steps": specs[i].train.total_steps}
                 continue
-            for i in idx:
-                if before_start[i] is not None:
-                    before_start[i](jobs[i].rd)
             try:
-                results = train_jobs([jobs[i] for i in idx], flag)
-            except Exception as e:  # a problem of the whole group (e.g. its data): each run's outcome
+                results = train_group([jobs[i] for i in idx], flag)
+            except Exception as e:  # a problem of the whole group (e.g. its data, a full disk): each run's outcome
+                for i in idx:
+                    jobs[i].rd.settle_failure(failure_message(e))
                 results = [e] * len(idx)
             for i, r in zip(idx, results):
                 out[i] = r
     return out  # type: ignore[return-value]
+
+
+def _train_ensemble(spec: RunSpec, cfg_dict: dict, rd: RunDir, stop_flag: StopFlag | None, force: bool,
+                    on_stale: str, hydra_cfg: DictConfig | None) -> dict:
+    """K member runs (members/<i>/, seeds seed … seed+K−1, each its single run) trained as one stacked group,
+    then the best-of-K summary at the top (`ensemble.aggregate`)."""
+    chash = run_hash(cfg_dict)
+    with rd.locked():
+        what, _ = open_run(rd, chash, force=force, on_stale=on_stale, ensemble=True)
+        if what == "finished":
+            return {**rd.summary(), "reused": True}
+        rd.write_config(cfg_dict, hydra_cfg)
+        specs, cfgs, dirs = member_runs(spec, cfg_dict, rd)
+        try:
+            results = train_runs(specs, cfgs, dirs, stop_flag, on_stale="move")
+            return aggregate(rd, cfg_dict, chash, [s.seed for s in specs], results)
+        except Exception as e:
+            rd.settle_failure(failure_message(e))
+            raise
+
+
+def failure_message(e: BaseException) -> str:
+    """A failure's one line as error.txt keeps it (a bug's with its exception class)."""
+    return f"{e}" if isinstance(e, RepcostError) else f"{e.__class__.__name__}: {e}"
 
 
 def _load_data(spec: RunSpec):
@@ -258,7 +271,7 @@ def _metrics(job: RunJob):
     return _Tee(metrics, trackers.log), trackers
 
 
-def train_jobs(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> list[dict | Exception]:
+def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> list[dict | Exception]:
     """Train opened runs that start at one position in one engine (K = len(jobs), stacked when K > 1).
 
     Each run's directory gets exactly its single run's files (`_complete`); a preempted run gets a

@@ -110,7 +110,7 @@ class StackedTerms:
 
     def __init__(self, models: Sequence[RepModel], loss: str, share_matmuls: bool = True):
         if len({type(m) for m in models}) != 1:
-            raise RepcostError("ensemble members must be models of one family")
+            raise RepcostError("stacked members must be models of one family")
         self.models, self.loss, self.share_matmuls = list(models), loss, share_matmuls
         self.template = _Terms(copy.deepcopy(models[0]))  # the functional template (its own values unused)
         params, buffers = stack_module_state(list(models))
