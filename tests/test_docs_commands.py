@@ -7,8 +7,8 @@ A command that cannot run in a test says in its comment what it needs: `# needs:
 
 The fast test checks every command statically (each `repcost-train` config composes and validates, each
 `make` target exists) and runs those that train nothing (`--help`, `--cfg`, the transcripts). The slow test
-runs every unmarked command of a doc in order, in one fresh folder (also HOME), with the checkout's
-`.venv/bin` first on PATH and only these additions: `device=cuda` becomes `device=cpu`, training phases are cut
+runs every unmarked command of a doc in order, in one fresh folder (also HOME), with the test's
+venv first on PATH and only these additions: `device=cuda` becomes `device=cpu`, training phases are cut
 to STEPS steps, RUN_DIR is the run the doc made last, and `make T` runs the recipe `make -n T` prints.
 """
 
@@ -18,6 +18,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from helpers import REPO
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 STEPS = 20
-BIN = REPO / ".venv" / "bin"
+BIN = Path(sys.executable).parent  # the venv running the tests (make setup's .venv)
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 
 
