@@ -181,7 +181,7 @@ def test_resumed_run_continues_its_tracker_runs(tmp_path, monkeypatch):
     """A preempted run relaunched logs into the same MLflow run and the same W&B run id, up to its final step."""
     mlflow = pytest.importorskip("mlflow")
     pytest.importorskip("wandb")
-    from conftest import StopAfter
+    from helpers import StopAfter
     from omegaconf import OmegaConf
 
     from repcost.loggers import read_wandb_offline

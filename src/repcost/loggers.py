@@ -11,10 +11,13 @@ goes on and its directory stays the record. docs/trackers.md shows the commands.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import struct
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -102,6 +105,20 @@ class TensorBoardLogger:
         self._writer.close()
 
 
+@contextmanager
+def _local_store(uri: str) -> Iterator[str | None]:
+    """For a local sqlite store: its folder made, an exclusive lock beside it held for the block, and the artifact
+    location beside it (MLflow's own default is relative to the working directory); otherwise nothing, None."""
+    if not uri.startswith("sqlite:///"):
+        yield None
+        return
+    db = Path(uri.removeprefix("sqlite:///")).resolve()
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield (db.parent / "mlartifacts").as_uri()
+
+
 class MLflowTracker:
     """One MLflow run per run directory, in the experiment named by the sweep (`name`), through MlflowClient."""
 
@@ -112,20 +129,18 @@ class MLflowTracker:
         from .identity import run_identity
 
         uri = str((cfg.get("tracking") or {}).get("uri") or "sqlite:///outputs/mlflow.db")
-        self.client, self.run_dir = MlflowClient(tracking_uri=uri), run_dir
-        if run_id is not None:  # a resumed run continues its MLflow run
-            self.client.update_run(run_id, status="RUNNING")
-        else:
-            # a local sqlite store keeps its artifacts beside it (MLflow's own default is relative to the cwd)
-            db = Path(uri.removeprefix("sqlite:///")).resolve()
-            artifacts = (db.parent / "mlartifacts").as_uri() if uri.startswith("sqlite:///") else None
-            name = str(cfg.get("name", "default"))
-            exp = self.client.get_experiment_by_name(name)
-            exp_id = exp.experiment_id if exp else self.client.create_experiment(name, artifact_location=artifacts)
-            run_id = self.client.create_run(exp_id, run_name=run_dir.name, tags=_tags(run_dir, chash)).info.run_id
-            params = [Param(k, str(v)) for k, v in _hparam_values(run_identity(cfg)).items()]
-            for i in range(0, len(params), 100):  # MLflow takes at most 100 params per batch
-                self.client.log_batch(run_id, params=params[i:i + 100])
+        with _local_store(uri) as artifacts:  # sweep jobs in parallel processes create the store and experiment once
+            self.client, self.run_dir = MlflowClient(tracking_uri=uri), run_dir
+            if run_id is not None:  # a resumed run continues its MLflow run
+                self.client.update_run(run_id, status="RUNNING")
+            else:
+                name = str(cfg.get("name", "default"))
+                exp = self.client.get_experiment_by_name(name)
+                exp_id = exp.experiment_id if exp else self.client.create_experiment(name, artifacts)
+                run_id = self.client.create_run(exp_id, run_name=run_dir.name, tags=_tags(run_dir, chash)).info.run_id
+                params = [Param(k, str(v)) for k, v in _hparam_values(run_identity(cfg)).items()]
+                for i in range(0, len(params), 100):  # MLflow takes at most 100 params per batch
+                    self.client.log_batch(run_id, params=params[i:i + 100])
         self.run_id = run_id
 
     def log(self, rec: dict) -> None:
@@ -183,9 +198,10 @@ class Trackers:
     """The trackers a run chose (`logger`), fed together; one that raises is a warning and is dropped."""
 
     def __init__(self, names: tuple[str, ...], run_dir: Path, cfg: dict, chash: str, resume: bool):
-        ids_file = Path(run_dir) / IDS
-        ids = json.loads(ids_file.read_text()) if resume and ids_file.exists() else {}
+        ids_file, ids = Path(run_dir) / IDS, {}
         self.live: dict[str, Tracker] = {}
+        if resume and ids_file.exists():
+            self._call(IDS, lambda: ids.update(json.loads(ids_file.read_text())))
         for name in names:
             self._call(name, lambda: self.live.__setitem__(name, KINDS[name](Path(run_dir), cfg, chash, ids.get(name))))
         ids.update({n: t.run_id for n, t in self.live.items() if t.run_id is not None})
@@ -200,20 +216,21 @@ class Trackers:
                         name, type(e).__name__, str(e).splitlines()[0] if str(e) else "")
             self.live.pop(name, None)
 
+    def _each(self, method: str, *args: Any) -> None:
+        for name, t in list(self.live.items()):
+            self._call(name, lambda: getattr(t, method)(*args))
+
     def log(self, rec: dict) -> None:
         """One metrics.jsonl record to every tracker."""
-        for name, t in list(self.live.items()):
-            self._call(name, lambda: t.log(rec))
+        self._each("log", rec)
 
     def finish(self, summary: dict) -> None:
         """The end of a finished or failed run: its summary and figures, and the tracker runs closed."""
-        for name, t in list(self.live.items()):
-            self._call(name, lambda: t.finish(summary))
+        self._each("finish", summary)
 
     def close(self) -> None:
         """A stopped (preempted) run: tracker runs closed, to be continued by the relaunch."""
-        for name, t in list(self.live.items()):
-            self._call(name, t.close)
+        self._each("close")
 
 
 def read_wandb_offline(path: Path | str) -> dict[str, Any]:
