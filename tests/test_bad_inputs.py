@@ -116,7 +116,7 @@ def test_collect_skips_unreadable_jobs_with_one_warning_each(tmp_path):
     _job(sweep, "badyaml", overrides="- seed=0\n  - : [\n")
     _job(sweep, "yamldict", overrides="seed: 0\n")
     _job(sweep, "binary", summary=None).joinpath("summary.json").write_bytes(b"\xff\xfe\x00garbage")
-    code, out, err = in_process(collect_cli.main, "repcost-collect", [str(sweep)], tmp_path)
+    code, out, err = in_process(collect_cli.main, "repcost-collect", [str(sweep), "--allow-missing"], tmp_path)
     assert code == 0 and "Traceback" not in err
     lines = err.strip().splitlines()
     assert len(lines) == 5 and all(ln.startswith("repcost-collect: warning: ") and ln.endswith("; job left out of runs.csv")
@@ -568,3 +568,129 @@ def test_the_startup_guard_hands_signals_to_the_training(tmp_path, monkeypatch):
     assert torch.load(d / "checkpoint.pt", weights_only=True)["status"] == "preempted"
     code, _, err = train(["--resume", str(d)], tmp_path)
     assert code == 0 and (d / "FINISHED").exists(), err
+
+
+# -- library calls, and faults around runs and sweeps ----------------------------------------------------
+def test_compose_config_refuses_what_repcost_train_refuses(tmp_path):
+    from repcost.config import compose_config
+    from repcost.errors import ConfigError, RepcostError
+
+    with pytest.raises(ConfigError, match="experiment='doesnotexist'") as e:
+        compose_config(["experiment=doesnotexist"])
+    assert "\n" not in str(e.value)
+    (tmp_path / "file").write_text("x")
+    for bad in (tmp_path / "nope", tmp_path / "file"):
+        with pytest.raises(RepcostError, match="not a directory") as e:
+            compose_config(["seed=1"], config_dirs=[bad])
+        assert str(bad) in str(e.value) and "\n" not in str(e.value)
+    assert compose_config(["experiment=ongie22-fig1-quick"]) != compose_config([])  # a preset still applies
+
+
+@pytest.mark.parametrize("which", ["missing", "file"])
+def test_analyze_refuses_a_config_dir_that_is_not_one(tmp_path, preempted_run, which):
+    bad = tmp_path / "nope"
+    if which == "file":
+        bad.write_text("x")
+    code, _, err = in_process(analyze_cli.main, "repcost-analyze", [str(preempted_run), "--config-dir", str(bad)], tmp_path)
+    assert_one_line(code, err, "--config-dir", str(bad), "not a directory")
+    assert not (preempted_run / "reanalysis").exists()
+
+
+def test_a_run_dir_in_a_symlink_loop_is_one_line(tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    code, _, err = train([*QUICK, f"hydra.run.dir={loop / 'run'}"], tmp_path)
+    assert_one_line(code, err, str(loop))
+    code, _, err = train([*QUICK, f"hydra.run.dir={loop}"], tmp_path)
+    assert_one_line(code, err, str(loop))
+
+
+def test_analyze_of_a_malicious_checkpoint_is_one_line(tmp_path, preempted_run, run_cli):
+    """Through the console script: torch's unpickler warns through `warnings`, which pytest would capture in-process."""
+    d = tmp_path / "run"
+    shutil.copytree(preempted_run, d)
+    _corrupt("malicious", d / "checkpoint.pt")
+    p = run_cli("repcost-analyze", str(d), cwd=tmp_path)
+    assert_one_line(p.returncode, p.stderr, str(d / "checkpoint.pt"))
+    assert not (tmp_path / "PWNED").exists()
+
+
+def _sweep_of(tmp_path: Path, good: int, bad: int) -> Path:
+    sweep = tmp_path / "sweep"
+    for i in range(good):
+        _job(sweep, f"good{i}", overrides=f"- seed={i}\n")
+    for i in range(bad):
+        _job(sweep, f"bad{i}", summary='{"objective": 1.5, "sta')
+    return sweep
+
+
+def test_collect_that_leaves_a_job_out_says_so_in_its_exit_status(tmp_path):
+    sweep = _sweep_of(tmp_path, 2, 1)
+    code, out, err = in_process(collect_cli.main, "repcost-collect", [str(sweep)], tmp_path)
+    *warnings, last = err.strip().splitlines()
+    assert code == 1 and "Traceback" not in err and len(warnings) == 1 and str(sweep / "bad0") in warnings[0]
+    assert last.startswith("repcost-collect: error: left out 1 of 3 jobs") and "--allow-missing" in last
+    assert [r["job"] for r in csv.DictReader(open(sweep / "runs.csv"))] == ["good0", "good1"]  # the rest is written
+    code, out, err = in_process(collect_cli.main, "repcost-collect", [str(sweep), "--allow-missing"], tmp_path)
+    assert code == 0 and len(err.strip().splitlines()) == 1 and "2 jobs" in out
+
+
+def test_collect_removes_temp_files_of_killed_writers(tmp_path):
+    sweep = _sweep_of(tmp_path, 2, 0)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    stale = [sweep / f".runs.csv.{dead}.tmp", sweep / f".layers.csv.{dead}.tmp"]
+    for f in stale:
+        f.write_text("job,seed\ngood0,")
+    live = sweep / f".runs.csv.{os.getppid()}.tmp"  # a writer still running: not ours to remove
+    live.write_text("x")
+    code, _, err = in_process(collect_cli.main, "repcost-collect", [str(sweep)], tmp_path)
+    assert code == 0, err
+    assert not any(f.exists() for f in stale) and live.exists()
+
+
+def test_a_stale_run_line_says_what_changed(tmp_path):
+    d = tmp_path / "run"
+    assert train([*QUICK, f"hydra.run.dir={d}"], tmp_path)[0] == 0
+    code, _, err = train([*QUICK, "train.lam=0.5", "model.width=7", f"hydra.run.dir={d}"], tmp_path)
+    assert_one_line(code, err, "holds a finished run of another config", "model.width", "train.lam", "0.5")
+
+
+
+def test_what_changed_names_a_plugin_source_and_a_repcost_version():
+    from omegaconf import OmegaConf
+
+    from repcost.config import compose_config
+    from repcost.provenance import identity_changes, repcost_version
+
+    cfg = OmegaConf.to_container(compose_config(["model.width=7"]), resolve=True)
+    mine = {**cfg, "plugin_sources": {"mypkg.plugin": "aaaa"}}
+    assert identity_changes(mine, {**mine, "plugin_sources": {"mypkg.plugin": "bbbb"}}) == "source of plugin mypkg.plugin"
+    assert identity_changes(cfg, {**cfg, "seed": 3}) == "seed: 0 -> 3"
+    same = identity_changes(cfg, dict(cfg), "0.0.1")  # same keys, another hash: the identity rules changed
+    assert "repcost 0.0.1" in same and repcost_version() in same
+
+
+_SIGNAL_WHILE_FINISHING = """
+import os, signal, sys
+import repcost.train.run as run
+real = run._complete
+def twice(*a, **k):  # two stop signals once training has ended, while the run's files are written
+    for _ in range(2):
+        os.kill(os.getpid(), signal.SIGTERM)
+    return real(*a, **k)
+run._complete = twice
+from repcost.cli.train import main
+sys.argv = ["repcost-train", *sys.argv[1:]]
+main()
+"""
+
+
+def test_stop_signals_while_a_run_finishes_end_cleanly(tmp_path):
+    d = tmp_path / "run"
+    p = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_FINISHING, *QUICK, f"hydra.run.dir={d}"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, (p.returncode, p.stderr)
+    assert (d / "FINISHED").exists()
+    code, out, err = train([*QUICK, f"hydra.run.dir={d}"], tmp_path)
+    assert code == 0 and "already finished" in out, err

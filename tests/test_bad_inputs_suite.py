@@ -87,3 +87,35 @@ def test_no_traceback(tmp_path, overrides, key):
 
 def test_the_suite_is_large_enough():
     assert len(CASES) >= 180, len(CASES)
+
+
+def test_two_launches_into_one_sweep_count_their_own_jobs(tmp_path):
+    """Two launches of one sweep at once: each tallies only its own jobs, every line it prints names what exists,
+    and in the end every job is finished once."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    argv = [sys.executable, "-m", "repcost.cli.train", "-m", "name=c", "seed=0,1,2", *QUICK, "train.phases.0.steps=4000"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    sweep = tmp_path / "outputs" / "sweeps" / "c"
+    first = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 300
+    while not list(sweep.glob("*/metrics.jsonl")) and time.time() < deadline:  # the first launch trains its first job
+        time.sleep(0.2)
+    second = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    for p in (first, second):
+        _, err = p.communicate(timeout=600)
+        assert "Traceback" not in err, err
+        tally = [ln for ln in err.splitlines() if ln.startswith("repcost-train: error:")]
+        if p.returncode == 0:
+            assert not tally, err
+            continue
+        assert p.returncode == 1 and len(tally) == 1 and " of 3 jobs failed" in tally[0], err
+        named = [w for w in tally[0].split() if w.endswith("error.txt")]
+        assert all(Path(w).is_file() for w in named), tally[0]
+    assert len([d for d in sweep.iterdir() if (d / "FINISHED").exists()]) == 3
+    again = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    assert again.returncode == 0 and again.stdout.count("already finished") == 3, again.stderr

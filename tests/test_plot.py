@@ -131,6 +131,14 @@ def test_sweep_plot_reads_well(tmp_path, monkeypatch, capsys):
     assert ticks and all(float(t).is_integer() for t in ticks)  # depths: no 2.5
 
 
+def test_an_unknown_column_suggests_the_nearest(tmp_path, monkeypatch, capsys):
+    sweep = _hand_sweep(tmp_path)
+    code, out, err, _ = _main([str(sweep), "--x", "model.dpth", "--y", "param_sq_norm", "--out",
+                               str(tmp_path / "f.png")], monkeypatch, capsys)
+    (line,) = err.strip().splitlines()
+    assert code == 2 and "did you mean model.depth?" in line and not out
+
+
 def test_sweep_plot_label_overrides_integer_y_and_unknown_keys(tmp_path, monkeypatch, capsys):
     sweep, png = _hand_sweep(tmp_path), tmp_path / "fig.svg"
     code, out, _, (fig,) = _main([str(sweep), "--x", "data.noise", "--y", "steps", "--out", str(png),
@@ -156,15 +164,19 @@ def test_curves_skip_a_corrupt_metrics_file_with_one_warning(tmp_path, monkeypat
     bad = _curve_run(tmp_path / "bad", good[:3] + ['{"step": 6, "objec'])  # a write cut short
     png = tmp_path / "c.png"
     code, out, err, (fig,) = _main([*map(str, [runs[0], bad, runs[1]]), "--out", str(png)], monkeypatch, capsys)
-    assert code == 0 and out.strip() == f"wrote {png} (2 curves)"
-    (line,) = err.strip().splitlines()
+    assert code == 1 and out.strip() == f"wrote {png} (2 curves)"  # drawn, and the exit status says one is missing
+    line, last = err.strip().splitlines()
     assert line.startswith("repcost-plot: warning:") and str(bad / "metrics.jsonl") in line and "line 4" in line
+    assert last.startswith("repcost-plot: error: left out 1 of 3 runs") and "--allow-missing" in last
+    code, out, err, _ = _main([*map(str, [runs[0], bad, runs[1]]), "--out", str(png), "--allow-missing"], monkeypatch,
+                              capsys)
+    assert code == 0 and len(err.strip().splitlines()) == 1
     ax = fig.axes[0]
     assert ax.get_xlabel() == "step" and all(float(t).is_integer() for t in ax.get_xticks())
     assert ax.lines[0].get_marker() != ax.lines[1].get_marker()
     code, out, err, _ = _main([str(bad), "--out", str(tmp_path / "d.png")], monkeypatch, capsys)
-    lines = err.strip().splitlines()
-    assert code == 2 and lines[-1].startswith("repcost-plot: error: no run could be read") and "Traceback" not in err
+    (line,) = err.strip().splitlines()  # the reason said once
+    assert code == 2 and line.startswith("repcost-plot: error: no run could be read") and "line 4" in line
 
 
 @pytest.mark.parametrize("out,needle", [("DIR", "is a directory"), ("FILE/fig.png", "is a file, not a directory"),

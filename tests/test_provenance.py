@@ -78,7 +78,8 @@ def test_a_plugin_source_change_makes_its_finished_run_stale(tmp_path, run_cli):
     train()
     assert (job / "FINISHED").read_text() != first  # a new identity, trained afresh
     (aside,) = [d for d in sweep.iterdir() if d.name.startswith(f"{job.name}.stale-")]  # (the name holds [ ])
-    assert (aside / "FINISHED").read_text() == first and "another config" in (aside / "MOVED_ASIDE").read_text()
+    assert (aside / "FINISHED").read_text() == first
+    assert "another config (source of plugin linedata;" in (aside / "MOVED_ASIDE").read_text()
 
 
 def test_runs_without_plugins_keep_their_identity():

@@ -161,3 +161,27 @@ def test_analyze_reads_both_ensemble_layouts_alike(ensemble, tmp_path):
     a = analyze(old, ["analysis=spectra"], tmp_path / "a")
     b = analyze(new, ["analysis=spectra"], tmp_path / "b")
     assert a == b and a["weights.W1.rank"] >= 1
+
+
+def test_train_log_and_a_reanalysis_say_what_made_them(tmp_path):
+    from repcost.cli import analyze as analyze_cli
+    from helpers import QUICK, in_process, train
+
+    d = tmp_path / "run"
+    code, out, err = train([*QUICK, "train.lam=1e-3", f"hydra.run.dir={d}"], tmp_path)
+    assert code == 0, err
+    summary = json.loads((d / "summary.json").read_text())
+    head = (d / "train.log").read_text().splitlines()[:3]
+    assert "repcost-train" in head[0] and "train.lam=1e-3" in head[0] and f"hydra.run.dir={d}" in head[0]
+    for key in ("repcost_version", "git_commit", "config_hash"):
+        assert f"{key} {summary[key]}" in " ".join(head).replace("=", " ").replace(":", " "), (key, head)
+    assert summary["config_hash"] not in out  # the console carries the run's report only
+    code, out, err = in_process(analyze_cli.main, "repcost-analyze", [str(d), "analysis=spectra"], tmp_path)
+    assert code == 0, err
+    (target,) = (d / "reanalysis").iterdir()
+    s = json.loads((target / "analysis" / "summary.json").read_text())
+    assert s["overrides"] == ["analysis=spectra"] and s["run_config_hash"] == summary["config_hash"]
+    for key in ("repcost_version", "git_commit", "python_version", "torch_version"):
+        assert s[key] == summary[key]
+    assert s["config"]["analysis"]["name"] == "spectra" and s["config"]["train"]["lam"] == 1e-3
+    assert s["config"]["model"] == OmegaConf.to_container(OmegaConf.load(d / ".hydra" / "config.yaml"))["model"]

@@ -159,3 +159,29 @@ def test_submitit_local_sweep(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     rows = _rows(tmp_path / "outputs" / "sweeps" / "s")
     assert len(rows) == 2 and {r["status"] for r in rows} == {"finished"}
+
+
+def test_job_directory_names_stay_short_and_long_old_names_are_reused(tmp_path):
+    """A long set of overrides makes a short job directory name (a digest of the full set, which `.hydra/` keeps);
+    a finished job under the full name an earlier repcost gave it is still found and reused."""
+    import yaml
+
+    from repcost.config.resolvers import MAX_JOB_DIR
+
+    phases = "train.phases=[{optimizer:adam,lr:0.001,steps:3},{optimizer:gd,lr:0.01,steps:3}]"
+    argv = TRAIN + ["-m", "name=long", phases, "model.width=5", "model.depth=3", "data.n_points=7", "seed=0,1",
+                    "train.progress=false"]
+    p = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    sweep = tmp_path / "outputs" / "sweeps" / "long"
+    jobs = sorted(d for d in sweep.iterdir() if (d / "FINISHED").exists())
+    assert len(jobs) == 2 and all(len(j.name.encode()) <= MAX_JOB_DIR for j in jobs), [j.name for j in jobs]
+    for j in jobs:
+        assert phases in yaml.safe_load((j / ".hydra" / "overrides.yaml").read_text())
+    full = yaml.safe_load((jobs[0] / ".hydra" / "hydra.yaml").read_text())["hydra"]["job"]["override_dirname"]
+    assert len(full.encode()) > MAX_JOB_DIR
+    old = jobs[0].rename(sweep / full)  # where a finished job of the same overrides lay before names were shortened
+    stamp = (old / "FINISHED").stat().st_mtime_ns
+    p = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=600)
+    assert p.returncode == 0 and p.stdout.count("already finished") == 2, p.stdout + p.stderr[-2000:]
+    assert (old / "FINISHED").stat().st_mtime_ns == stamp and not jobs[0].exists()

@@ -56,3 +56,14 @@ def io_error(path: Path, e: OSError) -> RepcostError:
            errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
            errno.ENOTDIR: "a path component is not a directory", errno.EEXIST: "a file is in the way"}
     return RepcostError(f"cannot write {path}: {why.get(e.errno, e.strerror or str(e))}")
+
+
+def report_left_out(prog: str, skipped: list[str], total: int, what: str, allow: bool) -> None:
+    """One warning line per item a command left out of its result, then, unless `allow` (--allow-missing), a last
+    line and exit status 1: a partial result is written, and the exit status says it is partial."""
+    for line in skipped:
+        print(f"{prog}: warning: {line}", file=sys.stderr)
+    if skipped and not allow:
+        print(f"{prog}: error: left out {len(skipped)} of {total} {what} (the warnings above say why); "
+              "--allow-missing accepts a partial result", file=sys.stderr)
+        sys.exit(1)

@@ -3,7 +3,7 @@
 `provenance()` goes into summary.json. `plugin_sources(...)` goes into the run's config (the top-level
 key `plugin_sources`, part of the run's identity), so editing a plugin that a run uses makes its
 finished result stale, as editing its config does. Runs that use no plugin have no such key and keep
-the identity they always had.
+the identity they always had. `identity_changes` says what makes a finished run stale.
 """
 
 from __future__ import annotations
@@ -59,16 +59,11 @@ def source_sha256(module_name: str) -> str | None:
         return None
 
 
-def is_plugin_module(module_name: str | None) -> bool:
-    """Whether code registered from `module_name` is a user's plugin (not repcost's own)."""
-    return bool(module_name) and module_name != "repcost" and not str(module_name).startswith("repcost.")
-
-
 def plugin_sources(modules: list[str]) -> dict[str, str]:
     """{module: sha256 of its source} of the plugin modules among `modules` (sorted, duplicates dropped)."""
     out = {}
     for m in sorted(set(modules)):
-        if is_plugin_module(m):
+        if m != "repcost" and not m.startswith("repcost."):  # a user's module, not repcost's own
             out[m] = source_sha256(m) or "no source file"
     return out
 
@@ -95,3 +90,35 @@ def provenance() -> dict[str, Any]:
     return {"repcost_version": repcost_version(), "git_commit": git_commit(),
             "python_version": platform.python_version(),
             "torch_version": getattr(torch, "__version__", "not imported"), "plugins": plugins}
+
+
+def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as {dotted key: value}, lists of sections by index (train.phases.0.lr)."""
+    if isinstance(node, dict) or (isinstance(node, list) and node and all(isinstance(v, dict) for v in node)):
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        return {k: v for key, value in items for k, v in _flat(value, f"{prefix}{key}.").items()}
+    return {prefix[:-1]: node}
+
+
+def identity_changes(old: dict, new: dict, old_version: str | None = None) -> str:
+    """What differs between the identities (`identity.run_identity`) of two run configs, in words: the config keys
+    with both values, the plugins whose source changed; where no key differs, the identity rules of another
+    repcost version."""
+    from .errors import RepcostError
+    from .identity import run_identity
+
+    try:
+        a, b = _flat(run_identity(old)), _flat(run_identity(new))
+    except RepcostError as e:  # the old run's family or dataset is no longer registered
+        return str(e)
+    full_a, full_b = _flat(old), _flat(new)  # (an identity leaves out keys at their defaults: values from here)
+    short = lambda v: repr(v) if len(repr(v)) <= 30 else repr(v)[:27] + "..."  # noqa: E731
+    words = [f"source of plugin {k.split('.', 1)[1]}" if k.startswith("plugin_sources.")
+             else f"{k}: {short(full_a.get(k))} -> {short(full_b.get(k))}"
+             for k in sorted(a.keys() | b.keys()) if a.get(k, _ABSENT) != b.get(k, _ABSENT)]
+    if not words:
+        return f"no config key: the identity rules of repcost {old_version or '?'} (this is {repcost_version()})"
+    return ", ".join(words[:4]) + (f" and {len(words) - 4} more" if len(words) > 4 else "")
+
+
+_ABSENT = object()

@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,7 +49,9 @@ def load_checkpoint(path: Path) -> dict:
     """Load a checkpoint written by repcost (weights_only=True: plain tensors and containers, never code)."""
     path = Path(path)
     try:
-        ck = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # the unpickler's notes on a foreign pickle: its refusal below is the one line
+            warnings.simplefilter("ignore")
+            ck = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated, random, foreign or malicious (pickled code is refused)
         first = (str(e).strip().splitlines() or [""])[0][:160]
         raise RepcostError(f"cannot read checkpoint {path}: {e.__class__.__name__}: {first}; "

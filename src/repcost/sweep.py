@@ -151,6 +151,21 @@ def _layer_rows(job: Path, keys: dict) -> list[dict]:
             for row in rows]
 
 
+def _remove_dead_writers_temp_files(sweep_dir: Path) -> None:
+    """Temp files `.runs.csv.<pid>.tmp` (`runio.atomic_write_bytes`) of collects killed while writing: their process
+    is gone. A live writer's (a collect running beside this one) is left alone."""
+    for f in sweep_dir.glob(".*.csv.*.tmp"):
+        pid = f.name.split(".")[-2]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            f.unlink(missing_ok=True)
+        except OSError:  # the process exists (owned by another user)
+            pass
+
+
 def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
     """Write runs.csv and layers.csv into `sweep_dir`; returns (job rows, per-layer rows, skipped).
 
@@ -163,6 +178,7 @@ def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
     jobs = job_dirs(sweep_dir)
     if not jobs:
         raise RepcostError(f"{sweep_dir}: no sweep jobs found (no */.hydra/overrides.yaml below it)")
+    _remove_dead_writers_temp_files(sweep_dir)
     rows, layers, skipped = [], [], []
     last = last_jobs(sweep_dir)
     for j in jobs:

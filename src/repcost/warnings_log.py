@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 WARNINGS_LOGGER = "py.warnings"
+FILE_ONLY = "repcost.file"  # records for the run's log file only (its provenance header)
 
 
 def capture_library_warnings() -> None:
@@ -21,10 +22,11 @@ def capture_library_warnings() -> None:
 
 class _NotWarnings(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.name != WARNINGS_LOGGER
+        return record.name not in (WARNINGS_LOGGER, FILE_ONLY)
 
 
 def console_filter() -> logging.Filter:
-    """The console handler's filter (a dictConfig factory): warnings are captured, and kept off the console."""
+    """The console handler's filter (a dictConfig factory): warnings are captured, and kept off the console, as
+    are the records of the FILE_ONLY logger."""
     capture_library_warnings()
     return _NotWarnings()

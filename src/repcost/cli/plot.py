@@ -12,26 +12,31 @@ override them); the line printed names the file written.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from ..api import load_run, load_sweep
-from ..errors import OneLineParser, RepcostError
+from ..config.messages import did_you_mean
+from ..errors import RepcostError, report_left_out
+from .hydra_errors import OneLineParser, clean_exit
 
 FORMATS = (".png", ".pdf", ".svg")
 
 
 def _check_column(name: str, flag: str, available: list[str]) -> None:
     if name not in available:
-        raise RepcostError(f"unknown column {name!r} for {flag}; available: {', '.join(available)}")
+        hint = did_you_mean(name, available) or f"; available: {', '.join(available)}"
+        raise RepcostError(f"unknown column {name!r} for {flag}{hint}")
 
 
 def plot_sweep(sweep_dir: Path, x: str, y: str, hue: str | None, logx: bool, logy: bool, **labels):
-    """The figure of `y` against `x` (per `hue`) over a sweep's finished jobs; (figure, number of runs).
-    `labels`: xlabel, ylabel, title (None: the readable defaults of repcost.plots.sweep.label)."""
+    """The figure of `y` against `x` (per `hue`) over a sweep's finished jobs; (figure, number of runs, the jobs
+    left out: one line each). `labels`: xlabel, ylabel, title (None: the readable defaults of repcost.plots.sweep.label)."""
     from ..plots.sweep import aggregate, label, sweep_figure
 
-    rows = load_sweep(sweep_dir, finished_only=True)
+    every = load_sweep(sweep_dir)
+    rows = [r for r in every if r.get("status") == "finished"]
+    skipped = [f"{r['path']}: {r.get('status')} {r.get('error') or ''}".strip() for r in every
+               if r.get("status") != "finished"]
     if not rows:
         raise RepcostError(f"{sweep_dir}: no finished jobs in runs.csv")
     available = sorted({k for r in rows for k in r} - {"path"})
@@ -44,7 +49,7 @@ def plot_sweep(sweep_dir: Path, x: str, y: str, hue: str | None, logx: bool, log
     title = labels.get("title") or (f"{sweep_dir.resolve().name}: {label(y)} vs {label(x)} "
                                     "(mean, min–max band, each run a dot)")
     return sweep_figure(series, x, y, logx=logx, logy=logy, title=title, xlabel=labels.get("xlabel"),
-                        ylabel=labels.get("ylabel")), len(rows)
+                        ylabel=labels.get("ylabel")), len(rows), skipped
 
 
 def curve_labels(run_dirs: list[Path]) -> list[str]:
@@ -57,13 +62,9 @@ def curve_labels(run_dirs: list[Path]) -> list[str]:
     return [",".join(x for x in ps if x not in common) or n for ps, n in zip(parts, names)]
 
 
-def _warn(text: str) -> None:
-    print(f"repcost-plot: warning: {text}", file=sys.stderr)
-
-
 def plot_curves(run_dirs: list[Path], x: str, y: str, logx: bool, logy: bool, **labels):
     """The figure of metric `y` against `x` (default: step) of each run (each member of an ensemble run);
-    a run whose metrics.jsonl cannot be read is left out with a warning line. (figure, number of curves)."""
+    (figure, number of curves, the runs left out, whose metrics.jsonl cannot be read: one line each)."""
     import numpy as np
 
     from ..plots.sweep import curves_figure
@@ -73,7 +74,6 @@ def plot_curves(run_dirs: list[Path], x: str, y: str, logx: bool, logy: bool, **
         try:
             recs = load_run(d).metrics
         except RepcostError as e:
-            _warn(f"skipped {d}: {e}")
             skipped.append(str(e))
             continue
         available = sorted({k for r in recs for k in r})
@@ -89,7 +89,7 @@ def plot_curves(run_dirs: list[Path], x: str, y: str, logx: bool, logy: bool, **
     if not curves:
         raise RepcostError(f"no run could be read ({skipped[0]})" if skipped else "no runs to plot")
     return curves_figure(curves, x, y, logx=logx, logy=logy, integer_x=integer[x], integer_y=integer[y],
-                         **labels), len(curves)
+                         **labels), len(curves), skipped
 
 
 def _is_sweep(path: Path) -> bool:
@@ -108,8 +108,8 @@ def check_out(out: Path) -> None:
         raise RepcostError(f"--out {out}: {above} is a file, not a directory")
 
 
-def run(a: argparse.Namespace) -> str:
-    """Draw and save the figure the arguments ask for; returns the line to print."""
+def run(a: argparse.Namespace) -> tuple[str, list[str], int]:
+    """Draw and save the figure the arguments ask for; (the line to print, the runs left out, the runs given)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed (and none on a cluster node)
@@ -122,22 +122,22 @@ def run(a: argparse.Namespace) -> str:
     if len(a.paths) == 1 and _is_sweep(a.paths[0]):
         if a.x is None or a.y is None:
             raise RepcostError("a sweep plot needs --x COLUMN and --y COLUMN (and optionally --hue COLUMN)")
-        fig, n = plot_sweep(a.paths[0], a.x, a.y, a.hue, a.logx, a.logy, **labels)
-        what = f"{n} runs"
+        fig, n, skipped = plot_sweep(a.paths[0], a.x, a.y, a.hue, a.logx, a.logy, **labels)
+        what, total = f"{n} runs", n + len(skipped)
     else:
         if a.hue is not None:
             raise RepcostError("--hue is for a sweep directory (one with runs.csv); curves are one line per run")
         sweeps = [p for p in a.paths if _is_sweep(p)]
         if sweeps:
             raise RepcostError(f"{sweeps[0]} is a sweep directory: give it alone (with --x/--y) or give run directories")
-        fig, n = plot_curves(a.paths, a.x or "step", a.y or "objective", a.logx, a.logy, **labels)
-        what = f"{n} curves"
+        fig, n, skipped = plot_curves(a.paths, a.x or "step", a.y or "objective", a.logx, a.logy, **labels)
+        what, total = f"{n} curves", len(a.paths)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out, dpi=120, bbox_inches="tight")
     except OSError as e:
         raise RepcostError(f"cannot write {out}: {e.strerror or e}") from None
-    return f"wrote {out} ({what})"
+    return f"wrote {out} ({what})", skipped, total
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -155,12 +155,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ylabel", default=None, help="y axis label (default: a readable name, e.g. ‖θ‖² for param_sq_norm)")
     ap.add_argument("--title", default=None, help="figure title")
     ap.add_argument("--out", default="plot.png", help="output file, .png, .pdf or .svg (default: plot.png)")
+    ap.add_argument("--allow-missing", action="store_true",
+                    help="exit 0 when a run or job is left out (unreadable, failed, unfinished); default: exit 1")
     a = ap.parse_args(argv)
-    try:
-        print(run(a))
-    except RepcostError as e:
-        print(f"repcost-plot: error: {e}", file=sys.stderr)
-        sys.exit(2)
+    with clean_exit("repcost-plot"):
+        line, skipped, total = run(a)
+    print(line)
+    report_left_out("repcost-plot", skipped, total, "runs", a.allow_missing)
 
 
 if __name__ == "__main__":

@@ -28,13 +28,18 @@ def snapshot(argv: list[str]) -> set[Path] | None:
     if value is not None and "${" in value:
         return None
     if value is None:
-        runs = (Path.cwd() / "outputs" / "runs").resolve()
-        before = {p.resolve() for p in runs.iterdir() if p.is_dir()} if runs.is_dir() else set()
+        runs = _real(Path.cwd() / "outputs" / "runs")
+        before = {_real(p) for p in runs.iterdir() if p.is_dir()} if runs.is_dir() else set()
         return {p for p in (runs / "new").parents if p.is_dir()} | before
     target = Path(value).expanduser()
     if target.exists():
         return None
-    return {p for p in target.resolve().parents if p.is_dir()}
+    return {p for p in _real(target).parents if p.is_dir()}
+
+
+def _real(path: Path) -> Path:
+    """`path` with its symbolic links resolved (Path.resolve raises on a symlink loop; the run's mkdir refuses it)."""
+    return Path(os.path.realpath(path))
 
 
 def forget_refused_run(run_dir: Path, existing: set[Path] | None) -> bool:
@@ -43,7 +48,7 @@ def forget_refused_run(run_dir: Path, existing: set[Path] | None) -> bool:
     command created. Returns whether it removed the run directory."""
     from ..rundir import remove_startup_litter  # only on a refusal: `--help` and the start-up load no torch
 
-    run_dir = Path(run_dir).resolve()
+    run_dir = _real(run_dir)
     if existing is None or run_dir in existing or not run_dir.is_dir() or not remove_startup_litter(run_dir):
         return False
     for parent in run_dir.parents:

@@ -1,14 +1,55 @@
-"""Compose a run config from Python (notebooks, tests, figure scripts) with Hydra's compose API."""
+"""Compose a run config from Python (notebooks, tests, figure scripts) with Hydra's compose API, refusing what
+`repcost-train` refuses: an unknown experiment preset, a config dir that is not a directory."""
 
 from __future__ import annotations
 
+import importlib.resources
 from collections.abc import Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 
+from ..errors import ConfigError, RepcostError
 from ..paths import CONFIG_DIR
+from .messages import did_you_mean
+
+
+def check_config_dirs(dirs: Sequence[str | Path], flag: str = "config dir") -> list[Path]:
+    """The user's config dirs as absolute paths; a RepcostError for one that is not a directory (Hydra only warns)."""
+    out = [Path(d).expanduser().resolve() for d in dirs]
+    for given, d in zip(dirs, out):
+        if not d.is_dir():
+            raise RepcostError(f"{flag} {given}: not a directory ({'a file' if d.exists() else 'no such path'})")
+    return out
+
+
+def group_options(hc: DictConfig, group: str) -> list[str]:
+    """Options of a config group in every source of this config's search path (repcost's, --config-dir,
+    hydra.searchpath); `hc` is the `hydra` node of a composed config."""
+    names: set[str] = set()
+    for src in hc.runtime.config_sources:
+        if src.schema == "file":
+            folder = Path(src.path) / group
+            names |= {p.stem for p in folder.glob("*.yaml")} if folder.is_dir() else set()
+        elif src.schema == "pkg":
+            try:
+                folder = importlib.resources.files(src.path.replace("/", ".")) / group
+                names |= {p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")}
+            except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+                pass
+    return sorted(names)
+
+
+def check_experiment(hc: DictConfig) -> None:
+    """`experiment=<name>` must name a preset: Hydra's optional default would silently skip a typo."""
+    choice = hc.runtime.choices.get("experiment")
+    if choice in (None, "null"):
+        return
+    options = group_options(hc, "experiment")
+    if choice not in options:
+        raise ConfigError("experiment", choice, "a preset" + (did_you_mean(str(choice), options)
+                                                              or f": {', '.join(options)}"))
 
 
 def compose_config(overrides: Sequence[str] = (), config_dirs: Sequence[str | Path] = ()) -> DictConfig:
@@ -20,7 +61,10 @@ def compose_config(overrides: Sequence[str] = (), config_dirs: Sequence[str | Pa
 
     extra = []
     if config_dirs:
-        paths = ",".join(f"file://{Path(d).expanduser().resolve()}" for d in config_dirs)
-        extra.append(f"hydra.searchpath=[{paths}]")
+        extra.append(f"hydra.searchpath=[{','.join(f'file://{d}' for d in check_config_dirs(config_dirs))}]")
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=[*extra, *overrides])
+        cfg = compose(config_name="config", overrides=[*extra, *overrides], return_hydra_config=True)
+    check_experiment(cfg.hydra)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg

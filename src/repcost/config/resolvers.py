@@ -3,28 +3,38 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 from omegaconf import OmegaConf
 
+MAX_JOB_DIR = 100  # bytes: room for a figure preset's overrides and one more, a line a reader takes in (255 allowed)
+_LEGACY_MAX = 200  # the limit earlier sweeps' job directories were named under
 
-MAX_JOB_DIR = 200  # file systems refuse names over 255 bytes
+
+def _shortened(name: str, limit: int) -> str:
+    """`name`, or past `limit` bytes its start and a digest of the whole, so the name stays unique and stable."""
+    if len(name.encode()) <= limit:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
+    return name.encode()[:limit - 14].decode(errors="ignore") + "--" + digest
 
 
-def _job_dir(override_dirname: str) -> str:
+def _job_dir(override_dirname: str, sweep_dir: str = "") -> str:
     """A run's directory name (a sweep job's, or a single run's under outputs/runs/): its overrides, so a relaunch
     lands in the same place, or 'base' for none.
 
     A '/' in a value makes sub-directories, unless a `..` among them would climb out of the sweep dir: then every
     '/' is written %2F. Overrides longer than MAX_JOB_DIR bytes (e.g. a whole `train.phases` list) keep their start and
-    end with a digest of the full string, so the name stays unique and stable.
+    end with a digest of the full string (the job's .hydra/overrides.yaml holds them all). A job directory of
+    `sweep_dir` under the longer name that earlier sweeps gave the same overrides is kept, so its runs are reused.
     """
     name = override_dirname or "base"
     if ".." in name.split("/") or name.startswith("/"):  # a value like a/../../x would leave the sweep dir
         name = name.replace("/", "%2F")
-    if len(name.encode()) <= MAX_JOB_DIR:
-        return name
-    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
-    return name.encode()[:MAX_JOB_DIR - 14].decode(errors="ignore") + "--" + digest
+    legacy = _shortened(name, _LEGACY_MAX)
+    if sweep_dir and len(name.encode()) > MAX_JOB_DIR and os.path.isdir(os.path.join(sweep_dir, legacy)):
+        return legacy
+    return _shortened(name, MAX_JOB_DIR)
 
 
 if not OmegaConf.has_resolver("repcost_job_dir"):

@@ -6,8 +6,8 @@ job behaves the same whichever way it was launched.
 
 from __future__ import annotations
 
-import importlib.resources
 import logging
+import shlex
 import sys
 import traceback
 from collections.abc import Sequence
@@ -21,12 +21,14 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from .. import startup, threads
 from ..analysis.hooks import descriptions
 from ..config import validate
-from ..config.messages import did_you_mean
+from ..config.compose import check_experiment
 from ..config.schema import RunSpec
 from ..errors import RepcostError
 from ..plugins import plugin_names
-from ..provenance import run_plugin_sources
+from ..identity import run_hash
+from ..provenance import git_commit, repcost_version, run_plugin_sources
 from ..rundir import RunDir
+from ..warnings_log import FILE_ONLY
 from .certify import describe as describe_certified
 from .preempt import Interrupted, take_interrupt
 from .run import failure_message, train_runs
@@ -46,33 +48,6 @@ def place_sweep_job(spec: RunSpec, hc: DictConfig) -> None:
     """In a multirun: spread jobs over the GPUs (the CPU cores are shared by `repcost.threads`)."""
     if spec.device == "cuda" and torch.cuda.device_count() > 1:
         spec.device = f"cuda:{hc.job.num % torch.cuda.device_count()}"
-
-
-def group_options(hc: DictConfig, group: str) -> list[str]:
-    """Options of a config group in every source of this run's search path (repcost's, --config-dir, hydra.searchpath)."""
-    names: set[str] = set()
-    for src in hc.runtime.config_sources:
-        if src.schema == "file":
-            folder = Path(src.path) / group
-            names |= {p.stem for p in folder.glob("*.yaml")} if folder.is_dir() else set()
-        elif src.schema == "pkg":
-            try:
-                folder = importlib.resources.files(src.path.replace("/", ".")) / group
-                names |= {p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")}
-            except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
-                pass
-    return sorted(names)
-
-
-def check_experiment(hc: DictConfig) -> None:
-    """`experiment=<name>` must name a preset: Hydra's optional default would silently skip a typo."""
-    choice = hc.runtime.choices.get("experiment")
-    if choice in (None, "null"):
-        return
-    options = group_options(hc, "experiment")
-    if choice not in options:
-        hint = did_you_mean(str(choice), options) or f"; presets: {', '.join(options)}"
-        raise RepcostError(f"unknown experiment '{choice}'{hint}")
 
 
 def record_plugin_sources(spec: RunSpec, cfg: DictConfig) -> None:
@@ -97,6 +72,7 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
     record_plugin_sources(spec, cfg)
     run_cfg = OmegaConf.to_container(cfg, resolve=True)
     run_cfg.pop("hydra", None)
+    log_header(run_cfg)
     multirun = hc.mode == RunMode.MULTIRUN
     if multirun:
         place_sweep_job(spec, hc)
@@ -104,6 +80,14 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
     log.debug("torch threads: %d (%s)", n, why)
     named = not multirun and any(str(o).lstrip("+").startswith("hydra.run.dir=") for o in hc.overrides.hydra)
     return spec, run_cfg, Path(hc.runtime.output_dir), "refuse" if named else "move"
+
+
+def log_header(run_cfg: dict) -> None:
+    """The first lines of the run's log file (train.log; not the console): the command line, the repcost version
+    and commit, and the run's identity hash."""
+    header = logging.getLogger(FILE_ONLY)
+    header.info("command: %s", shlex.join(["repcost-train", *sys.argv[1:]]))
+    header.info("repcost_version=%s git_commit=%s config_hash=%s", repcost_version(), git_commit(), run_hash(run_cfg))
 
 
 def done(summary: dict, run_dir: Path) -> dict:

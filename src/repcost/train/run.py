@@ -29,7 +29,7 @@ from ..identity import check_stackable, run_hash
 from ..models import build_model
 from ..plots.fit_process import FitFigures, helper_pays
 from ..rundir import CHECKPOINT, ERROR, SUMMARY, RunDir
-from ..provenance import provenance
+from ..provenance import identity_changes, provenance
 from .. import startup, threads
 from . import certify
 from .engine import Engine, TrainResult
@@ -64,7 +64,7 @@ def _finished_identity(rd: RunDir, chash: str) -> bool:
 
 
 def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refuse",
-             ensemble: bool = False) -> tuple[str, dict | None]:
+             ensemble: bool = False, cfg: dict | None = None) -> tuple[str, dict | None]:
     """What to do in `rd` for a config of identity `chash`: ("finished", None), ("resume", ckpt) or ("fresh", None).
 
     Never deletes: a run in the way is moved aside (`RunDir.move_aside`). A finished run of another
@@ -81,12 +81,13 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
     if fh is not None:
         if _finished_identity(rd, chash):
             return "finished", None
+        changed = _changes(rd, cfg)
         if on_stale != "move":
-            raise RepcostError(f"{rd.path} holds a finished run of another config (hash {fh}; this config {chash}); "
-                               "finished results are never overwritten: use another directory, or force=true to "
-                               "move the old run aside")
-        aside = rd.move_aside(f"finished run of another config (hash {fh}; replaced by {chash})")
-        log.warning("the finished run in %s had another config; moved to %s", rd.path, aside)
+            raise RepcostError(f"{rd.path} holds a finished run of another config ({changed}; hash {fh}, this config "
+                               f"{chash}); finished results are never overwritten: use another directory, or force=true "
+                               "to move the old run aside")
+        aside = rd.move_aside(f"finished run of another config ({changed}; hash {fh}; replaced by {chash})")
+        log.warning("the finished run in %s had another config (%s); moved to %s", rd.path, changed, aside)
         return "fresh", None
     if rd.file(ERROR).exists():
         aside = rd.move_aside("a failed attempt")
@@ -105,6 +106,15 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
     if rd.has_results() and not (ensemble and not rd.file(SUMMARY).exists()):
         rd.move_aside("leftovers without a checkpoint")
     return "fresh", None
+
+
+def _changes(rd: RunDir, cfg: dict | None) -> str:
+    """What differs between the finished run in `rd` and `cfg` (`provenance.identity_changes`)."""
+    try:
+        old, version = rd.load_checkpoint().get("config"), rd.summary().get("repcost_version")
+    except (RepcostError, OSError, ValueError):
+        return "its config cannot be read"
+    return identity_changes(old, cfg, version) if isinstance(old, dict) and cfg is not None else "config unknown"
 
 
 @dataclass
@@ -185,7 +195,7 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
             rd, chash = RunDir(paths[i]), run_hash(cfg_dicts[i])
             try:
                 held.enter_context(rd.locked())
-                what, resume = open_run(rd, chash, force=force, on_stale=on_stale)
+                what, resume = open_run(rd, chash, force=force, on_stale=on_stale, cfg=cfg_dicts[i])
                 if what != "finished":
                     rd.write_config(cfg_dicts[i], hydra_cfgs[i])
             except RepcostError as e:
@@ -221,7 +231,7 @@ def _train_ensemble(spec: RunSpec, cfg_dict: dict, rd: RunDir, stop_flag: StopFl
     then the best-of-K summary at the top (`ensemble.aggregate`)."""
     chash = run_hash(cfg_dict)
     with rd.locked():
-        what, _ = open_run(rd, chash, force=force, on_stale=on_stale, ensemble=True)
+        what, _ = open_run(rd, chash, force=force, on_stale=on_stale, ensemble=True, cfg=cfg_dict)
         if what == "finished":
             return {**rd.summary(), "reused": True}
         rd.write_config(cfg_dict, hydra_cfg)
@@ -307,10 +317,10 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
                 j.rd.save_checkpoint(j.checkpoint(engine.state_dict(i), "running", wall, family))
 
     engine.on_checkpoint = checkpoint_running
-    with FitFigures(helper=_plots_fit(data) and helper_pays()) as figures:
+    # a stop signal once training has ended waits for the runs' files (the run finishes, nothing is lost)
+    with FitFigures(helper=_plots_fit(data) and helper_pays()) as figures, stop_on_signals(engine.stop_flag):
         try:
-            with stop_on_signals(engine.stop_flag):
-                results = engine.run()
+            results = engine.run()
         finally:
             for metrics, _ in outs:
                 metrics.close()
