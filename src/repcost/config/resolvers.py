@@ -19,20 +19,21 @@ def _shortened(name: str, limit: int) -> str:
     return name.encode()[:limit - 14].decode(errors="ignore") + "--" + digest
 
 
-def _job_dir(override_dirname: str, sweep_dir: str = "") -> str:
+def _job_dir(override_dirname: str, parent: str = "") -> str:
     """A run's directory name (a sweep job's, or a single run's under outputs/runs/): its overrides, so a relaunch
     lands in the same place, or 'base' for none.
 
     A '/' in a value makes sub-directories, unless a `..` among them would climb out of the sweep dir: then every
     '/' is written %2F. Overrides longer than MAX_JOB_DIR bytes (e.g. a whole `train.phases` list) keep their start and
-    end with a digest of the full string (the job's .hydra/overrides.yaml holds them all). A job directory of
-    `sweep_dir` under the longer name that earlier sweeps gave the same overrides is kept, so its runs are reused.
+    end with a digest of the full string (the run's .hydra/overrides.yaml holds them all). A directory in `parent`
+    (the sweep dir, outputs/runs) under the longer name earlier versions gave the same overrides is kept, so its
+    runs are reused.
     """
     name = override_dirname or "base"
     if ".." in name.split("/") or name.startswith("/"):  # a value like a/../../x would leave the sweep dir
         name = name.replace("/", "%2F")
     legacy = _shortened(name, _LEGACY_MAX)
-    if sweep_dir and len(name.encode()) > MAX_JOB_DIR and os.path.isdir(os.path.join(sweep_dir, legacy)):
+    if parent and len(name.encode()) > MAX_JOB_DIR and os.path.isdir(os.path.join(parent, legacy)):
         return legacy
     return _shortened(name, MAX_JOB_DIR)
 
