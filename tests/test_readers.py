@@ -126,7 +126,7 @@ def ensemble(tmp_path_factory) -> tuple[Path, Path]:
                           "data.n_test=10", "train=adam", "train.phases.0.steps=15", "train.ensemble_size=2"])
     old = root / "old"
     train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), old)
-    (old / ".hydra").mkdir()
+    (old / ".hydra").mkdir(exist_ok=True)  # (train_run writes .hydra/ itself; the saved config is the composed one)
     OmegaConf.save(cfg, old / ".hydra" / "config.yaml")
     new = root / "new"
     shutil.copytree(old, new)

@@ -18,7 +18,7 @@ from ..analysis.hooks import AnalysisRunner
 from .hydra_errors import OneLineParser, clean_exit
 from ..api import checkpoint_file, load_run
 from ..config import validate
-from ..config.compose import check_config_dirs
+from ..config.compose import check_config_dirs, compose_config
 from ..data import load_data
 from ..errors import RepcostError
 from ..paths import CONFIG_DIR
@@ -31,16 +31,6 @@ GROUPS = ("model", "data", "train", "analysis")
 REANALYSIS = "reanalysis"  # RUN_DIR/reanalysis/: the only place inside a run directory repcost-analyze writes to
 
 
-def _group_file(key: str, value: str, config_dirs: list[Path]) -> Path:
-    """`key/value.yaml` from the first of the user's config dirs, then repcost's own, that has it."""
-    dirs = [*config_dirs, CONFIG_DIR]
-    for d in dirs:
-        if (d / key / f"{value}.yaml").exists():
-            return d / key / f"{value}.yaml"
-    opts = ", ".join(sorted({p.stem for d in dirs for p in (d / key).glob("*.yaml")}))
-    raise RepcostError(f"unknown {key} '{value}'; allowed: {opts}")
-
-
 def apply_overrides(cfg, overrides: list[str], config_dirs: list[Path] = ()):
     """The run's saved config with group choices (k=option, searched in `config_dirs` first) and dotted keys applied."""
     cfg = OmegaConf.create(OmegaConf.to_container(cfg))
@@ -48,11 +38,10 @@ def apply_overrides(cfg, overrides: list[str], config_dirs: list[Path] = ()):
         key, eq, value = o.partition("=")
         if not eq:
             raise RepcostError(f"override {o!r} is not key=value")
-        if key in GROUPS:
-            path = _group_file(key, value, [Path(d) for d in config_dirs])
-            if key == "model" and cfg.model.name != value:
-                raise RepcostError(f"model={value}: the checkpoint holds a {cfg.model.name} model")
-            cfg[key] = OmegaConf.load(path)
+        if key == "model" and cfg.model.name != value:
+            raise RepcostError(f"model={value}: the checkpoint holds a {cfg.model.name} model")
+        if key in GROUPS:  # the option as repcost-train composes it (the user's config dirs searched first)
+            cfg[key] = compose_config([o], config_dirs)[key]
         else:
             cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist([o]))
     return cfg
