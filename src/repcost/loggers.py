@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+from .config.schema import TrackingConfig
 from .runio import atomic_write_json
 
 IDS = "trackers.json"  # {tracker: its run id} of a run directory, so a resumed run continues the same tracker run
@@ -128,7 +129,7 @@ class MLflowTracker:
 
         from .identity import run_identity
 
-        uri = str((cfg.get("tracking") or {}).get("uri") or "sqlite:///outputs/mlflow.db")
+        uri = TrackingConfig(**cfg.get("tracking", {})).uri
         with _local_store(uri) as artifacts:  # sweep jobs in parallel processes create the store and experiment once
             self.client, self.run_dir = MlflowClient(tracking_uri=uri), run_dir
             if run_id is not None:  # a resumed run continues its MLflow run
@@ -168,11 +169,11 @@ class WandbTracker:
 
         from .identity import run_identity
 
-        tracking, self.run_dir = cfg.get("tracking") or {}, run_dir
-        settings = wandb.Settings(mode=tracking.get("mode", "offline"), silent=True, console="off",
-                                  x_disable_stats=True, save_code=False)
+        tracking, self.run_dir = TrackingConfig(**cfg.get("tracking", {})), run_dir
+        settings = wandb.Settings(mode=tracking.mode, silent=True, console="off", x_disable_stats=True,
+                                  save_code=False)
         tags = _tags(run_dir, chash)
-        self.run = wandb.init(dir=str(run_dir), project=tracking.get("project", "repcost"),
+        self.run = wandb.init(dir=str(run_dir), project=tracking.project,
                               group=str(cfg.get("name", "default")), name=run_dir.name, id=run_id,
                               resume="allow" if run_id else None, config={**run_identity(cfg), "repcost": tags},
                               tags=[chash], settings=settings, reinit="create_new")
