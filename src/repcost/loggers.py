@@ -1,12 +1,9 @@
-"""Optional experiment trackers beside metrics.jsonl: TensorBoard, MLflow and Weights & Biases.
+"""Optional experiment trackers beside metrics.jsonl: TensorBoard, MLflow and Weights & Biases (docs/trackers.md).
 
-The default (`logger: none`) needs nothing beyond repcost's dependencies; each tracker is an extra
-(`pip install 'repcost[mlflow]'`) imported only when a run chooses it (`logger=mlflow`, or several:
-`logger=[tensorboard,mlflow]`). The run path opens `Trackers` per run directory and feeds it every record it
-writes to metrics.jsonl (`log`), then the summary and figures of a run that ended (`finish`) or nothing more
-for a stopped one (`close`: a relaunch resumes the same tracker run, its id kept in RUN_DIR/trackers.json).
-A tracker that fails (server gone, disk full, a broken URI) is a warning in train.log and is dropped; the run
-goes on and its directory stays the record. docs/trackers.md shows the commands.
+Each is an extra imported only by a run that chooses it (`logger=mlflow`, `logger=[tensorboard,mlflow]`). The
+run path feeds `Trackers` every record it writes to metrics.jsonl, then the summary and figures (`finish`), or
+closes them for a stopped run that a relaunch resumes (the tracker run ids are kept in RUN_DIR/trackers.json).
+A tracker that fails is a warning in train.log and is dropped; the run goes on, its directory the record.
 """
 
 from __future__ import annotations
