@@ -50,16 +50,19 @@ def test_ctrl_c_checkpoints_says_one_line_exits_130_and_the_relaunch_resumes(tmp
     assert not list(run.glob("metrics.*.jsonl"))
 
 
-def test_a_fresh_start_moves_an_earlier_metrics_file_aside(tmp_path, caplog):
+def test_a_fresh_start_moves_an_earlier_metrics_file_aside(tmp_path):
+    """A start killed before its first checkpoint leaves metrics.jsonl alone: the next fresh start moves it aside
+    with the directory's other leftovers, and a resume keeps the lines before its step."""
     from repcost.rundir import RunDir
+    from repcost.train.run import open_run
 
-    rd = RunDir(tmp_path)
-    (tmp_path / "metrics.jsonl").write_text('{"step": 0}\n{"step": 100}\n')
-    w = rd.metrics(keep_before=0)
-    w({"step": 0})
-    w.close()
-    (aside,) = tmp_path.glob("metrics.*.jsonl")
-    assert aside.read_text() == '{"step": 0}\n{"step": 100}\n' and "moved to" in caplog.text
-    assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 0}\n'
-    rd.metrics(keep_before=50).close()  # a resume keeps the earlier steps and moves nothing
-    assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 0}\n' and len(list(tmp_path.glob("metrics.*"))) == 2
+    rd = RunDir(tmp_path / "run")
+    rd.path.mkdir()
+    (rd.path / "metrics.jsonl").write_text('{"step": 0}\n{"step": 100}\n')
+    assert open_run(rd, "hash") == ("fresh", None)
+    (aside,) = tmp_path.glob("run.stale-*")
+    assert (aside / "metrics.jsonl").read_text() == '{"step": 0}\n{"step": 100}\n'
+    assert not (rd.path / "metrics.jsonl").exists()
+    (rd.path / "metrics.jsonl").write_text('{"step": 0}\n{"step": 100}\n')
+    rd.metrics(keep_before=50).close()
+    assert (rd.path / "metrics.jsonl").read_text() == '{"step": 0}\n'

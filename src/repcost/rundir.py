@@ -16,7 +16,6 @@ from __future__ import annotations
 import fcntl
 import io
 import json
-import logging
 import os
 import shutil
 import time
@@ -65,20 +64,15 @@ def load_checkpoint(path: Path) -> dict:
 class MetricsWriter:
     """Appends one JSON line per logged step to metrics.jsonl, flushed at once.
 
-    Resuming at step `keep_before` keeps the lines of earlier steps (the later ones are logged again); a start
-    from step 0 over an existing non-empty file moves that file aside (`metrics.<time>.jsonl`, logged), so an
-    earlier attempt's curve is never silently overwritten.
+    Resuming at step `keep_before` keeps the lines of earlier steps (the later ones are logged again). A fresh
+    start finds no earlier file: `open_run` moves an earlier attempt aside whole, its metrics with it.
     """
 
     def __init__(self, path: Path, keep_before: int = 0):
         self.path = Path(path)
         keep = []
-        if keep_before and self.path.exists():  # resuming: drop lines logged after the checkpoint
+        if self.path.exists():  # resuming: drop lines logged after the checkpoint
             keep = [ln for ln in self.path.read_text().splitlines() if ln and json.loads(ln)["step"] < keep_before]
-        elif self.path.exists() and self.path.stat().st_size > 0:
-            aside = _metrics_aside(self.path)
-            logging.getLogger("repcost").warning("starting at step 0: the earlier %s was moved to %s",
-                                                 self.path.name, aside)
         atomic_write_bytes(self.path, "".join(k + "\n" for k in keep).encode())
         try:
             self.f = open(self.path, "a")
@@ -94,19 +88,6 @@ class MetricsWriter:
 
     def close(self) -> None:
         self.f.close()
-
-
-def _metrics_aside(path: Path) -> Path:
-    """Rename an earlier attempt's metrics file to a free `metrics.<time>[-n].jsonl` beside it."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    aside, n = path.with_name(f"{path.stem}.{stamp}{path.suffix}"), 1
-    while aside.exists():
-        aside, n = path.with_name(f"{path.stem}.{stamp}-{n}{path.suffix}"), n + 1
-    try:
-        os.replace(path, aside)
-    except OSError as e:
-        raise io_error(aside, e) from None
-    return aside
 
 
 class RunDir:
@@ -126,7 +107,7 @@ class RunDir:
 
     def has_results(self) -> bool:
         """Whether anything a run leaves (checkpoint, summary, metrics, markers, members) is here."""
-        return any(self.file(n).exists() for n in (CHECKPOINT, SUMMARY, FINISHED, ERROR, MEMBERS, INCOMPLETE))
+        return any(self.file(n).exists() for n in (CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR, MEMBERS, INCOMPLETE))
 
     def summary(self) -> dict:
         return summary_keys(json.loads(self.file(SUMMARY).read_text()))
