@@ -2,7 +2,7 @@
 
 Every job goes through Hydra's own `run_job` (output dir, HydraConfig, logging, callbacks, JobReturn). A group of
 several jobs nests them: job k's task function starts job k+1's `run_job`, and the innermost trains the whole
-group as one process (`repcost.train.job.train_jobs`); each job then returns its own outcome.
+group as one process (`repcost.train.job.run_hydra_jobs`); each job then returns its own outcome.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def run_group(configs: list[DictConfig], hydra_context: HydraContext, task_funct
 def _run_stacked(configs: list[DictConfig], hydra_context: HydraContext) -> list[JobReturn]:
     """Hydra's `run_job` for every job of the group, nested: job k's task function runs job k+1, and the innermost
     trains all of them at once; each job's task function then returns that job's own outcome."""
-    from repcost.train.job import job_failed, train_jobs
+    from repcost.train.job import job_failed, run_hydra_jobs
 
     jobs: list[tuple[DictConfig, DictConfig]] = []  # (task config, Hydra config), collected on the way in
     outcomes: list = []
@@ -180,7 +180,7 @@ def _run_stacked(configs: list[DictConfig], hydra_context: HydraContext) -> list
             else:
                 _configure_group_log(configs)
                 try:
-                    outcomes.extend(train_jobs(jobs))
+                    outcomes.extend(run_hydra_jobs(jobs))
                 except Exception as e:  # a bug: every job of the group records it
                     outcomes.extend([e] * len(configs))
             out = outcomes[k]

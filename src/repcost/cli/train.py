@@ -37,10 +37,10 @@ from .train_help import help_text
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")
 def _app(cfg: DictConfig):
-    from ..train.job import job_failed, train_jobs  # torch and training load here, not for --help
+    from ..train.job import job_failed, run_hydra_jobs  # torch and training load here, not for --help
 
     try:
-        out = train_jobs([(cfg, HydraConfig.instance().cfg)])[0]
+        out = run_hydra_jobs([(cfg, HydraConfig.instance().cfg)])[0]
         if isinstance(out, Exception):
             raise out
         return out

@@ -1,6 +1,6 @@
 """A Hydra job as a run: its config validated, its directory and `.hydra/` files, its failure record, its report.
 
-`repcost-train` (one job) and the stacked launcher (a group of jobs in one process) share `train_jobs`, so a
+`repcost-train` (one job) and the stacked launcher (a group of jobs in one process) share `run_hydra_jobs`, so a
 job behaves the same whichever way it was launched.
 """
 
@@ -106,7 +106,7 @@ def done(summary: dict, run_dir: Path) -> dict:
     return summary
 
 
-def train_jobs(jobs: Sequence[tuple[DictConfig, DictConfig]]) -> list[dict | Exception]:
+def run_hydra_jobs(jobs: Sequence[tuple[DictConfig, DictConfig]]) -> list[dict | Exception]:
     """Hydra jobs, each (task config, Hydra config): validated, trained in one process (`run.train_runs`, stacked
     when several) and reported. Returns per job its return value or the exception it ends with (a config that does
     not validate, a failed run): `repcost-train`'s task function passes one job, the stacked launcher a group."""
