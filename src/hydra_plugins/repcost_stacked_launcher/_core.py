@@ -53,7 +53,7 @@ def stack_key_of_job(config: DictConfig) -> str | None:
     does)."""
     from repcost.config import validate
     from repcost.identity import stack_key
-    from repcost.train.job import check_experiment
+    from repcost.config.compose import check_experiment
 
     if config.hydra.job.chdir:  # jobs that change into their own directory cannot share a process
         return None
