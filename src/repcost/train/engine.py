@@ -27,6 +27,7 @@ from ..errors import RepcostError
 from ..models.base import RepModel
 from ..objective import data_loss, objective, reg_scale_factor, training_targets
 from .optim import Optimizer
+from .polish import polish
 from .preempt import StopFlag
 from .schedule import lr_factor
 from .step import Stepper
@@ -414,7 +415,8 @@ class Engine:
 
     # -- phases --------------------------------------------------------------------------------
     def _before_phase(self, ph: PhaseConfig) -> None:
-        """What a phase does to the models before its first step: unit insertion, convex placement, rebalancing."""
+        """What a phase does to the models before its first step: unit insertion, convex placement, rebalancing,
+        polish."""
         if ph.insert_units:
             for i in self.active:
                 m = self.members[i]
@@ -438,7 +440,14 @@ class Engine:
         if ph.rebalance:
             for i in self.active:
                 self._rebalance(i)
-        if ph.insert_units or ph.rebalance or ph.convex_units:
+        for i in self.active if ph.polish else ():
+            m = self.members[i]
+            r = polish(m.model, m.data.x_train, m.y_train, m.cfg.loss, m.cfg.lam * ph.lam_factor, m.cfg.reg_scale,
+                       ph.polish, ph.polish_seconds)
+            log.info("member %d (seed %d), phase %d: polished in %d steps, %.1f s: %d units removed, %d kinks held "
+                     "(%d at a bound), residual %.3g, objective %.10g -> %.10g", i, m.seed, self.pos.phase, r.steps,
+                     r.seconds, r.removed, r.kinks, r.at_bound, r.residual, r.objective_start, r.objective_end)
+        if ph.insert_units or ph.rebalance or ph.convex_units or ph.polish:
             self._take_snapshot()
 
     def _phase_key(self) -> str:
