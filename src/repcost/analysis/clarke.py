@@ -53,7 +53,7 @@ class _Slopes(TorchFunctionMode):
         # it in s), else the activation's own value with slope s
         self.through_zero = through_zero
         self.found: list[tuple[torch.Tensor, float]] = []  # per call: kink mask, lower slope
-        self.inputs: list[torch.Tensor] = []  # per call (without masks): the pre-activations
+        self.inputs: list[torch.Tensor] = []  # per call (without masks): the pre-activations (on the graph if any)
         self.outputs: list[torch.Tensor] = []  # per call (with masks): the activation's output
         self.call, self.at = 0, 0
 
@@ -71,7 +71,7 @@ class _Slopes(TorchFunctionMode):
             a = z.detach().abs()
             scale = a.reshape(-1, a.shape[-1]).amax(0) if a.dim() > 1 else a.amax()
             self.found.append((a <= self.kink_tol * scale, lo))
-            self.inputs.append(z.detach())
+            self.inputs.append(z)
             return out
         if self.call >= len(self.masks):  # a ReLU outside the model's forward (in the loss, say): as it is
             return out
@@ -186,3 +186,38 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
         s = np.clip(lsq_linear(R, Q.T @ (J @ s0 - g0), bounds=(lo, np.ones(n)), method="bvls", tol=1e-14).x, lo, 1.0)
     g = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(s))
     return float(min(np.linalg.norm(g), np.linalg.norm(g0))), n
+
+
+def chain_rule_is_clarke(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
+                         kink_tol: float = KINK_TOL, exact_kinks: int = EXACT_KINKS) -> bool | None:
+    """Whether the set the measure minimises over is the Clarke subdifferential itself (True) or may be larger
+    (False); None without kinks or with more than `exact_kinks` (not checked).
+
+    It is the Clarke subdifferential where every kinked pre-activation z_K is a smooth function of θ (all kinks in
+    one activation layer, so none reads a kinked one) whose Jacobian ∂z_K/∂θ has full row rank: z_K are then local
+    coordinates, the objective is H(θ, σ(z_K)) with H smooth, and the convex hull of its pieces' gradients is the box
+    of slopes (the regularity condition of Tian & So 2023, "Testing stationarity concepts for ReLU networks", for
+    two-layer nets). Deeper nets with kinks in several layers get an outer estimate: a least norm near 0 is
+    necessary for Clarke stationarity there, not sufficient.
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    finder = _Slopes(kink_tol)
+    with torch.no_grad(), finder:
+        model(x)
+    masks = [m for m, _ in finder.found]
+    if any(bool(m.any()) for m in masks):
+        lo = torch.tensor([lo for m, (_, lo) in zip(masks, finder.found) for _ in range(int(m.sum()))])
+        masks = _live(model, x, y, loss, lam, reg_scale, masks, lo)
+    n = int(sum(int(m.sum()) for m in masks))
+    if n == 0 or n > exact_kinks:
+        return None
+    if sum(bool(m.any()) for m in masks) > 1:
+        return False
+    finder = _Slopes(kink_tol)
+    with torch.enable_grad(), finder:
+        model(x)
+    z = torch.cat([zi[m] for zi, m in zip(finder.inputs, masks)])
+    J = torch.stack([torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in
+                                zip(torch.autograd.grad(zk, params, retain_graph=True, allow_unused=True), params)])
+                     for zk in z])
+    return bool(torch.linalg.matrix_rank(J.double()) == n)

@@ -17,8 +17,12 @@ At a critical point of  data-loss + λ·s·Σ‖p‖²  two things hold:
 `critical_point` is true when stationarity ≤ `stationarity_tol` and the unit and linear gaps are
 ≤ `balance_tol` (defaults 1e-2: the balance equations hold to about 1 %); with λ = 0 only the gradient
 counts. Where pre-activations sit on a ReLU kink the objective is not differentiable there; if the
-plain stationarity fails, the certificate also reports `kinks` and `clarke_stationarity`, the least
-gradient norm over the kinks' slopes (analysis/clarke.py) in the same units, and that one may pass.
+plain stationarity fails, the certificate also reports `kinks` (pre-activations on a kink of a live unit at
+a data point) and `clarke_stationarity`, the least gradient norm over the kinks' slopes (analysis/clarke.py) in
+the same units, and that one may pass. `clarke_exact` says what that set is (`clarke.chain_rule_is_clarke`):
+the Clarke subdifferential itself where the kinks lie in one activation layer with independent pre-activation
+gradients (two-layer nets: the regularity condition of Tian & So 2023), else (deeper nets with kinks in several
+layers) an outer estimate, on which a small measure is necessary for Clarke stationarity but not sufficient.
 
 With `descent_evals` > 0 it also reports `descent_rel`, the relative objective decrease that full-batch
 L-BFGS finds from the model's parameters in about that many objective evaluations (analysis/descent.py;
@@ -44,7 +48,7 @@ import torch
 from ..objective import objective, reg_scale_factor
 from .arrays import as_f64, float64_inputs, float64_model
 from .balance import linear_layer_balance
-from .clarke import MAX_KINKS, clarke_gradient_norm
+from .clarke import MAX_KINKS, chain_rule_is_clarke, clarke_gradient_norm
 from .descent import lbfgs_descent
 from .family_costs import family_gaps
 from .relu_1d import duality_gap
@@ -109,6 +113,9 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
         if kinks:
             out["kinks"] = kinks
             out["clarke_stationarity"] = relative(clarke)
+            exact = chain_rule_is_clarke(m, *float64_inputs(m, x, y), loss, lam, reg_scale)
+            if exact is not None:
+                out["clarke_exact"] = exact
             stationary = out["clarke_stationarity"] <= stationarity_tol  # NaN (too many kinks): not certified
     # without a penalty (λ = 0) nothing forces balance: only the gradient counts
     balanced = lam == 0 or all(v <= balance_tol for v in gaps.values())

@@ -147,7 +147,9 @@ def describe_certificate(summary: dict) -> list[str]:
     clarke = ""
     if "critical.clarke_stationarity" in summary:
         c, n = summary["critical.clarke_stationarity"], summary["critical.kinks"]
-        clarke = (f", {c:.3g} over the slopes of {n} kinks" if math.isfinite(c)
+        exact = summary.get("critical.clarke_exact")
+        what = "" if exact is None else (" (the Clarke subdifferential)" if exact else " (an outer estimate of Clarke's)")
+        clarke = (f", {c:.3g} over the slopes of {n} kinks of live units{what}" if math.isfinite(c)
                   else f", not computed over the slopes of {n} kinks: analysis.critical.max_kinks")
     gap = f", unit gap {summary['critical.unit_gap']:.3g}" if "critical.unit_gap" in summary else ""
     lines = [f"critical point: {'yes' if summary['critical_point'] else 'no'} (stationarity "

@@ -157,7 +157,7 @@ def _pre_activations(model, x: torch.Tensor) -> list[torch.Tensor]:
     return finder.inputs
 
 
-def _first_crossing(model, x, masks, params, start, direction) -> float:
+def _first_crossing(model, x, params, start, direction) -> float:
     """The fraction of the step θ + t·Δ (t ∈ (0, 1]) at which the first pre-activation not held on a kink reaches
     its kink, on the straight line between its values at t = 0 and t = 1 (1 where none changes sign): the ratio
     test of an active-set method, so a step ends where the activation pattern it was computed for does."""
@@ -170,8 +170,10 @@ def _first_crossing(model, x, masks, params, start, direction) -> float:
         for p, p0 in zip(params, start):
             p.copy_(p0)
     t = 1.0
-    for z0, z1, m in zip(before, after, masks):
-        cross = (z0 * z1 < 0) & ~m
+    for z0, z1 in zip(before, after):
+        a = z0.abs()
+        on = a <= IDENTIFY * (a.reshape(-1, a.shape[-1]).amax(0) if a.dim() > 1 else a.amax())
+        cross = (z0 * z1 < 0) & ~on  # entries on a kink already (held, or with no backward signal) do not count
         if cross.any():
             t = min(t, float((z0[cross] / (z0[cross] - z1[cross])).min()))
     return t
@@ -269,7 +271,7 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
         direction = scatter(minres(op, rhs, rtol=1e-12, maxiter=MINRES_ITER)[0])
         del grads
         saved = [v.detach().clone() for v in variables]
-        t = min(1.0, _first_crossing(model, x, masks, params, saved, direction))
+        t = min(1.0, _first_crossing(model, x, params, saved, direction))
         crossing = t < 1.0
         for _ in range(HALVINGS):
             with torch.no_grad():

@@ -1,0 +1,98 @@
+"""The polish (train/polish.py): dead units removed exactly, the objective never raised; and what the Clarke measure's
+set is (analysis/clarke.py `chain_rule_is_clarke`)."""
+
+from __future__ import annotations
+
+import torch
+
+from repcost.analysis.clarke import chain_rule_is_clarke
+from repcost.models import MODELS
+from repcost.objective import objective
+from repcost.train.polish import polish, remove_dead_units
+
+LAM = 1e-2
+
+
+def _fc(depth: int, width: int, d_in: int, d_out: int, seed: int = 0):
+    spec = MODELS.get("fc")
+    return spec.build(spec.schema(depth=depth, width=width), d_in, d_out, torch.Generator().manual_seed(seed)).double()
+
+
+def _data(n: int, d_in: int, d_out: int, seed: int = 1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, d_in, generator=g, dtype=torch.float64), torch.randn(n, d_out, generator=g, dtype=torch.float64)
+
+
+def test_dead_units_removed_exactly():
+    """A unit inactive on every data point and a unit with no outgoing weight are set to 0 with all they own; the
+    network's outputs on the data are unchanged and the penalty drops by exactly their squared norms."""
+    m = _fc(3, 6, 3, 2)
+    x, _ = _data(10, 3, 2)
+    with torch.no_grad():
+        m.biases[0][1] = -100.0  # layer-1 unit 1: z < 0 on every point
+        m.weights[2][:, 4] = 0.0  # layer-2 unit 4: no outgoing weight
+        out0, sq0 = m(x), float(m.param_sq_norm())
+        own = float(m.weights[0][1].square().sum() + m.biases[0][1] ** 2 + m.weights[1][:, 1].square().sum()
+                    + m.weights[1][4].square().sum() + m.biases[1][4] ** 2 + m.weights[2][:, 4].square().sum()
+                    - m.weights[1][4, 1] ** 2)  # the entry both units own, counted once
+    removed, frozen = remove_dead_units(m, x)
+    assert removed == 2
+    with torch.no_grad():
+        assert torch.equal(m(x), out0)
+        assert abs((sq0 - float(m.param_sq_norm())) - own) <= 1e-12 * sq0
+    assert all(bool((p[f] == 0).all()) for p, f in zip(m.parameters(), frozen))
+    assert sum(int(f.sum()) for f in frozen) == (3 + 1 + 6) + (6 + 1 + 2) - 1
+
+
+def test_polish_never_raises_the_objective_and_keeps_removed_units_at_zero():
+    m = _fc(3, 8, 3, 2, seed=3)
+    x, y = _data(12, 3, 2)
+    with torch.no_grad():
+        m.biases[0][0] = -100.0
+    with torch.no_grad():
+        start = float(objective(m, x, y, "mse", LAM, "one")[0])
+    r = polish(m, x, y, "mse", LAM, "one", steps=3)
+    with torch.no_grad():
+        end = float(objective(m, x, y, "mse", LAM, "one")[0])
+    assert r.removed >= 1 and r.objective_start == start and abs(r.objective_end - end) <= 1e-12 * end
+    assert end < start
+    assert not m.weights[0][0].detach().any() and not m.weights[1][:, 0].detach().any()
+
+
+def _kinked_two_layer():
+    """A two-layer ReLU net on 1-D inputs with unit 0's kink exactly on the data point x = 0."""
+    m = _fc(2, 3, 1, 1, seed=5)
+    x = torch.tensor([[-1.0], [0.0], [0.5], [1.5]], dtype=torch.float64)
+    y = torch.tensor([[0.2], [-0.1], [0.3], [0.0]], dtype=torch.float64)
+    with torch.no_grad():
+        m.weights[0].copy_(torch.tensor([[1.0], [0.7], [-0.6]]))
+        m.biases[0].copy_(torch.tensor([0.0, 2.0, 2.0]))  # units 1, 2: no kink on the data
+        m.weights[1].fill_(0.5)
+    return m, x, y
+
+
+def test_chain_rule_set_is_clarke_for_one_kinked_layer_with_independent_gradients():
+    m, x, y = _kinked_two_layer()
+    assert chain_rule_is_clarke(m, x, y, "mse", LAM, "one") is True
+
+
+def test_chain_rule_set_is_only_an_outer_estimate_with_kinks_in_two_layers():
+    """A kink in layer 2 reads layer 1's kinked unit: the kinked pre-activations are not smooth functions of θ."""
+    spec = MODELS.get("fc")
+    m = spec.build(spec.schema(depth=3, width=2), 1, 1, torch.Generator().manual_seed(0)).double()
+    x = torch.tensor([[-1.0], [0.0], [2.0]], dtype=torch.float64)
+    y = torch.tensor([[0.1], [0.2], [0.3]], dtype=torch.float64)
+    with torch.no_grad():
+        m.weights[0].copy_(torch.tensor([[1.0], [-1.0]]))
+        m.biases[0].zero_()  # both layer-1 units kinked at x = 0
+        m.weights[1].copy_(torch.tensor([[1.0, 1.0], [1.0, -1.0]]))
+        m.biases[1].copy_(torch.tensor([0.0, 0.5]))  # layer-2 unit 0: z = |x|, kinked at x = 0
+        m.weights[2].fill_(1.0)
+    assert chain_rule_is_clarke(m, x, y, "mse", LAM, "one") is False
+
+
+def test_no_kinks_nothing_to_say():
+    m, x, y = _kinked_two_layer()
+    with torch.no_grad():
+        m.biases[0][0] = 0.25  # kink moved off the data
+    assert chain_rule_is_clarke(m, x, y, "mse", LAM, "one") is None
