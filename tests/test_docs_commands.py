@@ -179,3 +179,7 @@ def run(c: Command, home: Path, bin_dir: Path = BIN) -> None:
         assert (p.stdout + p.stderr).strip() == c.expect, f"{c.where}: {c.text}\n{p.stdout}{p.stderr}"
     else:
         assert p.returncode == 0, f"{c.where}: {c.text}\nran: {script}\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
+
+
+def test_readme_fits_its_budget():
+    assert len((REPO / "README.md").read_text().splitlines()) <= 250  # the developer guide's bar

@@ -65,7 +65,7 @@ def test_missing_plugin_is_one_line_and_exit_2(tmp_path, run_cli):
 
 def test_readme_plugin_example(tmp_path, run_cli):
     text = (REPO / "README.md").read_text()
-    code = re.search(r"```python\n# mypkg/repcost_plugin.py\n(.*?)```", text, re.DOTALL).group(1)
+    code = re.search(r"```python\n# \S*mypkg/repcost_plugin.py\n(.*?)```", text, re.DOTALL).group(1)
     pkg = tmp_path / "pkgs" / "mypkg"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
