@@ -200,8 +200,15 @@ def test_resumed_run_continues_its_tracker_runs(tmp_path, monkeypatch):
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     [run] = client.search_runs([client.get_experiment_by_name("default").experiment_id])
     assert run.info.run_id == ids["mlflow"] and run.info.status == "FINISHED"
-    steps = {m.step for m in client.get_metric_history(run.info.run_id, "objective")}
-    assert steps == {x["step"] for x in _records(d)} and max(steps) == 40
+    steps = sorted(m.step for m in client.get_metric_history(run.info.run_id, "objective"))
+    assert steps == [x["step"] for x in _records(d)] and max(steps) == 40
     parts = sorted(d.glob("wandb/offline-run-*/run-*.wandb"), key=lambda p: p.stat().st_mtime)
     assert len(parts) == 2 and {read_wandb_offline(p)["run"]["id"] for p in parts} == {ids["wandb"]}
     assert read_wandb_offline(parts[-1])["history"][-1]["_step"] == 40
+    # a run killed after its last checkpoint logs its later steps again when it resumes: MLflow keeps them once
+    from repcost.loggers import MLflowTracker
+
+    again = MLflowTracker(d, plain, "h", ids["mlflow"])
+    for step in (35, 40, 45):
+        again.log({"step": step, "objective": 1.0})
+    assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "objective")) == steps + [45]

@@ -129,8 +129,10 @@ class MLflowTracker:
         uri = TrackingConfig(**cfg.get("tracking", {})).uri
         with _local_store(uri) as artifacts:  # sweep jobs in parallel processes create the store and experiment once
             self.client, self.run_dir = MlflowClient(tracking_uri=uri), run_dir
+            self.logged = -1  # the last step the MLflow run has: a resumed run logs again from its checkpoint
             if run_id is not None:  # a resumed run continues its MLflow run
                 self.client.update_run(run_id, status="RUNNING")
+                self.logged = max((m.step for m in self.client.get_metric_history(run_id, "objective")), default=-1)
             else:
                 name = str(cfg.get("name", "default"))
                 exp = self.client.get_experiment_by_name(name)
@@ -145,6 +147,8 @@ class MLflowTracker:
         from mlflow.entities import Metric
 
         ms, step = int(time.time() * 1000), int(rec["step"])
+        if step <= self.logged:  # logged before a hard kill, after the checkpoint this run resumed from
+            return
         self.client.log_batch(self.run_id, metrics=[Metric(k, v, ms, step) for k, v in _metrics(rec).items()])
 
     def finish(self, summary: dict) -> None:
