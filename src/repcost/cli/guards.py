@@ -7,13 +7,12 @@
 * Each sweep job's outcome is appended to its launch's `<sweep dir>/.sweep_outcomes.<launching pid>` (`on_job_end`
   runs in the job's own process under joblib or submitit, which inherit the launch's environment), and
   `on_multirun_end` (in the launching process) tallies them, so `repcost-train -m` can exit non-zero with one line
-  when any job failed (`multirun_failures`). Two launches into one sweep at once each count their own jobs.
+  when any job failed. Two launches into one sweep at once each count their own jobs.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,34 +29,8 @@ OUTCOMES = ".sweep_outcomes"  # <OUTCOMES>.<launch>: one line per ended job of a
 LAUNCH = "REPCOST_SWEEP_LAUNCH"  # the launch's id (its pid), in the environment its job processes inherit
 
 
-@dataclass
-class MultirunFailures:
-    """The failed jobs of the multirun that just ended in this process."""
-
-    failed: list[tuple[str, str]]  # (job dir, its error line)
-    total: int
-
-    def line(self) -> str:
-        """The one summary line (names the first failed job's error.txt, or its error where it wrote none)."""
-        job, error = self.failed[0]
-        first = f"see {Path(job) / 'error.txt'}" if (Path(job) / "error.txt").is_file() else f"{job}: {error}"
-        more = f" (and {len(self.failed) - 1} more)" if len(self.failed) > 1 else ""
-        return (f"{len(self.failed)} of {self.total} jobs failed: {first}{more}; "
-                "relaunch the same command to retry the failed jobs")
-
-
 def _outcomes(sweep_dir: str | Path, launch: str) -> Path:
     return Path(sweep_dir) / (f"{OUTCOMES}.{launch}" if launch else OUTCOMES)
-
-
-_last: MultirunFailures | None = None
-
-
-def multirun_failures() -> MultirunFailures | None:
-    """The failures of the multirun that ended last in this process (None if none failed), and forget them."""
-    global _last
-    out, _last = _last, None
-    return out
 
 
 def _template(node: DictConfig, key: str) -> str:
@@ -93,8 +66,6 @@ class GuardsCallback(Callback):
             startup.note_run_dir(config.hydra.runtime.output_dir)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        global _last
-        _last = None
         _fatal(_check_names, config, "hydra.sweep.dir")
         sweep = _fatal(check_sweep_place, OmegaConf.select(config, "hydra.sweep.dir", default=None))
         os.environ[LAUNCH] = str(os.getpid())
@@ -123,7 +94,8 @@ class GuardsCallback(Callback):
             pass  # the job's own error line already named its directory
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        global _last
+        """Tally this launch's jobs: any failed, and the command ends with one line and exit status 1 (Hydra calls
+        the end callbacks in reverse, so the sweep is collected first)."""
         own = _outcomes(config.hydra.sweep.dir, os.environ.get(LAUNCH, ""))
         try:  # (and the shared file of job processes that did not inherit the environment, e.g. sbatch --export=NONE)
             lines = [ln for f in {own, _outcomes(config.hydra.sweep.dir, "")} if f.exists()
@@ -133,4 +105,9 @@ class GuardsCallback(Callback):
             return
         ends = [(ln.split("\t") + ["", ""])[:3] for ln in lines if "\t" in ln]
         failed = [(d, error) for kind, d, error in ends if kind == "failed"]
-        _last = MultirunFailures(failed, len(ends)) if failed else None
+        if failed:
+            job, error = failed[0]
+            first = f"see {Path(job) / 'error.txt'}" if (Path(job) / "error.txt").is_file() else f"{job}: {error}"
+            more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+            raise FatalError(f"{len(failed)} of {len(ends)} jobs failed: {first}{more}; relaunch the same command to "
+                             "retry the failed jobs", code=1)

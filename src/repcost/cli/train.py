@@ -11,7 +11,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ..config import resolvers  # noqa: F401  (registers ${repcost_job_dir:})
-from ..errors import FatalError, RepcostError
+from ..errors import RepcostError
 from ..paths import CONFIG_DIR
 from ..renamed import override
 from ..startup import load_torch, startup_guard
@@ -28,7 +28,6 @@ try:  # hydra/launcher=stacked, registered by hand too (Hydra's documented Plugi
     Plugins.instance().register(StackedLauncher)
 except ImportError:  # pragma: no cover - a partial install without the plugin
     pass
-from .guards import multirun_failures
 from .hydra_errors import clean_exit
 from .refused import forget_refused_run, snapshot
 from .train_args import check_argv
@@ -112,9 +111,6 @@ def _main() -> None:
         global _existing_dirs
         _existing_dirs = snapshot(sys.argv[1:])
         _app()
-        failed = multirun_failures()
-        if failed is not None:
-            raise FatalError(failed.line(), code=1)
 
 
 if __name__ == "__main__":
