@@ -84,3 +84,14 @@ def test_command_line_misuse_is_one_line_naming_the_fix(tmp_path, run_cli):
     check_argv(["seed=1", "-m"])  # options after all the overrides: argparse reads these
     p = run_cli("repcost-train", "seed=1", "--config-dir", str(tmp_path), "model.width=3", cwd=tmp_path)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "options go before" in p.stderr
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["-m", "model.depth=2,", "3"], "write model.depth=2,3 (a list of values is one word"),
+    (["model.depth=", "3"], "write model.depth=3"),
+    (["model.width=[1,2"], "its brackets do not pair up")])
+def test_an_override_the_grammar_cannot_read_is_one_line_saying_what_to_write(tmp_path, run_cli, argv, says):
+    p = run_cli("repcost-train", *argv, cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert p.stderr.startswith("repcost-train: error: cannot read the override") and says in p.stderr
+    assert not list(tmp_path.iterdir())

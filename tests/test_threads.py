@@ -114,4 +114,4 @@ def test_this_process_threads_are_not_counted_as_busy_elsewhere(monkeypatch):
 
     monkeypatch.setattr(threads, "Path", Proc)
     monkeypatch.setattr(threads, "own_running_threads", lambda: 3)  # 3 of them ours (e.g. spinning OpenMP workers)
-    assert threads.busy_elsewhere(samples=1) == 1
+    assert threads.busy_elsewhere() == 1

@@ -1,32 +1,24 @@
 """How many CPU threads torch uses in a run: the `threads` key (`auto`, or an integer >= 1).
 
-The rule (`choose`), in order:
+`threads=N` uses N threads. `threads=auto` (`choose`) uses OMP_NUM_THREADS where it is set (a user or a cluster
+script has chosen), and otherwise:
 
-1. `threads=N` (an integer) is used as given.
-2. `threads=auto` with `OMP_NUM_THREADS` set in the environment: that value (torch reads it at start-up;
-   a user or a cluster script that set it has chosen).
-3. `threads=auto` otherwise: the cores this process may use (its CPU affinity, within a cgroup CPU quota),
-   shared among the jobs of the launch that run at once (`concurrency`: a parallel or stacked launcher's
-   `n_jobs`), less the cores other processes keep busy right now (the run queue, sampled, less this process's
-   own runnable threads such as OpenMP workers still spinning; only where the process may use every core of
-   the machine, since the run queue counts them all), at least 1.
-   A run whose step is small (samples × parameters below `SMALL_WORK` = 1e5) gets 1 thread whatever the
-   cores: its largest product is under ~1e5 multiply-adds (tens of µs), too small to split, and extra threads
-   only cost synchronisation, which becomes ruinous (tens of ms per step) as soon as another process competes
-   for the cores. Above it the free cores decide: Jacot et al. 2022's MNIST net (42 samples × 42k parameters,
-   its first layer alone 1.6e6 multiply-adds per pass) gets both cores of an idle 2-core machine and one beside
-   a busy process, where a second thread makes its steps several times slower (benchmarks/threads.py).
+- 1 thread for a small step: samples × parameters below `SMALL_WORK` = 1e5. Its largest product is under ~1e5
+  multiply-adds (tens of µs), too small to split; extra threads only add synchronisation, which costs tens of ms
+  per step as soon as another process competes for the cores.
+- else this job's share of the cores (the cores it may use, divided among the jobs its launcher runs at once),
+  and no more than the cores no other task is running on right now (`busy_elsewhere`). Jacot et al. 2022's MNIST
+  net gets both cores of an idle 2-core machine and one beside a busy process, where a second thread makes its
+  steps several times slower.
 
-Threads are applied at run start (`apply`, from the job's validated config; `fit_to_model` once the model's
-size is known) and only through this module, so a sweep never overrides an explicit choice; code that
-calls repcost as a library (a notebook, a test) keeps its own torch setting. `benchmarks/threads.py`
-measures the rule against 1, 2 and all threads.
+`benchmarks/threads.py` measures the rule against 1, 2 and all threads. Threads are set (`apply`) at a job's
+start and again once its model's size is known (`fit_to_model`), only in a repcost-train job: code that calls
+repcost as a library (a notebook, a test) keeps its own torch setting.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -78,55 +70,29 @@ def own_running_threads() -> int:
     return max(1, n)
 
 
-def busy_elsewhere(samples: int = 5, interval: float = 0.01) -> int:
-    """Tasks other than this process's threads that are running right now (median of a few reads of the run queue).
-
-    Linux's /proc/loadavg counts runnable tasks, this process's own included (its spinning OpenMP workers too,
-    which are not competition); elsewhere 0 (nothing known).
-    """
-    counts = []
-    for i in range(samples):
-        try:
-            running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
-        except (OSError, ValueError, IndexError):
-            return 0
-        counts.append(max(0, running - own_running_threads()))
-        if i + 1 < samples:
-            time.sleep(interval)
-    return sorted(counts)[len(counts) // 2]
-
-
-def free_cores(samples: int = 5) -> int:
-    """Cores this process may use less those other tasks keep busy right now (`busy_elsewhere`), at least 0. The
-    run queue is the whole machine's: it says something about our cores only when they are all of them."""
-    cores = cores_available()
-    busy = busy_elsewhere(samples) if cores == (os.cpu_count() or cores) else 0
-    return max(0, cores - busy)
-
-
-def env_threads() -> int | None:
-    """OMP_NUM_THREADS as a positive integer, or None when unset or unreadable."""
+def busy_elsewhere() -> int:
+    """Tasks running right now other than this process's threads: Linux's run queue (/proc/loadavg counts the
+    whole machine's runnable tasks, ours included) less `own_running_threads`; 0 where it cannot be read."""
     try:
-        n = int(os.environ.get("OMP_NUM_THREADS", ""))
-    except ValueError:
-        return None
-    return n if n >= 1 else None
+        running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(0, running - own_running_threads())
 
 
 def choose(setting: int | str, work: float | None = None, concurrency: int = 1) -> tuple[int, str]:
     """(threads, why) by the module's rule; `work` = samples × parameters of a step (None: not known yet)."""
     if setting != "auto":
         return int(setting), "threads setting"
-    env = env_threads()
-    if env is not None:
-        return env, "OMP_NUM_THREADS"
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.isdigit() and int(env) >= 1:
+        return int(env), "OMP_NUM_THREADS"
     if work is not None and work < SMALL_WORK:
         return 1, "small model"
     cores = cores_available()
-    share = max(1, cores // max(1, min(concurrency, cores)))
-    free = max(1, free_cores())
-    n = min(share, free)
-    return n, f"auto: {cores} cores, {concurrency} concurrent job(s), {cores - free} busy elsewhere"
+    share = max(1, cores // min(max(1, concurrency), cores))
+    busy = busy_elsewhere() if cores == os.cpu_count() else 0  # the run queue counts every core of the machine
+    return max(1, min(share, cores - busy)), f"auto: {cores} cores, {concurrency} concurrent job(s), {busy} busy"
 
 
 _managed: dict = {}  # set by `apply`: this process's threads are repcost's to choose (a CLI or launcher job)

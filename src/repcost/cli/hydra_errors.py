@@ -8,7 +8,7 @@ import re
 import sys
 from contextlib import contextmanager
 
-from hydra.errors import HydraException, MissingConfigException
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf.errors import OmegaConfBaseException
 
 from ..config.messages import did_you_mean
@@ -32,8 +32,29 @@ def _near_key(key: str, cause: BaseException | None) -> str:
     return " (`--cfg job` lists the keys; a leading + appends a new key)"
 
 
+def parse_error(exc: OverrideParseException, argv: list[str]) -> str:
+    """One line for an override Hydra's grammar cannot read: which one, and what to write instead (`argv`: the
+    command's arguments, where the shell may have split one override in two at a space)."""
+    o = exc.override
+    i = argv.index(o) if o in argv else -1
+    prev, nxt = (argv[i - 1] if i > 0 else ""), (argv[i + 1] if 0 <= i < len(argv) - 1 else "")
+    if o.endswith(",") and nxt and "=" not in nxt:
+        fix = f"write {o}{nxt} (a list of values is one word: no space after a comma)"
+    elif "=" not in o and prev.endswith(("=", ",")):
+        fix = f"write {prev}{o} (no space around = or after a comma)"
+    elif "=" not in o:
+        fix = "every override is KEY=VALUE (a value with spaces goes in quotes: 'key=a b')"
+    elif any(o.count(a) != o.count(b) for a, b in ("[]", "()", "{}")):
+        fix = "its brackets do not pair up (a list is key=[1,2])"
+    else:
+        fix = "quote a value with special characters (key='value')"
+    return f"cannot read the override '{o}': {fix}; see https://hydra.cc/docs/advanced/override_grammar/basic"
+
+
 def one_line(exc: BaseException) -> str:
     """A one-line description of a config/composition error."""
+    if isinstance(exc, OverrideParseException):
+        return parse_error(exc, sys.argv[1:])
     if isinstance(exc, MissingConfigException):
         m = re.search(r"Could not find '([^']+)/([^'/]+)'", str(exc))  # group (maybe nested) / option
         opts = getattr(exc, "options", None) or []

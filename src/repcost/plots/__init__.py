@@ -1,2 +1,1 @@
-"""Matplotlib figure builders: arrays and tables in, matplotlib Figure out (no training, no I/O); `fit_process`
-draws a run's figures/fit.png."""
+"""Matplotlib figure builders: arrays and tables in, matplotlib Figure out (no training, no I/O)."""

@@ -14,7 +14,7 @@ import logging
 import signal
 import time
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,10 +24,9 @@ from omegaconf import DictConfig
 from ..analysis.hooks import AnalysisRunner
 from ..config.schema import RunSpec
 from ..data import load_data
-from ..errors import RepcostError
+from ..errors import RepcostError, io_error
 from ..identity import check_stackable, run_hash
 from ..models import build_model
-from ..plots.fit_process import FitFigures, helper_pays
 from ..rundir import CHECKPOINT, ERROR, SUMMARY, RunDir
 from ..provenance import identity_changes, provenance
 from .. import startup, threads
@@ -318,7 +317,7 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
 
     engine.on_checkpoint = checkpoint_running
     # a stop signal once training has ended waits for the runs' files (the run finishes, nothing is lost)
-    with FitFigures(helper=_plots_fit(data) and helper_pays()) as figures, stop_on_signals(engine.stop_flag):
+    with stop_on_signals(engine.stop_flag):
         try:
             results = engine.run()
         finally:
@@ -336,7 +335,7 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
                 out.append({"status": "preempted", "steps": r.steps, "total_steps": j.spec.train.total_steps,
                             "signal": engine.stop_flag.signal})
             else:
-                out.append(_complete(j, engine, i, r, runners[i], outs[i][1], data, wall, figures))
+                out.append(_complete(j, engine, i, r, runners[i], outs[i][1], data, wall))
     if any(r.status == "preempted" for r in results):
         if engine.stop_flag.signal != signal.SIGINT:  # Ctrl-C: the caller says it in its own words
             log.warning("preempted (signal %s) at step %d; checkpoint saved, relaunch to resume",
@@ -374,17 +373,14 @@ def run_summary(engine: Engine, i: int, result: TrainResult, job: RunJob, data_n
 
 
 def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: AnalysisRunner, tracker, data,
-              wall: float, figures: FitFigures) -> dict | RepcostError:
+              wall: float) -> dict | RepcostError:
     """A run's final files: summary.json (the certificate and final analyses included), checkpoint.pt,
-    figures/fit.png, then FINISHED; or error.txt for a failed run (returned as the RepcostError it raises)."""
+    FINISHED, then figures/fit.png; or error.txt for a failed run (returned as the RepcostError it raises)."""
     model = engine.members[i].model
     summary = run_summary(engine, i, result, job, data.name, wall)
     if result.status == "finished":
-        if _plots_fit(data):  # drawn by the helper while the certificate runs
-            _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary, figures)
         summary.update(runner.final(model))
     checkpoint = job.checkpoint(engine.state_dict(i), result.status, wall, model.family)
-    figures.wait()
     if result.status == "failed":
         job.rd.save_checkpoint(checkpoint)
         job.rd.write_json(SUMMARY, summary)
@@ -394,6 +390,8 @@ def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: 
     else:
         job.rd.finish(checkpoint, summary, job.chash)  # checkpoint, summary, FINISHED: never one without the others
         out = summary
+        if _plots_fit(data):  # after FINISHED: a figure that cannot be written costs the figure, not the run
+            _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary)
     if tracker is not None:  # after summary.json, which the trackers keep as an artifact
         tracker.finish(summary)
     return out
@@ -404,10 +402,11 @@ def _plots_fit(data) -> bool:
     return data.task == "regression" and data.d_in == 1 and data.d_out == 1
 
 
-def _plot_fit(model, data, path: Path, summary: dict, figures: FitFigures) -> None:
+def _plot_fit(model, data, path: Path, summary: dict) -> None:
     """figures/fit.png: the learned 1-D function over the data range (and a margin), the points and the
-    min-norm linear spline through them."""
+    min-norm linear spline through them. A file that cannot be written is a warning (train.log and the console)."""
     from ..analysis.relu_1d import linear_spline_interpolant
+    from ..plots.learned_function import learned_function_figure  # matplotlib: only once the run is finished
 
     x = data.x_train[:, 0].detach().cpu().double()
     lo, hi = float(x.min()), float(x.max())
@@ -417,6 +416,12 @@ def _plot_fit(model, data, path: Path, summary: dict, figures: FitFigures) -> No
         f = model(grid[:, None])[:, 0].cpu().double().numpy()
     y = data.y_train[:, 0].cpu().double().numpy()
     g = grid.cpu().double().numpy()
-    figures.draw(path, f"{model.family} L={model.depth}: train loss {summary['train_loss']:.3g}, cost "
-                 f"{summary['cost']:.4g}", x_grid=g, f_grid=f, x=x.numpy(), y=y,
-                 spline_grid=linear_spline_interpolant(x.numpy(), y)(g))
+    title = f"{model.family} L={model.depth}: train loss {summary['train_loss']:.3g}, cost {summary['cost']:.4g}"
+    fig = learned_function_figure(g, f, x.numpy(), y, title, linear_spline_interpolant(x.numpy(), y)(g))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+    except OSError as e:
+        with suppress(OSError):
+            path.unlink(missing_ok=True)  # a partly written figure
+        log.warning("warning: %s; the run is finished, only this figure is missing", io_error(path, e))
