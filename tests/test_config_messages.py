@@ -54,7 +54,7 @@ def _compose_error(overrides: list[str]) -> str:
     (["train.phases.0.steps=1.5"], "train.phases.0.steps=1.5; allowed: an integer >= 0"),
     (["data=mnist", "data.digits=seven"], "data.digits='seven'; allowed: null (all ten) or a non-empty list"),
     (["model.widht=30"], "model.widht is not a key of this config; did you mean model.width?"),
-    (["trian.lam=1"], "did you mean train.lam?"),
+    (["trian.lam=1"], "did you mean train.lam"),
     (["+model.widht=30"], "did you mean model.width?"),
     (["model=fcc"], "unknown model 'fcc'; did you mean fc? (allowed: fc, linear_relu, parallel)"),
     (["hydra/launcher=paralel"], "unknown hydra/launcher 'paralel'; did you mean parallel?"),
