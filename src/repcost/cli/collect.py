@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -10,11 +9,10 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from ..errors import RepcostError, report_left_out
 from .hydra_errors import OneLineParser, clean_exit
-from ..runio import atomic_write_bytes
 from ..sweep import LAYERS_CSV, RUNS_CSV, add_last_job, collect, start_last_jobs
 
 
@@ -30,65 +28,11 @@ def _report(sweep_dir: Path, rows: list, layers: list) -> str:
     return out
 
 
-PROGRESS = ".sweep_progress"  # first line: start time and job count; then one line per finished job
-
-
-def count_jobs(config: DictConfig) -> int:
-    """Jobs of a basic-sweeper multirun: the product of the sweep lists (command line over hydra.sweeper.params)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    lines = {}
-    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    for k, v in params.items():
-        lines[str(k)] = f"{k}={v}"
-    for o in config.hydra.overrides.task:
-        lines[str(o).split("=", 1)[0].lstrip("+~")] = str(o)
-    total = 1
-    for o in OverridesParser.create().parse_overrides(list(lines.values())):
-        if o.is_sweep_override():
-            total *= max(1, len(list(o.sweep_string_iterator())))
-    return total
-
-
-def _progress_line(sweep_dir: Path) -> str:
-    """'k/n jobs done, elapsed, ETA' from the progress file (shared by parallel job processes)."""
-    import time
-
-    lines = (sweep_dir / PROGRESS).read_text().splitlines()
-    start, total = lines[0].split()
-    done, elapsed = len(lines) - 1, time.time() - float(start)
-    eta = elapsed / done * (int(total) - done) if done else float("nan")
-    fmt = lambda t: f"{int(t // 60)}m{int(t % 60):02d}s" if t == t else "?"  # noqa: E731
-    return f"sweep: {done}/{total} jobs done, {fmt(elapsed)} elapsed, ETA {fmt(max(eta, 0.0))}"
-
-
 class CollectCallback(Callback):
-    """Reports progress (jobs done / total, ETA) as jobs end; writes runs.csv (and layers.csv) at the end."""
+    """Records the multirun's jobs (`sweep.last_jobs`); writes runs.csv (and layers.csv) at the end."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        import time
-
-        sweep_dir = Path(config.hydra.sweep.dir)
-        start_last_jobs(sweep_dir)
-        try:
-            total = count_jobs(config)
-        except Exception:  # a sweeper this cannot count (a plugin's): progress without a total
-            total = 0
-        atomic_write_bytes(sweep_dir / PROGRESS, f"{time.time()} {total}\n".encode())
-
-    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
-        if config.hydra.mode != RunMode.MULTIRUN:
-            return
-        sweep_dir = Path(config.hydra.sweep.dir)
-        f = sweep_dir / PROGRESS
-        if not f.exists():
-            return
-        fd = os.open(f, os.O_WRONLY | os.O_APPEND)  # one appended line: safe from parallel job processes
-        try:
-            os.write(fd, b"done\n")
-        finally:
-            os.close(fd)
-        print(_progress_line(sweep_dir), flush=True)
+        start_last_jobs(Path(config.hydra.sweep.dir))
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.hydra.mode == RunMode.MULTIRUN:

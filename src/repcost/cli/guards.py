@@ -7,12 +7,14 @@
 * Each sweep job's outcome is appended to its launch's `<sweep dir>/.sweep_outcomes.<launching pid>` (`on_job_end`
   runs in the job's own process under joblib or submitit, which inherit the launch's environment), and
   `on_multirun_end` (in the launching process) tallies them, so `repcost-train -m` can exit non-zero with one line
-  when any job failed. Two launches into one sweep at once each count their own jobs.
+  when any job failed; as each job ends, the launch's progress is printed (`sweep: k/n jobs done, elapsed, ETA`).
+  Two launches into one sweep at once each count their own jobs.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +27,39 @@ from ..errors import FatalError, RepcostError
 from ..places import (check_interpolated_names, check_plain_name, check_run_place, check_sweep_place,
                       interpolated_keys)
 
-OUTCOMES = ".sweep_outcomes"  # <OUTCOMES>.<launch>: one line per ended job of a launch, "ok|failed<TAB>dir<TAB>error"
+OUTCOMES = ".sweep_outcomes"  # <OUTCOMES>.<launch>: start time and job count, then per ended job "ok|failed<TAB>dir<TAB>error"
 LAUNCH = "REPCOST_SWEEP_LAUNCH"  # the launch's id (its pid), in the environment its job processes inherit
 
 
 def _outcomes(sweep_dir: str | Path, launch: str) -> Path:
     return Path(sweep_dir) / (f"{OUTCOMES}.{launch}" if launch else OUTCOMES)
+
+
+def count_jobs(config: DictConfig) -> int:
+    """Jobs of a basic-sweeper multirun: the product of the sweep lists (command line over hydra.sweeper.params)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    lines = {}
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
+    for k, v in params.items():
+        lines[str(k)] = f"{k}={v}"
+    for o in config.hydra.overrides.task:
+        lines[str(o).split("=", 1)[0].lstrip("+~")] = str(o)
+    total = 1
+    for o in OverridesParser.create().parse_overrides(list(lines.values())):
+        if o.is_sweep_override():
+            total *= max(1, len(list(o.sweep_string_iterator())))
+    return total
+
+
+def _progress_line(outcomes: Path) -> str:
+    """'k/n jobs done, elapsed, ETA' from a launch's outcomes file (its first line: start time and job count)."""
+    lines = outcomes.read_text().splitlines()
+    start, total = lines[0].split()
+    done, elapsed = len(lines) - 1, time.time() - float(start)
+    eta = elapsed / done * (int(total) - done) if done else float("nan")
+    fmt = lambda t: f"{int(t // 60)}m{int(t % 60):02d}s" if t == t else "?"  # noqa: E731
+    return f"sweep: {done}/{total} jobs done, {fmt(elapsed)} elapsed, ETA {fmt(max(eta, 0.0))}"
 
 
 def _template(node: DictConfig, key: str) -> str:
@@ -70,8 +99,12 @@ class GuardsCallback(Callback):
         sweep = _fatal(check_sweep_place, OmegaConf.select(config, "hydra.sweep.dir", default=None))
         os.environ[LAUNCH] = str(os.getpid())
         try:
+            total = count_jobs(config)
+        except Exception:  # a sweeper this cannot count (a plugin's): progress without a total
+            total = 0
+        try:
             sweep.mkdir(parents=True, exist_ok=True)
-            _outcomes(sweep, os.environ[LAUNCH]).write_bytes(b"")
+            _outcomes(sweep, os.environ[LAUNCH]).write_text(f"{time.time()} {total}\n")
         except OSError as e:
             raise FatalError(f"cannot create or write {e.filename or sweep}: {e.strerror or e}") from None
 
@@ -83,14 +116,15 @@ class GuardsCallback(Callback):
             isinstance(value, dict) and value.get("status") == "failed")
         error = (value.get("error", "") if isinstance(value, dict) else value) if failed else ""
         line = f"{'failed' if failed else 'ok'}\t{config.hydra.runtime.output_dir}\t{' '.join(str(error).split())}\n"
+        outcomes = _outcomes(config.hydra.sweep.dir, os.environ.get(LAUNCH, ""))
         try:  # one appended line: safe from parallel job processes
-            fd = os.open(_outcomes(config.hydra.sweep.dir, os.environ.get(LAUNCH, "")),
-                         os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(outcomes, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, line.encode())
             finally:
                 os.close(fd)
-        except OSError:
+            print(_progress_line(outcomes), flush=True)
+        except (OSError, ValueError):  # (a file without the launch's first line: no progress to tell)
             pass  # the job's own error line already named its directory
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
