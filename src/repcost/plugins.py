@@ -13,7 +13,8 @@ before it validates a config, so a plugin's names are valid in that config. Two 
   config dir, or on the command line as `plugins=[mypkg.repcost_plugin]`.
 
 Hydra composes YAML before repcost sees it, so a plugin model or dataset also needs its group file
-(`model/<name>.yaml`, `data/<name>.yaml`) in the user's config dir (`--config-dir DIR`).
+(`model/<name>.yaml`, `data/<name>.yaml`) in the user's config dir (`--config-dir DIR`); the package's own
+are made from their schemas (`config/compose.py`).
 """
 
 from __future__ import annotations

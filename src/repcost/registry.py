@@ -1,13 +1,17 @@
 """Name -> (config schema, builder) registries for models and datasets.
 
-Each model family and dataset registers itself from its own module, so adding one is one
-Python file plus one YAML file; the packages import all their modules on first use.
+Each model family and dataset registers itself from its own module, so adding one to the package is one
+Python file: its schema's defaults are its Hydra group option (`repcost.config.compose.store_schema_defaults`).
+The packages import all their modules on first use.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
+import re
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -49,6 +53,13 @@ class Registry:
             for mod in pkgutil.iter_modules(getattr(pkg, "__path__", [])):  # a package: every module in it
                 importlib.import_module(f"{self.package}.{mod.name}")
             self._loaded = True
+
+    def declared(self) -> list[str]:
+        """The names the package's modules register, read from their source without importing them (so
+        `repcost-train --help` lists them without loading torch)."""
+        spec = importlib.util.find_spec(self.package)
+        sources = [p for d in (spec.submodule_search_locations or []) for p in Path(d).glob("*.py")]
+        return sorted({m for p in sources for m in re.findall(r'\.register\(\s*"([^"]+)"', p.read_text())})
 
     def names(self) -> list[str]:
         """Sorted registered names."""

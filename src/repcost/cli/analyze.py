@@ -21,7 +21,6 @@ from ..config import validate
 from ..config.compose import check_config_dirs, compose_config
 from ..data import load_data
 from ..errors import RepcostError
-from ..paths import CONFIG_DIR
 from ..runio import atomic_write_json
 from ..places import is_run_dir
 from ..renamed import config_keys
@@ -64,7 +63,7 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, co
     target = check_out(Path(out_dir)) if out_dir else _new_reanalysis_dir(run_dir)
     cfg = OmegaConf.create(config_keys(OmegaConf.to_container(OmegaConf.load(cfg_path))))
     if cfg.analysis.name == "none" and not cfg.analysis.analyses and not any(o.startswith("analysis=") for o in overrides):
-        cfg.analysis = OmegaConf.load(CONFIG_DIR / "analysis" / "spectra.yaml")  # a sensible default, then the overrides
+        cfg.analysis = compose_config(["analysis=spectra"]).analysis  # a sensible default, then the overrides
     cfg = apply_overrides(cfg, overrides, check_config_dirs(config_dirs, "--config-dir"))
     cfg.device = "cpu"  # the analyses run on the CPU, whatever device the run trained on
     spec = validate(cfg)

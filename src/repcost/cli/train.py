@@ -12,6 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from ..config.compose import store_schema_defaults
 from ..config import resolvers  # noqa: F401  (registers ${repcost_job_dir:})
 from ..errors import RepcostError
 from ..paths import CONFIG_DIR
@@ -128,6 +129,7 @@ def _main() -> None:
         _import_torch()
         global _existing_dirs
         _existing_dirs = snapshot(sys.argv[1:])
+        store_schema_defaults()  # model=<name>, data=<name> and the analysis defaults, from the schemas
         _app()
 
 

@@ -1,4 +1,5 @@
-"""`repcost-train --help`: usage, the config groups and the top-level keys, read straight from the config files.
+"""`repcost-train --help`: usage, the config groups and the top-level keys, read straight from the config files
+(and, for model/ and data/, from the names the package's modules register).
 
 Hydra's own help composes the config and lists every group through one repository copy per group
 (seconds on a small machine); this reads the YAML folders instead, and needs neither Hydra nor torch.
@@ -11,8 +12,10 @@ import textwrap
 from pathlib import Path
 
 from ..paths import CONFIG_DIR
+from ..registry import DATASETS, MODELS
 
 GROUPS = ("model", "data", "train", "analysis", "experiment", "hydra/launcher")
+REGISTRIES = {"model": MODELS, "data": DATASETS}  # their options are the registered names (no YAML)
 USAGE = """\
 usage: repcost-train [--config-dir DIR] [-m] [KEY=VALUE | group=option ...]
        repcost-train --resume RUN_DIR [KEY=VALUE ...]
@@ -47,7 +50,8 @@ def group_lines(dirs: list[Path]) -> list[str]:
     """`group: option, option, ...` for each config group found in `dirs`."""
     lines = []
     for group in GROUPS:
-        names = sorted({p.stem for d in dirs if (Path(d) / group).is_dir() for p in (Path(d) / group).glob("*.yaml")})
+        names = {p.stem for d in dirs if (Path(d) / group).is_dir() for p in (Path(d) / group).glob("*.yaml")}
+        names = sorted(names | set(REGISTRIES[group].declared() if group in REGISTRIES else []))
         if names:
             lines.append(textwrap.fill(f"{group}: {', '.join(names)}", width=110, initial_indent="  ",
                                        subsequent_indent="      ", break_on_hyphens=False))

@@ -1,5 +1,6 @@
 """Compose a run config from Python (notebooks, tests, figure scripts) with Hydra's compose API, refusing what
-`repcost-train` refuses: an unknown experiment preset, a config dir that is not a directory."""
+`repcost-train` refuses: an unknown experiment preset, a config dir that is not a directory; and the Hydra group
+options that come from the schemas."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..errors import ConfigError, RepcostError
 from ..paths import CONFIG_DIR
@@ -52,6 +53,23 @@ def check_experiment(hc: DictConfig) -> None:
                                                               or f": {', '.join(options)}"))
 
 
+def store_schema_defaults() -> None:
+    """Hydra group options from the schemas, which are where every default is written: `model=<name>` and
+    `data=<name>` for each registered family and dataset, and `analysis_defaults`, which each analysis preset
+    extends. A family or dataset a plugin registers after composing brings its own YAML in a config dir."""
+    from hydra.core.config_store import ConfigStore
+
+    from ..registry import DATASETS, MODELS
+    from .schema import AnalysisConfig
+
+    store = ConfigStore.instance()
+    for group, registry in (("model", MODELS), ("data", DATASETS)):
+        for name in registry.names():
+            store.store(group=group, name=name, node=OmegaConf.to_container(OmegaConf.structured(
+                registry.get(name).schema)))
+    store.store(name="analysis_defaults", node=OmegaConf.to_container(OmegaConf.structured(AnalysisConfig)))
+
+
 def compose_config(overrides: Sequence[str] = (), config_dirs: Sequence[str | Path] = ()) -> DictConfig:
     """The config `repcost-train [--config-dir D …] OVERRIDES…` would run (without the hydra node).
 
@@ -59,6 +77,7 @@ def compose_config(overrides: Sequence[str] = (), config_dirs: Sequence[str | Pa
     """
     from . import resolvers  # noqa: F401  (registers ${repcost_job_dir:})
 
+    store_schema_defaults()
     extra = []
     if config_dirs:
         extra.append(f"hydra.searchpath=[{','.join(f'file://{d}' for d in check_config_dirs(config_dirs))}]")

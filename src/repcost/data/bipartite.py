@@ -14,8 +14,8 @@ from .bundle import DataBundle
 @dataclass
 class BipartiteConfig:
     name: str = "bipartite"
-    seed: int = 0
-    n: int = 10
+    seed: int = 0  # unused (the dataset is deterministic); kept so data.seed sweeps work
+    n: int = 10  # number of vertices = samples N (even >= 2); CP-rank of Y is N²/4
 
     def __post_init__(self):
         check(self.seed >= 0, "seed", self.seed, "an integer >= 0")

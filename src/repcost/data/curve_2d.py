@@ -22,15 +22,15 @@ DENSE = 4097  # polyline vertices used for arc length, sampling and distances (c
 @dataclass
 class Curve2DConfig:
     name: str = "curve_2d"
-    seed: int = 0
-    shape: str = "sine"
-    n_train: int = 100
-    n_test: int = 100
-    noise: float = 0.0
-    sampling: str = "random"
-    amplitude: float = 0.5
-    frequency: float = 1.0
-    turns: float = 1.5
+    seed: int = 0  # data seed (positions along the curve, noise)
+    shape: str = "sine"  # sine, arc (upper half circle), spiral (open, radius 0.2→1) or circle (closed); all in [-1,1]²
+    n_train: int = 100  # training points
+    n_test: int = 100  # test points (0 = no test split)
+    noise: float = 0.0  # inputs = clean points + N(0, noise²) (train and test); targets are the clean points
+    sampling: str = "random"  # random: uniform in arc length; even: equally spaced in arc length
+    amplitude: float = 0.5  # sine only: y = amplitude·sin(π·frequency·x), x ∈ [-1, 1]
+    frequency: float = 1.0  # sine only: half-periods over [-1, 1]
+    turns: float = 1.5  # spiral only: number of turns
 
     def __post_init__(self):
         check(self.seed >= 0, "seed", self.seed, "an integer >= 0")

@@ -29,16 +29,21 @@ FETCH_HINT = "run `repcost-data fetch mnist` (or `make data-mnist`), or point da
 @dataclass
 class MnistConfig:
     name: str = "mnist"
-    seed: int = 0
+    seed: int = 0  # data seed: shuffles the pool before any split, draws the autoencoder noise
+    # embedded (5,000 packaged digits) | full (`repcost-data fetch mnist`); ignored when root is set
     source: str = "embedded"
+    # null = use source; or a folder with train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz] (t10k-* optional;
+    # MNIST/raw/ ok)
     root: Optional[str] = None
+    # null = all ten; e.g. [7, 8, 9]: class i is digits[i] (labels re-indexed 0..len-1)
     digits: Optional[List[int]] = None
-    n_train: int = 1000
-    n_test: int = 500
+    n_train: int = 1000  # training images
+    n_test: int = 500  # test images (0 = none); never overlap the training images (from t10k-* when present)
+    # classification (int64 labels, n_classes = len(digits)) or autoencoder (targets = clean images)
     task: str = "classification"
-    noise: float = 0.0
-    normalise: str = "unit"
-    balanced: bool = True
+    noise: float = 0.0  # autoencoder only: inputs = clean images + N(0, noise²) per pixel, train and test, no clipping
+    normalise: str = "unit"  # unit: pixel/255 in [0,1]; center: unit minus the train mean image (meta.mean_image)
+    balanced: bool = True  # equal counts per digit (remainder to the first digits; capped by what is available)
 
     def __post_init__(self):
         check(self.seed >= 0, "seed", self.seed, "an integer >= 0")

@@ -28,17 +28,19 @@ RANDOM_Y = ("uniform", "normal")
 @dataclass
 class Points1DConfig:
     name: str = "points_1d"
-    seed: int = 0
-    n_points: int = 10
-    x_min: float = -1.0
-    x_max: float = 1.0
-    x_spacing: str = "even"
+    seed: int = 0  # data seed (random x and/or random y), independent of the training seed
+    n_points: int = 10  # number of points N (ignored when x is given)
+    x_min: float = -1.0  # left end of the x interval
+    x_max: float = 1.0  # right end of the x interval
+    x_spacing: str = "even"  # even: linspace(x_min, x_max, N); random: sorted Uniform[x_min, x_max]
+    # uniform: y_scale·U[-1,1]; normal: y_scale·N(0,1); or a function: sin, cos, abs, square, relu
     y_dist: str = "uniform"
-    y_scale: float = 1.0
-    frequency: float = 1.0
+    y_scale: float = 1.0  # multiplies the targets
+    frequency: float = 1.0  # sin/cos targets are y_scale·sin(π·frequency·x)
+    # explicit list of distinct x values (>= 2); overrides n_points/x_min/x_max/x_spacing
     x: Optional[List[float]] = None
-    y: Optional[List[float]] = None
-    n_test: int = 0
+    y: Optional[List[float]] = None  # explicit list of targets, same length as x (needs x); overrides y_dist
+    n_test: int = 0  # test points (sorted uniform in the interval); only for a function y_dist; 0 = none
 
     def __post_init__(self):
         check(self.seed >= 0, "seed", self.seed, "an integer >= 0")

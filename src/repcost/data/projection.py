@@ -34,15 +34,15 @@ PROFILES = {
 @dataclass
 class ProjectionConfig:
     name: str = "projection"
-    seed: int = 0
-    n_points: int = 20
-    n_test: int = 0
-    d: int = 2
-    direction: List[float] = field(default_factory=lambda: [1.0, 1.0])
-    profile: str = "sin"
-    frequency: float = 1.0
-    y_scale: float = 1.0
-    x_dist: str = "uniform"
+    seed: int = 0  # data seed (inputs)
+    n_points: int = 20  # training samples
+    n_test: int = 0  # test samples (0 = no test split)
+    d: int = 2  # input dimension
+    direction: List[float] = field(default_factory=lambda: [1.0, 1.0])  # label direction u (normalised); length d
+    profile: str = "sin"  # φ: sin | cos | tanh (of π·frequency·t) | abs | relu | square (of t)
+    frequency: float = 1.0  # for sin, cos, tanh
+    y_scale: float = 1.0  # labels are y_scale·φ(uᵀx)
+    x_dist: str = "uniform"  # uniform on [−x_max, x_max]^d, or normal with std x_max
     x_max: float = 1.0
 
     def __post_init__(self):

@@ -18,19 +18,19 @@ from .bundle import DataBundle
 @dataclass
 class RankKConfig:
     name: str = "rank_k"
-    seed: int = 0
-    teacher_seed: int = 0
-    d_in: int = 50
-    d_out: int = 50
-    k: int = 5
-    hidden: int = 50
+    seed: int = 0  # data seed (inputs, label noise), independent of the training seed
+    teacher_seed: int = 0  # seed of the random nets g and h
+    d_in: int = 50  # input dimension
+    d_out: int = 50  # output dimension
+    k: int = 5  # inner (bottleneck) dimension: Jacobian rank and BN-rank of f* are <= k
+    hidden: int = 50  # hidden width of g and h (each one ReLU layer, linear output)
     g_hidden: Optional[int] = None  # hidden width of g (None: `hidden`; 0: g is a random linear projection)
-    beta: float = 0.0
+    beta: float = 0.0  # bias amount β of g and h (0 = no bias)
     bottleneck: str = "linear"  # "linear": g(x) as is; "relu": the inner k-vector is ReLU(g(x) + shift), a hidden ReLU layer
     bottleneck_shift: float = 0.0  # shift added to g(x) before that ReLU (only with bottleneck = relu)
-    n_train: int = 2000
-    n_test: int = 500
-    noise: float = 0.0
+    n_train: int = 2000  # training inputs x ~ N(0, I_d_in)
+    n_test: int = 500  # test inputs (0 = no test split); test targets are noiseless
+    noise: float = 0.0  # std of Gaussian noise added to the training targets
 
     def __post_init__(self):
         check(self.seed >= 0, "seed", self.seed, "an integer >= 0")

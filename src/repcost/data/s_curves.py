@@ -20,13 +20,14 @@ T_MAX = 1.5 * math.pi  # the curve parameter runs over [-3π/2, 3π/2]
 @dataclass
 class SCurvesConfig:
     name: str = "s_curves"
-    seed: int = 0
-    n_classes: int = 4
-    n_per_class: int = 50
-    n_test_per_class: int = 50
-    spacing: float = 1.5
-    noise: float = 0.0
-    sampling: str = "random"
+    seed: int = 0  # data seed (positions along the curves, noise)
+    n_classes: int = 4  # number of classes = curves (the paper: 4)
+    n_per_class: int = 50  # training points per class
+    n_test_per_class: int = 50  # test points per class (0 = no test split)
+    spacing: float = 1.5  # x-translation between neighbouring curves; each curve is 1 wide, 2 high (arcs: must be > 1)
+    noise: float = 0.0  # std of isotropic Gaussian noise added to the points (train and test)
+    sampling: str = "random"  # random: uniform along each curve; even: equally spaced (classes are exact translates)
+    # arcs: an S of two 3/4-circles (folds back); wave: the graph x = sin(t)/2, y = 2t/3π (interleaves at spacing < 1)
     shape: str = "arcs"
 
     def __post_init__(self):

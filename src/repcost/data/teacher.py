@@ -14,13 +14,14 @@ from .bundle import DataBundle
 @dataclass
 class TeacherConfig:
     name: str = "teacher"
-    seed: int = 0
-    teacher_seed: int = 0
+    seed: int = 0  # data seed (inputs, label noise), independent of the training seed
+    teacher_seed: int = 0  # seed of the teacher's weights
+    # (d_in, hidden…, d_out): depth L = len(widths)-1 = 3 weight matrices
     widths: List[int] = field(default_factory=lambda: [50, 10, 10, 10])
-    beta: float = 0.0
-    n_train: int = 1000
-    n_test: int = 1000
-    noise: float = 0.0
+    beta: float = 0.0  # teacher bias amount β (0 = no bias); biases drawn like a weight column
+    n_train: int = 1000  # training inputs x ~ N(0, I_d_in)
+    n_test: int = 1000  # test inputs (0 = no test split); test targets are noiseless
+    noise: float = 0.0  # std of Gaussian noise added to the training targets
 
     def __post_init__(self):
         check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
