@@ -56,7 +56,7 @@ def check_experiment(hc: DictConfig) -> None:
 def store_schema_defaults() -> None:
     """Hydra group options from the schemas, which are where every default is written: `model=<name>` and
     `data=<name>` for each registered family and dataset, and `analysis_defaults`, which each analysis preset
-    extends. A family or dataset a plugin registers after composing brings its own YAML in a config dir."""
+    extends. A plugin's family or dataset (imported after composing) brings its own YAML in a config dir."""
     from hydra.core.config_store import ConfigStore
 
     from ..registry import DATASETS, MODELS
@@ -64,9 +64,9 @@ def store_schema_defaults() -> None:
 
     store = ConfigStore.instance()
     for group, registry in (("model", MODELS), ("data", DATASETS)):
-        for name in registry.names():
-            store.store(group=group, name=name, node=OmegaConf.to_container(OmegaConf.structured(
-                registry.get(name).schema)))
+        for entry in map(registry.get, registry.names()):
+            if (entry.module or "").startswith(registry.package):  # a plugin's option is its own YAML
+                store.store(group=group, name=entry.name, node=OmegaConf.to_container(OmegaConf.structured(entry.schema)))
     store.store(name="analysis_defaults", node=OmegaConf.to_container(OmegaConf.structured(AnalysisConfig)))
 
 
