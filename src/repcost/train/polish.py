@@ -23,8 +23,9 @@ entry follows that linear piece and its z is free again. It stops when ‖∇L�
 2λs‖θ_reg‖ (the certificate's unit), after `steps` Newton steps or `seconds` seconds; the Newton point is kept only
 where its objective is below the L-BFGS point's, so the objective never rises beyond the removal's change.
 
-What it reaches is measured, not promised (REPRODUCTION.md): the active set changes from step to step on the
-deep-net presets, and the residual does not yet fall to the targets there.
+What it reaches is measured, not promised (docs/usage.md): on the deep-net presets the active set changes from step
+to step and the residual stalls far above a critical point's; the Newton steps lower the objective below where
+L-BFGS stalls (so those trained points are not local minima), not the Clarke measure.
 """
 
 from __future__ import annotations
