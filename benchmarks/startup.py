@@ -2,8 +2,8 @@
 
 A run's overhead is the process wall time minus the training wall time the run reports
 (`summary.json` `wall_time_s`: data, model and the training loop), i.e. what every run pays to start
-Python, import, compose and validate the config, run the final certificate, wait for figures/fit.png (drawn
-by a helper process that loads matplotlib while the run trains), write its files and exit. The demo is
+Python, import, compose and validate the config, run the final certificate, write its files, draw
+figures/fit.png (matplotlib's import included) and exit. The demo is
 `make demo`'s run (`repcost-train train=certified`). Targets on an idle 2-core machine: demo overhead
 <= 2.5 s, `--help` <= 1.5 s. Each figure is the median of `--rounds` fresh processes; the load average is
 printed at the start and the end.
