@@ -9,7 +9,7 @@ import sys
 
 from helpers import REPO, pyproject
 
-IMPORT_NAMES = {"hydra-core": "hydra", "hydra-joblib-launcher": "hydra_plugins"}  # distributions named otherwise
+IMPORT_NAMES = {"hydra-core": "hydra", "hydra-joblib-launcher": "hydra_plugins", "pyyaml": "yaml"}  # distributions named otherwise
 
 
 def test_every_python_directory_is_a_listed_package():

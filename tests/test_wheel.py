@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers import REPO, user_setup
+from helpers import REPO, parse, run, sandbox, user_setup
 
 pytestmark = pytest.mark.slow
 TINY = ["train.phases.0.steps=20", "train.phases.1.steps=0", "train.progress=false"]
@@ -111,8 +111,6 @@ def test_installed_wheel_is_lean_and_ships_the_embedded_digits(installed, tmp_pa
 
 
 def test_installed_wheel_follows_the_readme(installed, tmp_path):
-    from test_docs_commands import parse, run, sandbox
-
     bin_dir, _ = installed
     commands, files = parse(REPO / "README.md")
     home = sandbox(tmp_path, files)
