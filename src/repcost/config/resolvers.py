@@ -26,8 +26,8 @@ def _job_dir(override_dirname: str, parent: str = "") -> str:
     A '/' in a value makes sub-directories, unless a `..` among them would climb out of the sweep dir: then every
     '/' is written %2F. Overrides longer than MAX_JOB_DIR bytes (e.g. a whole `train.phases` list) keep their start and
     end with a digest of the full string (the run's .hydra/overrides.yaml holds them all). A directory in `parent`
-    (the sweep dir, outputs/runs) under the longer name earlier versions gave the same overrides is kept, so its
-    runs are reused.
+    (the sweep dir, outputs/runs) under the uncapped name of the same overrides is kept, so its runs are
+    reused.
     """
     name = override_dirname or "base"
     if ".." in name.split("/") or name.startswith("/"):  # a value like a/../../x would leave the sweep dir

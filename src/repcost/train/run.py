@@ -42,7 +42,7 @@ log = logging.getLogger("repcost")
 # -- deciding what to do with a run directory ----------------------------------------------------
 def _has_identity(ck: dict, chash: str) -> bool:
     """Whether a checkpoint is of the run with identity `chash`: by its stored hash, or, for runs whose stored
-    hash comes from an earlier version of the identity rules, by the config saved with it."""
+    hash follows other identity rules, by the config saved with it."""
     if ck.get("config_hash") == chash:
         return True
     cfg = ck.get("config")
