@@ -65,6 +65,15 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise io_error(path, e) from None
 
 
+def append_line(path: Path, line: str) -> None:
+    """Append `line` and a newline to `path` in one write (O_APPEND): lines of parallel processes never mix."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
     """Write `obj` as indented JSON atomically (tensors/arrays become lists, NaN a string)."""
     atomic_write_bytes(path, (json.dumps(jsonable(obj), indent=2, sort_keys=True) + "\n").encode())

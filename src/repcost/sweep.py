@@ -11,7 +11,7 @@ from typing import Any
 from .errors import RepcostError
 from .renamed import summary_keys
 from .rundir import ERROR, FINISHED, SUMMARY
-from .runio import atomic_write_bytes, csv_bytes
+from .runio import append_line, atomic_write_bytes, csv_bytes
 
 RUNS_CSV, LAYERS_CSV = "runs.csv", "layers.csv"
 LAST_JOBS = "last_sweep_jobs.txt"  # the job dirs of the latest multirun into a sweep dir, one per line
@@ -25,12 +25,7 @@ def start_last_jobs(sweep_dir: Path) -> None:
 
 def add_last_job(sweep_dir: Path, job_dir: Path) -> None:
     """Record a job of the current multirun (one appended line: safe from parallel job processes)."""
-    line = (str(Path(job_dir).resolve().relative_to(Path(sweep_dir).resolve())) + "\n").encode()
-    fd = os.open(Path(sweep_dir) / LAST_JOBS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    append_line(Path(sweep_dir) / LAST_JOBS, str(Path(job_dir).resolve().relative_to(Path(sweep_dir).resolve())))
 
 
 def last_jobs(sweep_dir: Path):

@@ -26,6 +26,7 @@ from .. import startup
 from ..errors import FatalError, RepcostError
 from ..places import (check_interpolated_names, check_plain_name, check_run_place, check_sweep_place,
                       interpolated_keys)
+from ..runio import append_line
 
 OUTCOMES = ".sweep_outcomes"  # <OUTCOMES>.<launch>: start time and job count, then per ended job "ok|failed<TAB>dir<TAB>error"
 LAUNCH = "REPCOST_SWEEP_LAUNCH"  # the launch's id (its pid), in the environment its job processes inherit
@@ -115,14 +116,10 @@ class GuardsCallback(Callback):
         failed = str(getattr(job_return, "status", "")).endswith("FAILED") or (
             isinstance(value, dict) and value.get("status") == "failed")
         error = (value.get("error", "") if isinstance(value, dict) else value) if failed else ""
-        line = f"{'failed' if failed else 'ok'}\t{config.hydra.runtime.output_dir}\t{' '.join(str(error).split())}\n"
         outcomes = _outcomes(config.hydra.sweep.dir, os.environ.get(LAUNCH, ""))
         try:  # one appended line: safe from parallel job processes
-            fd = os.open(outcomes, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line.encode())
-            finally:
-                os.close(fd)
+            append_line(outcomes, f"{'failed' if failed else 'ok'}\t{config.hydra.runtime.output_dir}\t"
+                                  f"{' '.join(str(error).split())}")
             print(_progress_line(outcomes), flush=True)
         except (OSError, ValueError):  # (a file without the launch's first line: no progress to tell)
             pass  # the job's own error line already named its directory
