@@ -8,26 +8,22 @@ from scipy.optimize import minimize
 
 from repcost.analysis.arrays import as_f64
 from repcost.analysis.costs import (
-    balanced_factorisation,
     cost_CL,
     effective_matrix,
-    min_factorisation_cost,
     path_norm,
     phi3_lower_bound,
     phi3_lower_bound_search,
     phi3_upper_bound,
     phi_L,
     phi_L_solve,
-    schatten_quasinorm,
 )
+from repcost.analysis.jacobians import schatten_cost
+from repcost.analysis.spectra import singular_values
 from repcost.analysis.sparsity import (
     active_subnetworks,
     l2L_quasinorm,
     parallel_alpha_normalised,
     parallel_balance,
-    parallel_cost_CL,
-    parallel_forward,
-    parallel_from_normalised,
     parallel_normalise,
 )
 from repcost.analysis.function_1d import PiecewiseLinear1D, deep_relu_net_1d_function, relu_net_1d_cost
@@ -35,6 +31,34 @@ from repcost.analysis.relu_1d import linear_spline_interpolant, min_norm_relu_ne
 
 TOL = 1e-8
 DEPTHS = [2, 3, 4, 5]
+
+
+def _min_factorisation_cost(W, a, L):
+    """(1/L)‖a‖² + ((L−1)/L)‖W‖_{S_q}^q, q = 2/(L−1): min of C_L over factorisations of W (Ongie eq. 10)."""
+    sq = schatten_cost(singular_values(W), L - 1, max(W.shape) * np.finfo(float).eps)
+    return float(a @ a / L + (L - 1) / L * sq)
+
+
+def _balanced_factorisation(W, a, L):
+    """(Ws, a', s): a factored network with C_L = Φ_L(W, a) and W_{L−1}⋯W_1 = D_s W (Ongie Lemma 3.4's optimal λ,
+    the AM-GM scale of its proof, the balanced SVD split of Lemma 3.2).
+
+    With λ* optimal and S = ‖D_λ*⁻¹ D_|a| W‖_{S_q}, c = S^{1/L}: a'_k = c·sign(a_k)·λ*_k and
+    W' = D_s W with s_k = |a_k|/(c λ*_k), so a'_k w'_k = a_k w_k, ‖a'‖² = c² and ‖W'‖_{S_q}^q = c^{-q} S^q,
+    whose weighted AM-GM is tight. Then W' = UΣVᵀ is split as W_1 = Σ^{1/(L−1)}Vᵀ, W_i = Σ^{1/(L−1)},
+    W_{L−1} = UΣ^{1/(L−1)}, for which Σ‖W_i‖²_F = (L−1)‖W'‖_{S_q}^q (Lemma 3.2, proof A.2).
+    """
+    res = phi_L_solve(W, a, L)
+    act, c = res.active, res.value**0.5  # Φ_L = S^{2/L} and c = S^{1/L}
+    s, a_new = np.zeros(len(a)), np.zeros(len(a))
+    s[act] = np.abs(a[act]) / (c * res.lam[act])
+    a_new[act] = c * np.sign(a[act]) * res.lam[act]
+    U, sig, Vt = np.linalg.svd(s[:, None] * W, full_matrices=False)
+    r = max(res.rank, 1)
+    root = sig[:r] ** (1.0 / (L - 1))
+    if L == 2:
+        return [s[:, None] * W], a_new, s
+    return [root[:, None] * Vt[:r]] + [np.diag(root)] * (L - 3) + [U[:, :r] * root[None, :]], a_new, s
 
 
 def _orthonormal(rng, n, d):
@@ -155,23 +179,23 @@ def test_phi_below_CL_for_factored_networks(L):
         assert W.shape == (K, d)
         phi = phi_L(W, a, L)
         # C_L ≥ min over factorisations (eq. 10) ≥ Φ_L (eq. 11 / Lemma 3.4).
-        assert min_factorisation_cost(W, a, L) <= cost_CL(Ws, a) + 1e-12
-        assert phi <= min_factorisation_cost(W, a, L) + 1e-12
+        assert _min_factorisation_cost(W, a, L) <= cost_CL(Ws, a) + 1e-12
+        assert phi <= _min_factorisation_cost(W, a, L) + 1e-12
 
 
 @pytest.mark.parametrize("L", DEPTHS)
 def test_balanced_factorisation_attains_phi(L):
     rng = np.random.default_rng(300 + L)
     W, a = rng.normal(size=(7, 3)), rng.normal(size=7)
-    bf = balanced_factorisation(W, a, L)
-    assert len(bf.Ws) == L - 1
-    We = effective_matrix(bf.Ws)
-    # Same function: a'_k w'_k = a_k w_k (biases would be rescaled by unit_scale).
-    np.testing.assert_allclose(bf.a[:, None] * We, a[:, None] * W, atol=1e-12)
-    np.testing.assert_allclose(We, bf.unit_scale[:, None] * W, atol=1e-12)
-    assert cost_CL(bf.Ws, bf.a) == pytest.approx(phi_L(W, a, L), abs=1e-10)
+    Ws, a_new, scale = _balanced_factorisation(W, a, L)
+    assert len(Ws) == L - 1
+    We = effective_matrix(Ws)
+    # Same function: a'_k w'_k = a_k w_k (biases would be rescaled by the unit scale).
+    np.testing.assert_allclose(a_new[:, None] * We, a[:, None] * W, atol=1e-12)
+    np.testing.assert_allclose(We, scale[:, None] * W, atol=1e-12)
+    assert cost_CL(Ws, a_new) == pytest.approx(phi_L(W, a, L), abs=1e-10)
     # Balanced: every layer has the same squared norm, equal to ‖a'‖².
-    norms = [np.sum(Wi**2) for Wi in bf.Ws] + [bf.a @ bf.a]
+    norms = [np.sum(Wi**2) for Wi in Ws] + [a_new @ a_new]
     np.testing.assert_allclose(norms, norms[0], rtol=1e-10)
 
 
@@ -180,8 +204,8 @@ def test_cost_CL_and_schatten_hand_examples():
     assert cost_CL(Ws, np.array([2.0])) == pytest.approx((4 + 5 + 9) / 3)
     np.testing.assert_allclose(effective_matrix(Ws), [[3.0, 6.0]])
     M = np.diag([4.0, 1.0, 0.0])
-    assert schatten_quasinorm(M, 1) == pytest.approx(5.0)
-    assert schatten_quasinorm(M, 0.5) == pytest.approx(9.0)
+    assert schatten_cost(singular_values(M), 2) == pytest.approx(5.0)  # ‖M‖_{S_1}
+    assert schatten_cost(singular_values(M), 4) ** 2 == pytest.approx(9.0)  # ‖M‖_{S_1/2}
     res = phi_L_solve(M, np.ones(3), 3)
     assert res.rank == 2 and res.lam[2] == 0 and np.linalg.norm(res.lam) == pytest.approx(1.0)
 
@@ -279,6 +303,25 @@ def test_spline_v_shape_hand_check():
 # ----------------------------------------------------------------------------------------------
 
 
+def _parallel_forward(Ws, alpha, X):
+    """h(x) = Σ_i α_i v(𝒲_i, x) for the rows x of X (Savarese App. C, eqs. 40–42)."""
+    H = np.broadcast_to(X[None], (alpha.size,) + X.shape)  # (k, N, d)
+    for W in Ws:
+        H = np.maximum(np.einsum("kod,knd->kno", W, H), 0.0)
+    return np.einsum("k,kn->n", alpha, H[..., 0])
+
+
+def _parallel_cost_CL(Ws, alpha):
+    """C_L(θ) = (1/L)(‖α‖² + Σ_i Σ_l ‖W_i^{(l)}‖²_F), L = len(Ws) + 1 (Savarese App. C, eq. 43)."""
+    return float((alpha @ alpha + sum(np.sum(W**2) for W in Ws)) / (len(Ws) + 1))
+
+
+def _parallel_from_normalised(Ws_bar, alpha_bar):
+    """w_i = sign(ᾱ_i)|ᾱ_i|^{1/L}, 𝒲_i = |ᾱ_i|^{1/L} 𝒲̄_i, with C_L = ‖ᾱ‖_{2/L}^{2/L} (Savarese eqs. 55–56, 59)."""
+    r = np.abs(alpha_bar) ** (1.0 / (len(Ws_bar) + 1))
+    return [W * r[:, None, None] for W in Ws_bar], np.sign(alpha_bar) * r
+
+
 def _parallel_net(rng, k, m, d, L):
     shapes = [(k, m, d)] + [(k, m, m)] * (L - 3) + [(k, 1, m)]
     if L == 2:
@@ -295,13 +338,13 @@ def test_parallel_normalisation_keeps_function_and_am_gm(L):
     for W in Ws_bar:
         np.testing.assert_allclose(np.sum(W**2, axis=(1, 2)), 1.0)
     np.testing.assert_allclose(parallel_alpha_normalised(Ws, alpha), alpha_bar)
-    np.testing.assert_allclose(parallel_forward(Ws_bar, alpha_bar, X), parallel_forward(Ws, alpha, X), atol=1e-12)
+    np.testing.assert_allclose(_parallel_forward(Ws_bar, alpha_bar, X), _parallel_forward(Ws, alpha, X), atol=1e-12)
     # AM-GM (eq. 53): C_L(θ) ≥ ‖ᾱ‖_{2/L}^{2/L}, with equality for the balanced version (eqs. 55–59).
     P = l2L_quasinorm(alpha_bar, L)
-    assert parallel_cost_CL(Ws, alpha) >= P
-    Wb, ab = parallel_from_normalised(Ws_bar, alpha_bar)
-    assert parallel_cost_CL(Wb, ab) == pytest.approx(P, rel=1e-12)
-    np.testing.assert_allclose(parallel_forward(Wb, ab, X), parallel_forward(Ws, alpha, X), atol=1e-12)
+    assert _parallel_cost_CL(Ws, alpha) >= P
+    Wb, ab = _parallel_from_normalised(Ws_bar, alpha_bar)
+    assert _parallel_cost_CL(Wb, ab) == pytest.approx(P, rel=1e-12)
+    np.testing.assert_allclose(_parallel_forward(Wb, ab, X), _parallel_forward(Ws, alpha, X), atol=1e-12)
     np.testing.assert_allclose(parallel_balance(Wb, ab), 0.0, atol=1e-12)
     assert np.all(parallel_balance(Ws, alpha) > 1e-3)
 

@@ -10,7 +10,7 @@ import pytest
 from repcost.analysis import path_norm, phi_L
 from repcost.analysis.two_rays import (TwoLayerNet, alignment_summary, angle_to_line_deg, directional_variation,
                                        line_angle, net_from_model,
-                                       projection_interpolant, prop52_condition, prop52_margin, prune_units,
+                                       live_units, projection_interpolant, prop52_margin,
                                        ray_units, two_rays_f, two_rays_g, unit_line_angles_deg)
 
 
@@ -56,7 +56,7 @@ def test_prop52_condition_implies_R3_g_below_R3_f():
         for y2 in [(0.1, 0.2, 0.3, 0.5), (0.02, 0.05, 0.06, 0.08)]:
             w1, w2, x, y, rs = rays(alpha, y2=y2)
             f, g = two_rays_f(w1, w2, rs), two_rays_g(w1, w2, rs)
-            if prop52_condition(alpha, rs[0][0], rs[1][0]):
+            if prop52_margin(alpha, rs[0][0], rs[1][0]) >= 0:
                 held += 1
                 assert phi_L(g.W, g.a, 3) < phi_L(f.W, f.a, 3)
     assert held > 3
@@ -66,7 +66,7 @@ def test_prop52_margin_balanced_single_units():
     # ‖a1‖ = ‖a2‖: condition 1/cos²(θ/2) ≤ 1 + sin θ, which holds for all θ ∈ (0, π/2]
     assert all(prop52_margin(a, [1.0], [1.0]) >= -1e-12 for a in np.linspace(0.51, 0.99, 20) * math.pi)
     # very unbalanced weights near α = π/2 (θ → π/2): fails
-    assert not prop52_condition(0.52 * math.pi, [1.0], [0.01])
+    assert prop52_margin(0.52 * math.pi, [1.0], [0.01]) < 0
 
 
 def test_projection_interpolant_is_rank_one_and_interpolates():
@@ -88,8 +88,7 @@ def test_alignment_helpers():
     assert angle_to_line_deg([1.0, 1.0], [-1.0, -1.0]) == pytest.approx(0.0, abs=1e-6)
     h = TwoLayerNet(np.array([[0.0, 1.0]]), np.array([1.0]), np.array([5.0]))
     assert directional_variation(h, np.zeros((3, 2)), [1.0, 0.0]) == pytest.approx(1.0)
-    Wp, ap = prune_units(np.array([[1.0, 0.0], [1e-200, 0.0]]), np.array([1.0, 1e-150]))
-    assert Wp.shape == (1, 2) and ap.tolist() == [1.0]
+    assert live_units(np.array([[1.0, 0.0], [1e-200, 0.0]]), np.array([1.0, 1e-150])).tolist() == [True, False]
 
 
 def test_net_from_model_matches_linear_relu_and_prunes_dead_units():

@@ -26,29 +26,25 @@ IDS = "trackers.json"  # {tracker: its run id} of a run directory, so a resumed 
 log = logging.getLogger("repcost")
 
 
-def _scalars(d: dict, prefix: str = "") -> dict[str, float]:
-    """The finite-or-not numbers of a (nested) dict, keys joined by '/' (the trackers' grouping)."""
-    out: dict[str, float] = {}
+def _leaves(d: dict, sep: str, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(joined key, value) of every leaf of a nested dict."""
     for k, v in d.items():
-        key = f"{prefix}{k}"
         if isinstance(v, dict):
-            out.update(_scalars(v, key + "/"))
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[key] = float(v)
-    return out
+            yield from _leaves(v, sep, f"{prefix}{k}{sep}")
+        else:
+            yield f"{prefix}{k}", v
+
+
+def _scalars(d: dict) -> dict[str, float]:
+    """The numbers of a (nested) dict, keys joined by '/' (the trackers' grouping)."""
+    return {k: float(v) for k, v in _leaves(d, "/") if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def _hparam_values(config: dict) -> dict[str, Any]:
-    """A run config flattened to dotted keys; trackers' hyper-parameters take only numbers, strings and bools."""
-    out: dict[str, Any] = {}
-    for k, v in config.items():
-        if isinstance(v, dict):
-            out.update({f"{k}.{kk}": vv for kk, vv in _hparam_values(v).items()})
-        elif isinstance(v, (int, float, str, bool)):
-            out[k] = v
-        elif v is not None:
-            out[k] = str(v)  # lists (widths, phases) as text
-    return out
+    """A run config flattened to dotted keys; trackers' hyper-parameters take only numbers, strings and bools, so
+    lists (widths, phases) go as text."""
+    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in _leaves(config, ".")
+            if v is not None}
 
 
 def _metrics(rec: dict) -> dict[str, float]:

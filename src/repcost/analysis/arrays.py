@@ -10,7 +10,7 @@ import torch
 
 def as_f64(x: Any) -> np.ndarray:
     """Return ``x`` (numpy array, torch tensor, list or scalar) as a float64 numpy array."""
-    if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch tensor, without importing torch
+    if isinstance(x, torch.Tensor):
         return np.asarray(x.detach().cpu().double())
     return np.asarray(x, dtype=np.float64)
 
@@ -37,12 +37,29 @@ def as_matrix(x: Any, name: str = "W") -> np.ndarray:
     return m
 
 
+def as_units(W: Any, a: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(W, a) of a two-layer representation as float64: W a K × d matrix (row k = unit k), a its K outer weights."""
+    W, a = as_matrix(W, "W"), as_vector(a, "a")
+    if W.shape[0] != a.shape[0]:
+        raise ValueError(f"W has {W.shape[0]} rows but a has {a.shape[0]} entries")
+    return W, a
+
+
+def apply_model(model: Any, x: Any, chunk: int = 4096) -> np.ndarray:
+    """model(x) as float64 numpy, a chunk of rows at a time, in the model's dtype/device (float64 on the CPU for a
+    plain callable), without gradients."""
+    p = next(iter(model.parameters()), None) if isinstance(model, torch.nn.Module) else None
+    dtype, device = (p.dtype, p.device) if p is not None else (torch.float64, torch.device("cpu"))
+    x = as_f64(x)
+    with torch.no_grad():
+        return np.concatenate([as_f64(model(torch.as_tensor(x[i:i + chunk], dtype=dtype, device=device)))
+                               for i in range(0, len(x), chunk)])
+
+
 def float64_model(model: Any) -> Any:
     """The model itself if all its floating tensors are float64, else a float64 deep copy (analysis numerics run
     in float64 whatever the training dtype; the caller's model is never modified)."""
     import copy
-
-    import torch
 
     tensors = list(model.parameters()) + list(model.buffers())
     if all(t.dtype == torch.float64 for t in tensors if t.is_floating_point()):

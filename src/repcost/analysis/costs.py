@@ -14,56 +14,29 @@ R_L(f) = R_2(f)^{2/L} (Thm 3.1), see :func:`repcost.analysis.relu_1d.rl_cost_uni
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-from .arrays import as_matrix, as_vector
-from .phi import PhiResult, _check_L, _Objective, phi_L, phi_L_solve, reduce_units
+from .arrays import as_matrix, as_units, as_vector
+from .phi import _Objective, phi_L, phi_L_solve, reduce_units
 
 __all__ = [
     "path_norm",
-    "schatten_quasinorm",
     "effective_matrix",
     "cost_CL",
-    "min_factorisation_cost",
     "phi_L",
     "phi_L_solve",
-    "PhiResult",
     "phi3_lower_bound",
     "phi3_lower_bound_search",
     "phi3_upper_bound",
-    "BalancedFactorisation",
-    "balanced_factorisation",
 ]
-
-
-def _wa(W, a):
-    W = as_matrix(W, "W")
-    a = as_vector(a, "a")
-    if W.shape[0] != a.shape[0]:
-        raise ValueError(f"W has {W.shape[0]} rows but a has {a.shape[0]} entries")
-    return W, a
 
 
 def path_norm(W, a) -> float:
     """Path norm Σ_k |a_k| ‖w_k‖₂ = Φ_2(W, a), the R_2 cost of a 2-layer representation (Ongie eq. 13)."""
-    W, a = _wa(W, a)
+    W, a = as_units(W, a)
     return float(np.sum(np.abs(a) * np.linalg.norm(W, axis=1)))
-
-
-def schatten_quasinorm(M, q: float, rank_rtol: float | None = None) -> float:
-    """Schatten-q (quasi-)norm ‖M‖_{S_q} = (Σ_j σ_j^q)^{1/q}, ignoring numerically-zero σ (Ongie Lemma 3.2)."""
-    M = as_matrix(M, "M")
-    if M.size == 0:
-        return 0.0
-    s = np.linalg.svd(M, compute_uv=False)
-    if s.size == 0 or s[0] == 0:
-        return 0.0
-    tol = (rank_rtol if rank_rtol is not None else max(M.shape) * np.finfo(float).eps) * s[0]
-    s = s[s > tol]
-    return float(np.sum(s**q) ** (1.0 / q))
 
 
 def effective_matrix(Ws: Sequence) -> np.ndarray:
@@ -86,33 +59,21 @@ def cost_CL(Ws: Sequence, a) -> float:
     return float((a @ a + sum(np.sum(as_matrix(Wi) ** 2) for Wi in Ws)) / L)
 
 
-def min_factorisation_cost(W, a, L: int) -> float:
-    """(1/L)‖a‖² + ((L−1)/L)‖W‖_{S_q}^q, q = 2/(L−1): min of C_L over factorisations of W (Ongie eq. 10)."""
-    L = _check_L(L)
-    W, a = _wa(W, a)
-    q = 2.0 / (L - 1)
-    return float(a @ a / L + (L - 1) / L * schatten_quasinorm(W, q) ** q)
-
-
 # ----------------------------------------------------------------------------------------------
 # L = 3 bounds
 # ----------------------------------------------------------------------------------------------
 
 
-def _spectral_norm(Q: np.ndarray) -> float:
-    return float(np.linalg.norm(Q, 2)) if Q.size else 0.0
-
-
 def phi3_lower_bound(W, a, Q=None, **search_kwargs) -> float:
     """Σ_k |a_k⟨q_k, w_k⟩|^{2/3} ≤ Φ_3(W, a) for ‖Q‖₂ ≤ 1 (Ongie Lemma 3.8, eq. 18); Q=None searches Q."""
-    W, a = _wa(W, a)
+    W, a = as_units(W, a)
     if Q is None:
         return phi3_lower_bound_search(W, a, **search_kwargs)[0]
     Q = as_matrix(Q, "Q")
     if Q.shape != W.shape:
         raise ValueError(f"Q must have W's shape {W.shape}, got {Q.shape}")
     # Any Q is admissible after scaling it into the spectral-norm unit ball.
-    Q = Q / max(1.0, _spectral_norm(Q))
+    Q = Q / max(1.0, float(np.linalg.norm(Q, 2)) if Q.size else 0.0)
     return float(np.sum(np.abs(a * np.sum(Q * W, axis=1)) ** (2.0 / 3.0)))
 
 
@@ -149,7 +110,7 @@ def phi3_lower_bound_search(
     maximises over λ with L-BFGS from heuristic starts, and with ``use_primal`` also from λ*
     (computed by :func:`phi_L_solve`), so the gap ``phi_L(W, a, 3) − bound`` certifies Φ_3.
     """
-    W, a = _wa(W, a)
+    W, a = as_units(W, a)
     K, d = W.shape
     Br, active, r, Vr = reduce_units(W, a)  # Br = B Vr, Vr an orthonormal basis of row(B)
     Q_full = np.zeros((K, d))
@@ -192,7 +153,7 @@ def phi3_upper_bound(W, a, V=None) -> float:
     Prop 3.5 argument); pass V to choose the basis when W has repeated singular values, where
     the thin SVD is not unique and the value of (19) depends on the basis numpy returns.
     """
-    W, a = _wa(W, a)
+    W, a = as_units(W, a)
     if V is None:
         _, s, Vt = np.linalg.svd(W, full_matrices=False)
         if s.size == 0 or s[0] == 0:
@@ -210,51 +171,3 @@ def phi3_upper_bound(W, a, V=None) -> float:
             raise ValueError("span(V) must contain the row space of W")
     B = a[:, None] * (W @ V)  # entry (k, j) = a_k ⟨w_k, v_j⟩ = a_k u_kj σ_j
     return float(np.sum(np.sum(np.abs(B), axis=0) ** (2.0 / 3.0)))
-
-
-# ----------------------------------------------------------------------------------------------
-# A factorisation attaining Φ_L
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BalancedFactorisation:
-    """Parameters (Ws, a) with C_L(Ws, a) = Φ_L(W, a) realising the same function as (W, a)."""
-
-    Ws: list  # [W_1, …, W_{L−1}], W_1 is r × d, W_{L−1} is K × r (r = rank of D_a W)
-    a: np.ndarray  # new outer weights
-    unit_scale: np.ndarray  # s_k > 0 with W_{L−1}⋯W_1 = D_s W; rescale biases b_k ← s_k b_k
-    phi: PhiResult
-
-
-def balanced_factorisation(W, a, L: int, **phi_kwargs) -> BalancedFactorisation:
-    """Factored network with C_L = Φ_L(W, a) (optimal λ of Lemma 3.4, AM-GM scale of its proof, balanced SVD of Lemma 3.2).
-
-    With λ* optimal and S = ‖D_λ*⁻¹ D_|a| W‖_{S_q}, c = S^{1/L}: a'_k = c·sign(a_k)·λ*_k and
-    W' = D_s W with s_k = |a_k|/(c λ*_k), so a'_k w'_k = a_k w_k (same function once biases are
-    scaled by s_k), ‖a'‖² = c² and ‖W'‖_{S_q}^q = c^{-q} S^q, whose weighted AM-GM is tight
-    (proof of Lemma 3.4).  Then W' = UΣVᵀ is split as W_1 = Σ^{1/(L−1)}Vᵀ, W_i = Σ^{1/(L−1)},
-    W_{L−1} = UΣ^{1/(L−1)}, for which Σ‖W_i‖²_F = (L−1)‖W'‖_{S_q}^q (Lemma 3.2, proof A.2).
-    Dead units (a_k = 0 or w_k = 0) get a zero row and zero outer weight.
-    """
-    L = _check_L(L)
-    W, a = _wa(W, a)
-    res = phi_L_solve(W, a, L, **phi_kwargs)
-    K, d = W.shape
-    act = res.active
-    c = res.value ** 0.5  # Φ_L = S^{2/L} and c = S^{1/L}
-    s = np.zeros(K)
-    a_new = np.zeros(K)
-    if c > 0:
-        s[act] = np.abs(a[act]) / (c * res.lam[act])
-        a_new[act] = c * np.sign(a[act]) * res.lam[act]
-    Wp = s[:, None] * W
-    U, sig, Vt = np.linalg.svd(Wp, full_matrices=False)
-    r = max(res.rank, 1)
-    U, sig, Vt = U[:, :r], sig[:r], Vt[:r]
-    root = sig ** (1.0 / (L - 1))
-    if L == 2:
-        Ws = [Wp]
-    else:
-        Ws = [root[:, None] * Vt] + [np.diag(root) for _ in range(L - 3)] + [U * root[None, :]]
-    return BalancedFactorisation(Ws, a_new, s, res)

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-import torch
 
-from .arrays import as_f64
+from .arrays import apply_model, as_f64
 
 __all__ = ["DecisionGrid", "decision_grid", "grid_limits", "tripoint_mask", "Tripoints", "count_tripoints"]
 
@@ -57,18 +56,10 @@ def decision_grid(f: Callable, xlim: Sequence[float], ylim: Sequence[float], n: 
     xs, ys = np.linspace(*xlim, n), np.linspace(*ylim, ny)
     gx, gy = np.meshgrid(xs, ys)  # (ny, nx)
     pts = np.stack([gx.ravel(), gy.ravel()], axis=1)
-    p = next(iter(f.parameters()), None) if isinstance(f, torch.nn.Module) else None
-    dtype, device = (p.dtype, p.device) if p is not None else (torch.float64, torch.device("cpu"))
-    out = []
-    with torch.no_grad():
-        for i in range(0, len(pts), chunk):
-            logits = f(torch.as_tensor(pts[i:i + chunk], dtype=dtype, device=device))
-            logits = torch.as_tensor(logits)
-            if logits.ndim == 1 or logits.shape[-1] == 1:  # one logit: binary classifier, class = [f > 0]
-                out.append((logits.reshape(-1) > 0).long().cpu().numpy())
-            else:
-                out.append(logits.argmax(dim=-1).cpu().numpy())
-    return DecisionGrid(xs, ys, np.concatenate(out).reshape(ny, n))
+    logits = apply_model(f, pts, chunk)
+    # one logit: a binary classifier, class = [f > 0]
+    labels = (logits.reshape(-1) > 0) if logits.ndim == 1 or logits.shape[-1] == 1 else logits.argmax(axis=-1)
+    return DecisionGrid(xs, ys, labels.astype(np.int64).reshape(ny, n))
 
 
 def tripoint_mask(labels: np.ndarray, min_classes: int = 3) -> np.ndarray:

@@ -21,9 +21,9 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from .arrays import as_f64
+from .arrays import apply_model, as_f64
 
-__all__ = ["add_noise", "paired_distance", "nearest_distance", "apply_model", "pca_projection", "Denoising", "denoising"]
+__all__ = ["add_noise", "paired_distance", "nearest_distance", "pca_projection", "Denoising", "denoising"]
 
 
 def add_noise(clean, sigma: float, seed: int = 0) -> np.ndarray:
@@ -47,16 +47,6 @@ def nearest_distance(points, data, chunk: int = 1024) -> np.ndarray:
         sq = (q * q).sum(1)[:, None] - 2 * q @ d.T + d2[None, :]
         out[i:i + chunk] = np.sqrt(np.maximum(sq.min(1), 0.0))
     return out
-
-
-def apply_model(model: Callable, x, chunk: int = 4096) -> np.ndarray:
-    """model(x) as float64 numpy, in the model's dtype/device, without gradients."""
-    p = next(iter(model.parameters()), None) if isinstance(model, torch.nn.Module) else None
-    dtype, device = (p.dtype, p.device) if p is not None else (torch.float64, torch.device("cpu"))
-    x = as_f64(x)
-    with torch.no_grad():
-        return np.concatenate([as_f64(model(torch.as_tensor(x[i:i + chunk], dtype=dtype, device=device)))
-                               for i in range(0, len(x), chunk)])
 
 
 def pca_projection(data, k: int) -> Callable:

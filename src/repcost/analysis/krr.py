@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .arrays import as_f64
-from .spectra import DEFAULT_REL_TOL, numerical_rank
 
 __all__ = ["KERNELS", "KRR", "fit_krr", "median_bandwidth"]
 
@@ -69,12 +68,8 @@ class KRR:
         return t1 - t2
 
     def jacobian_spectra(self, x) -> np.ndarray:
-        """Singular values (M, min(d_out, d_in)) of the Jacobians, descending."""
+        """Singular values (M, min(d_out, d_in)) of the Jacobians, descending (their ranks: spectra.numerical_rank)."""
         return np.linalg.svd(self.jacobians(x), compute_uv=False)
-
-    def jacobian_rank(self, x, rel_tol: float = DEFAULT_REL_TOL) -> np.ndarray:
-        """Numerical rank (M,) of Jf̂ at each row of x (s_i > rel_tol · s_1)."""
-        return np.atleast_1d(numerical_rank(self.jacobian_spectra(x), rel_tol))
 
 
 def fit_krr(x, y, kernel: str = "gaussian", bandwidth: float | None = None, ridge: float = 1e-6) -> KRR:

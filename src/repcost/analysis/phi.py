@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import as_matrix, as_vector
+from .arrays import as_units
 
 
 @dataclass(frozen=True)
@@ -50,10 +50,7 @@ DEAD_UNIT_RTOL = 1e-100
 
 def reduce_units(W, a, rank_rtol: float | None = None):
     """Drop dead units and project D_a W onto its row space: returns (B_r, active, rank, V_r), B_r = D_a W V_r."""
-    W = as_matrix(W, "W")
-    a = as_vector(a, "a")
-    if W.shape[0] != a.shape[0]:
-        raise ValueError(f"W has {W.shape[0]} rows but a has {a.shape[0]} entries")
+    W, a = as_units(W, a)
     # Row norms rescaled by the largest entry, so units shrunk to ~1e-100 by weight decay do not
     # underflow to a zero norm (their squares would).
     peak = np.max(np.abs(W), axis=1) if W.size else np.zeros(W.shape[0])
@@ -152,8 +149,7 @@ def phi_L_solve(
 ) -> PhiResult:
     """Φ_L(W, a) and its optimal λ by minimising Ongie Lemma 3.4 eq. (14) (exact-Hessian Newton, restarts)."""
     L = _check_L(L)
-    W = as_matrix(W, "W")
-    a = as_vector(a, "a")
+    W, a = as_units(W, a)
     K = W.shape[0]
     Br, active, r, _ = reduce_units(W, a, rank_rtol)
     lam_full = np.zeros(K)

@@ -13,7 +13,6 @@ with biases regularised (`model.bias_regularised=true`).
 
 from __future__ import annotations
 
-import copy
 from typing import List, Sequence
 
 import torch
@@ -60,27 +59,3 @@ def reformulated_loss(model, x: torch.Tensor, y: torch.Tensor, lam: float, loss:
         sq = sum((p.detach().double() ** 2).sum() for p in model.regularised_params())
     return {"reformulated": float(dl + lam * s * terms.sum()), "original": float(dl + lam * s * sq),
             "data_loss": float(dl), "terms": terms.tolist(), "param_sq_norm": float(sq)}
-
-
-def min_norm_model(model, x: torch.Tensor, rcond: float = 1e-10):
-    """A float64 copy of an `fc` model with W_ℓ ← Z_ℓ (Z^σ_{ℓ−1})⁺ (bias column → b_ℓ), layer by layer.
-
-    The hidden representations and outputs on x are unchanged (the residual W̃_ℓ, orthogonal to
-    the data, is dropped), so the copy's objective equals L^r of the original (Prop 1).
-    """
-    m = copy.deepcopy(model).double()
-    beta = float(m.beta)
-    zs, _ = representations(model, x)  # the targets Z_ℓ of the original network
-    with torch.no_grad():
-        h = x.to(torch.float64).T
-        for i in range(m.depth):
-            s = augment(h, beta)
-            w = zs[i] @ torch.linalg.pinv(s, rtol=rcond)  # n_ℓ × (n_{ℓ−1} [+1])
-            if beta > 0:
-                m.weights[i].copy_(w[:, :-1])
-                m.biases[i].copy_(w[:, -1])
-            else:
-                m.weights[i].copy_(w)
-            z = w @ s
-            h = m.activation(z) if i < m.depth - 1 else z
-    return m

@@ -15,11 +15,8 @@ import numpy as np
 from .arrays import as_f64
 
 __all__ = [
-    "parallel_forward",
-    "parallel_cost_CL",
     "parallel_normalise",
     "parallel_alpha_normalised",
-    "parallel_from_normalised",
     "l2L_quasinorm",
     "active_subnetworks",
     "parallel_balance",
@@ -48,22 +45,6 @@ def _layer_sq_norms(Ws) -> np.ndarray:
     return np.stack([np.sum(W**2, axis=(1, 2)) for W in Ws], axis=1)
 
 
-def parallel_forward(Ws: Sequence, alpha, X) -> np.ndarray:
-    """h(x) = Σ_i α_i v(𝒲_i, x) for the rows x of X (N × d) (Savarese App. C, eqs. 40–42)."""
-    Ws, alpha = _stack(Ws, alpha)
-    H = np.broadcast_to(as_f64(X)[None], (alpha.size,) + np.shape(X))  # (k, N, d)
-    for W in Ws:
-        H = np.maximum(np.einsum("kod,knd->kno", W, H), 0.0)
-    return np.einsum("k,kn->n", alpha, H[..., 0])
-
-
-def parallel_cost_CL(Ws: Sequence, alpha) -> float:
-    """C_L(θ) = (1/L)(‖α‖² + Σ_i Σ_l ‖W_i^{(l)}‖²_F), L = len(Ws) + 1 (Savarese App. C, eq. 43)."""
-    Ws, alpha = _stack(Ws, alpha)
-    L = len(Ws) + 1
-    return float((alpha @ alpha + _layer_sq_norms(Ws).sum()) / L)
-
-
 def parallel_normalise(Ws: Sequence, alpha):
     """(W̄s, ᾱ): each W_i^{(l)} scaled to unit Frobenius norm, ᾱ_i = α_i Π_l ‖W_i^{(l)}‖_F (Savarese Thm C.1 proof, eq. 50).
 
@@ -82,14 +63,6 @@ def parallel_normalise(Ws: Sequence, alpha):
 def parallel_alpha_normalised(Ws: Sequence, alpha) -> np.ndarray:
     """ᾱ_i = α_i Π_l ‖W_i^{(l)}‖_F, the output weights once every sub-network layer is on the unit sphere (Savarese eq. 50)."""
     return parallel_normalise(Ws, alpha)[1]
-
-
-def parallel_from_normalised(Ws_bar: Sequence, alpha_bar):
-    """Balanced parameters w_i = sign(ᾱ_i)|ᾱ_i|^{1/L}, 𝒲_i = |ᾱ_i|^{1/L} 𝒲̄_i, with C_L = ‖ᾱ‖_{2/L}^{2/L} (Savarese eqs. 55–56, 59)."""
-    Ws_bar, alpha_bar = _stack(Ws_bar, alpha_bar)
-    L = len(Ws_bar) + 1
-    r = np.abs(alpha_bar) ** (1.0 / L)
-    return [W * r[:, None, None] for W in Ws_bar], np.sign(alpha_bar) * r
 
 
 def l2L_quasinorm(alpha_bar, L: int) -> float:

@@ -105,9 +105,6 @@ def rank_measures(s: Any, rel_tol: float = DEFAULT_REL_TOL) -> dict:
 # Model-level spectra
 
 
-_model_f64 = float64_model
-
-
 def _model_device(model: torch.nn.Module) -> torch.device:
     p = next(iter(model.parameters()), None)
     return p.device if p is not None else torch.device("cpu")
@@ -169,7 +166,7 @@ def hidden_spectra(model, x: Any, centred: bool = True, which: str = "post",
     if which not in ("pre", "post", "both"):
         raise ValueError(f"which must be 'pre', 'post' or 'both', got {which!r}")
     kinds = ("pre", "post") if which == "both" else (which,)
-    m = _model_f64(model)
+    m = float64_model(model)
     X = _as_input(x, _model_device(m))
     out: list[LayerSpectrum] = []
     with torch.no_grad():
@@ -195,7 +192,7 @@ def module_spectra(module: torch.nn.Module, x: Any, names: list[str], centred: b
     missing = [n for n in names if n not in subs]
     if missing:
         raise ValueError(f"no submodule named {missing}; named submodules: {[n for n in subs if n]}")
-    m = _model_f64(module)
+    m = float64_model(module)
     subs = dict(m.named_modules())
     seen: dict[str, torch.Tensor] = {}
     handles = [subs[n].register_forward_hook(lambda _mod, _inp, out, n=n: seen.__setitem__(n, out)) for n in names]

@@ -14,7 +14,7 @@ is inactive on the other ray, so f interpolates.  g (§5.2) replaces w_j by ±w0
 w0 = (w1 − w2)/‖w1 − w2‖, with ã = a/|w_jᵀw0| and b̃ = |w_jᵀw0|·b; here |w_jᵀw0| = sin(α/2),
 and ±w0ᵀx is again negative on the other ray, so g interpolates the same samples.
 
-Prop 5.2 (Ongie & Willett): R2(f) < R2(g), and R3(g) < R3(f) provided
+Prop 5.2 (Ongie & Willett): R2(f) < R2(g), and R3(g) < R3(f) provided (`prop52_margin` ≥ 0)
 
     1/cos²(θ/2) ≤ 1 + 4 ‖a1‖₁‖a2‖₁ / ‖a‖₁² · |sin θ|,
 
@@ -38,19 +38,17 @@ from .arrays import as_matrix, as_vector
 __all__ = [
     "TwoLayerNet",
     "line_angle",
-    "prop52_condition",
     "prop52_margin",
     "ray_units",
     "two_rays_f",
     "two_rays_g",
     "projection_interpolant",
-    "prune_units",
+    "live_units",
     "angle_to_line_deg",
     "unit_line_angles_deg",
     "directional_variation",
     "net_from_model",
     "alignment_summary",
-    "rays_of_data",
     "f_and_g_for_data",
     "along_rays",
 ]
@@ -87,11 +85,6 @@ def prop52_margin(separation: float, a1, a2) -> float:
     n1, n2 = float(np.sum(np.abs(a1))), float(np.sum(np.abs(a2)))
     th = line_angle(separation)
     return 1.0 + 4.0 * n1 * n2 / (n1 + n2) ** 2 * abs(math.sin(th)) - 1.0 / math.cos(th / 2.0) ** 2
-
-
-def prop52_condition(separation: float, a1, a2) -> bool:
-    """Whether Prop 5.2's sufficient condition for R3(g) < R3(f) holds."""
-    return prop52_margin(separation, a1, a2) >= 0.0
 
 
 def ray_units(t, y, tol: float = 1e-12):
@@ -151,13 +144,10 @@ def projection_interpolant(x, y, u) -> TwoLayerNet:
     return TwoLayerNet(w[:, None] * u[None, :], a[0], b, float(c[0]))
 
 
-def prune_units(W, a, rel_tol: float = 1e-10):
-    """(W, a) without units whose |a_k|‖w_k‖ ≤ rel_tol · max (dead units after weight decay)."""
-    W = as_matrix(W, "W")
-    a = as_vector(a, "a")
-    m = np.abs(a) * np.linalg.norm(W, axis=1)
-    keep = m > rel_tol * (m.max() if m.size and m.max() > 0 else 1.0)
-    return W[keep], a[keep]
+def live_units(W, a, rel_tol: float = 1e-10) -> np.ndarray:
+    """Mask of the units whose |a_k|‖w_k‖ > rel_tol · max (the others are dead after weight decay)."""
+    m = np.abs(as_vector(a, "a")) * np.linalg.norm(as_matrix(W, "W"), axis=1)
+    return m > rel_tol * (m.max() if m.size and m.max() > 0 else 1.0)
 
 
 def angle_to_line_deg(v, u) -> float:
@@ -206,8 +196,7 @@ def net_from_model(model, prune: bool = True, rel_tol: float = 1e-10) -> TwoLaye
         b = model.b.detach().double().cpu().numpy()
         c = float(model.c.detach().double().cpu().numpy()[0]) if model.c is not None else 0.0
     if prune:
-        m = np.abs(a) * np.linalg.norm(W, axis=1)
-        keep = m > rel_tol * (m.max() if m.size and m.max() > 0 else 1.0)
+        keep = live_units(W, a, rel_tol)
         W, a, b = W[keep], a[keep], b[keep]
     return TwoLayerNet(W, a, b, c)
 
@@ -228,20 +217,13 @@ def alignment_summary(net: TwoLayerNet, w0=None, rays: Sequence = ()) -> dict:
     return out
 
 
-def rays_of_data(data):
-    """(w1, w2, per-ray (t, y) samples) of a two_rays DataBundle (t = w_jᵀx on ray j)."""
+def f_and_g_for_data(data) -> tuple:
+    """§5.2's f and g for the samples of a two_rays DataBundle (both interpolate them), and the rays' units."""
     x = data.x_train.double().numpy()
     y = data.y_train.double().numpy()[:, 0]
     ray = np.asarray(data.meta["ray"])
     w1, w2 = np.asarray(data.meta["w1"]), np.asarray(data.meta["w2"])
-    samples = [(x[ray == j] @ w, y[ray == j]) for j, w in enumerate((w1, w2))]
-    return w1, w2, samples
-
-
-def f_and_g_for_data(data) -> tuple:
-    """§5.2's f and g for the samples of a two_rays DataBundle (both interpolate them)."""
-    w1, w2, samples = rays_of_data(data)
-    units = [ray_units(t, y) for t, y in samples]
+    units = [ray_units(x[ray == j] @ w, y[ray == j]) for j, w in enumerate((w1, w2))]  # t = w_jᵀx on ray j
     return two_rays_f(w1, w2, units), two_rays_g(w1, w2, units), units
 
 
