@@ -134,9 +134,6 @@ class RunDir:
     def load_checkpoint(self) -> dict:
         return load_checkpoint(self.file(CHECKPOINT))
 
-    def mark_finished(self, run_hash: str) -> None:
-        self.write_bytes(FINISHED, (run_hash + "\n").encode())
-
     def record_failure(self, message: str) -> None:
         """error.txt: the one-line reason a run failed (read by repcost-collect; a relaunch starts over)."""
         self.write_bytes(ERROR, (" ".join(message.split()) + "\n").encode())
@@ -153,7 +150,7 @@ class RunDir:
         try:
             atomic_write_bytes(staged, buf.getvalue())
             self.write_json(SUMMARY, summary)
-            self.mark_finished(run_hash)
+            self.write_bytes(FINISHED, (run_hash + "\n").encode())
             try:
                 os.replace(staged, path)
             except OSError as e:
@@ -242,9 +239,6 @@ class RunDir:
             os.close(fd)  # releases the lock (a killed process releases it the same way)
 
 
-STARTUP_FILES = (LOCK,)  # besides log files (*.log) and temp files of killed writes
-
-
 def remove_startup_litter(path: Path) -> bool:
     """Remove a directory that holds nothing but what a start-up leaves before training (log files, the lock,
     temp files, `.hydra/`) and whose lock no process holds; True if it was removed. Anything else keeps it whole."""
@@ -253,7 +247,7 @@ def remove_startup_litter(path: Path) -> bool:
         entries = list(path.iterdir())
     except OSError:
         return False
-    litter = all((p.is_file() and (p.suffix == ".log" or p.name in STARTUP_FILES or p.name.endswith(".tmp")))
+    litter = all((p.is_file() and (p.suffix == ".log" or p.name == LOCK or p.name.endswith(".tmp")))
                  or (p.name == ".hydra" and p.is_dir()) for p in entries)
     if not litter:
         return False

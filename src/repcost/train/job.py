@@ -78,8 +78,8 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
         place_sweep_job(spec, hc)
     n, why = threads.apply(spec.threads, concurrency=launch_concurrency(hc))
     log.debug("torch threads: %d (%s)", n, why)
-    named = not multirun and any(str(o).lstrip("+").startswith("hydra.run.dir=") for o in hc.overrides.hydra)
-    return spec, run_cfg, Path(hc.runtime.output_dir), "refuse" if named else "move"
+    by_overrides = multirun or "${repcost_job_dir:" in str(OmegaConf.to_container(hc.run, resolve=False)["dir"])
+    return spec, run_cfg, Path(hc.runtime.output_dir), "move" if by_overrides else "refuse"
 
 
 def log_header(run_cfg: dict) -> None:

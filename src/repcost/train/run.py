@@ -289,8 +289,6 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
     """
     t_start = time.perf_counter()
     spec, K = jobs[0].spec, len(jobs)
-    if len({j.start for j in jobs}) > 1:
-        raise RepcostError(f"stacked runs must start at one position, not {sorted({j.start for j in jobs})}")
     device, dtype = torch.device(spec.device), spec.torch_dtype
     data = _load_data(spec)
     models = [build_model(j.spec.model, data.d_in, data.d_out, j.spec.seed, data.x_train).to(device=device, dtype=dtype)
