@@ -144,19 +144,15 @@ def check_stackable(cfgs: Sequence[dict]) -> None:
         raise RepcostError("ensemble runs (train.ensemble_size > 1) cannot be stacked with other runs")
     for i in range(1, len(cfgs)):
         if keys[i] != keys[0]:
-            diff = _first_difference(without_stackable(cfgs[0]), without_stackable(cfgs[i]))
+            a, b = flat(without_stackable(cfgs[0])), flat(without_stackable(cfgs[i]))
+            diff = min(k for k in a.keys() | b.keys() if k not in a or k not in b or a[k] != b[k])
             raise RepcostError(f"run {i} cannot be stacked with run 0: its {diff} differs; stacked runs may differ "
                                f"only in {', '.join(STACKABLE_KEYS)}")
 
 
-def _first_difference(a, b, prefix: str = "") -> str:
-    """The first key (dotted) whose values differ in two config dicts."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b), key=str):
-            if a.get(k) != b.get(k):
-                return _first_difference(a.get(k), b.get(k), f"{prefix}{k}.")
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                return _first_difference(x, y, f"{prefix}{i}.")
-    return prefix.rstrip(".") or "(the config)"
+def flat(node: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as {dotted key: value}, lists of sections by index (train.phases.0.lr)."""
+    if isinstance(node, dict) or (isinstance(node, list) and node and all(isinstance(v, dict) for v in node)):
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        return {k: v for key, value in items for k, v in flat(value, f"{prefix}{key}.").items()}
+    return {prefix[:-1]: node}

@@ -92,26 +92,18 @@ def provenance() -> dict[str, Any]:
             "torch_version": getattr(torch, "__version__", "not imported"), "plugins": plugins}
 
 
-def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
-    """A nested config as {dotted key: value}, lists of sections by index (train.phases.0.lr)."""
-    if isinstance(node, dict) or (isinstance(node, list) and node and all(isinstance(v, dict) for v in node)):
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        return {k: v for key, value in items for k, v in _flat(value, f"{prefix}{key}.").items()}
-    return {prefix[:-1]: node}
-
-
 def identity_changes(old: dict, new: dict, old_version: str | None = None) -> str:
     """What differs between the identities (`identity.run_identity`) of two run configs, in words: the config keys
     with both values, the plugins whose source changed; where no key differs, the identity rules of another
     repcost version."""
     from .errors import RepcostError
-    from .identity import run_identity
+    from .identity import flat, run_identity
 
     try:
-        a, b = _flat(run_identity(old)), _flat(run_identity(new))
+        a, b = flat(run_identity(old)), flat(run_identity(new))
     except RepcostError as e:  # the old run's family or dataset is no longer registered
         return str(e)
-    full_a, full_b = _flat(old), _flat(new)  # (an identity leaves out keys at their defaults: values from here)
+    full_a, full_b = flat(old), flat(new)  # (an identity leaves out keys at their defaults: values from here)
     short = lambda v: repr(v) if len(repr(v)) <= 30 else repr(v)[:27] + "..."  # noqa: E731
     words = [f"source of plugin {k.split('.', 1)[1]}" if k.startswith("plugin_sources.")
              else f"{k}: {short(full_a.get(k))} -> {short(full_b.get(k))}"
