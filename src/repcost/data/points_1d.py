@@ -12,7 +12,7 @@ import torch
 from ..errors import check
 from ..registry import DATASETS
 from ._nets import rng
-from .bundle import DataBundle
+from .bundle import DataBundle, check_shared
 
 # Named target functions on the interval, applied to u = frequency·π·x (sin, cos) or to x.
 FUNCTIONS = {
@@ -43,14 +43,13 @@ class Points1DConfig:
     n_test: int = 0  # test points (sorted uniform in the interval); only for a function y_dist; 0 = none
 
     def __post_init__(self):
-        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check_shared(self)
         check(self.n_points >= 2, "n_points", self.n_points, "an integer >= 2")
         check(self.x_max > self.x_min, "x_max", self.x_max, f"a number > x_min = {self.x_min}")
         check(self.x_spacing in ("even", "random"), "x_spacing", self.x_spacing, "even or random")
         check(self.y_dist in RANDOM_Y + tuple(FUNCTIONS), "y_dist", self.y_dist,
               "one of " + ", ".join(RANDOM_Y + tuple(FUNCTIONS)))
         check(self.y_scale > 0, "y_scale", self.y_scale, "a positive number")
-        check(self.n_test >= 0, "n_test", self.n_test, "an integer >= 0")
         check(self.n_test == 0 or self.y_dist in FUNCTIONS, "n_test", self.n_test,
               "0 unless y_dist is a named function (random targets have no test split)")
         if self.x is not None:

@@ -19,7 +19,7 @@ import torch
 from ..errors import check
 from ..registry import DATASETS
 from ._nets import rng
-from .bundle import DataBundle
+from .bundle import DataBundle, check_shared, function_bundle
 
 PROFILES = {
     "sin": lambda t, fr: np.sin(math.pi * fr * t),
@@ -46,9 +46,8 @@ class ProjectionConfig:
     x_max: float = 1.0
 
     def __post_init__(self):
-        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check_shared(self)
         check(self.n_points >= 1, "n_points", self.n_points, "an integer >= 1")
-        check(self.n_test >= 0, "n_test", self.n_test, "an integer >= 0")
         check(self.d >= 1, "d", self.d, "an integer >= 1")
         check(len(self.direction) == self.d and any(v != 0 for v in self.direction), "direction",
               self.direction, f"a nonzero vector of length d = {self.d}")
@@ -65,11 +64,11 @@ def label_direction(cfg: ProjectionConfig) -> np.ndarray:
     return u / np.linalg.norm(u)
 
 
-def _inputs(cfg: ProjectionConfig, n: int, stream: int) -> np.ndarray:
+def _inputs(cfg: ProjectionConfig, n: int, stream: int) -> torch.Tensor:
     g = rng(cfg.seed, stream)
     if cfg.x_dist == "uniform":
-        return g.uniform(-cfg.x_max, cfg.x_max, size=(n, cfg.d))
-    return cfg.x_max * g.standard_normal((n, cfg.d))
+        return torch.as_tensor(g.uniform(-cfg.x_max, cfg.x_max, size=(n, cfg.d)))
+    return torch.as_tensor(cfg.x_max * g.standard_normal((n, cfg.d)))
 
 
 @DATASETS.register("projection", ProjectionConfig)
@@ -78,13 +77,9 @@ def load_projection(cfg: ProjectionConfig) -> DataBundle:
     u = label_direction(cfg)
 
     def labels(x):
-        return torch.as_tensor(cfg.y_scale * PROFILES[cfg.profile](x @ u, cfg.frequency)).reshape(-1, 1)
+        return torch.as_tensor(cfg.y_scale * PROFILES[cfg.profile](x.numpy() @ u, cfg.frequency)).reshape(-1, 1)
 
-    x = _inputs(cfg, cfg.n_points, 0)
-    xt = _inputs(cfg, cfg.n_test, 1) if cfg.n_test else None
     meta = {"direction": u.tolist()}
     if cfg.d == 2:
         meta["perpendicular"] = [-float(u[1]), float(u[0])]
-    return DataBundle("projection", torch.as_tensor(x), labels(x),
-                      torch.as_tensor(xt) if xt is not None else None,
-                      labels(xt) if xt is not None else None, meta=meta)
+    return function_bundle("projection", cfg, labels, lambda n, stream: _inputs(cfg, n, stream), cfg.n_points, meta)

@@ -12,7 +12,7 @@ from ..analysis.spectra import numerical_rank
 from ..errors import check
 from ..registry import DATASETS
 from ._nets import gaussian, random_relu_net, relu_net_forward, rng
-from .bundle import DataBundle
+from .bundle import DataBundle, check_shared, function_bundle
 
 
 @dataclass
@@ -33,8 +33,7 @@ class RankKConfig:
     noise: float = 0.0  # std of Gaussian noise added to the training targets
 
     def __post_init__(self):
-        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
-        check(self.teacher_seed >= 0, "teacher_seed", self.teacher_seed, "an integer >= 0")
+        check_shared(self)
         check(self.d_in >= 1, "d_in", self.d_in, "an integer >= 1")
         check(self.d_out >= 1, "d_out", self.d_out, "an integer >= 1")
         check(1 <= self.k, "k", self.k, "an integer >= 1")
@@ -45,9 +44,6 @@ class RankKConfig:
         check(self.bottleneck in ("linear", "relu"), "bottleneck", self.bottleneck, "linear or relu")
         check(self.bottleneck_shift == 0 or self.bottleneck == "relu", "bottleneck_shift", self.bottleneck_shift,
               "0 unless bottleneck = relu (a shift of a linear bottleneck is only a bias of h)")
-        check(self.n_train >= 1, "n_train", self.n_train, "an integer >= 1")
-        check(self.n_test >= 0, "n_test", self.n_test, "an integer >= 0")
-        check(self.noise >= 0, "noise", self.noise, "a noise std >= 0")
 
 
 def rank_k_function(cfg: RankKConfig) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -78,13 +74,5 @@ def true_jacobian_ranks(cfg: RankKConfig, x: torch.Tensor, rel_tol: float = 1e-9
 @DATASETS.register("rank_k", RankKConfig)
 def load_rank_k(cfg: RankKConfig) -> DataBundle:
     """x ~ N(0, I_d_in), y = f*(x) with BN-rank ≤ k (+ noise on train), as in Jacot 2023 Fig 1."""
-    f = rank_k_function(cfg)
-    x_train = gaussian(rng(cfg.seed, 0), cfg.n_train, cfg.d_in)
-    y_train = f(x_train)
-    if cfg.noise > 0:
-        y_train = y_train + cfg.noise * gaussian(rng(cfg.seed, 2), *y_train.shape)
-    x_test = y_test = None
-    if cfg.n_test > 0:
-        x_test = gaussian(rng(cfg.seed, 1), cfg.n_test, cfg.d_in)
-        y_test = f(x_test)
-    return DataBundle("rank_k", x_train, y_train, x_test, y_test, meta={"k": cfg.k})
+    return function_bundle("rank_k", cfg, rank_k_function(cfg),
+                           lambda n, stream: gaussian(rng(cfg.seed, stream), n, cfg.d_in), cfg.n_train, {"k": cfg.k})

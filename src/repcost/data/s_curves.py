@@ -12,7 +12,7 @@ import torch
 from ..errors import check
 from ..registry import DATASETS
 from ._nets import rng
-from .bundle import DataBundle
+from .bundle import DataBundle, check_shared
 
 T_MAX = 1.5 * math.pi  # the curve parameter runs over [-3π/2, 3π/2]
 
@@ -31,7 +31,7 @@ class SCurvesConfig:
     shape: str = "arcs"
 
     def __post_init__(self):
-        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check_shared(self)
         check(self.n_classes >= 2, "n_classes", self.n_classes, "an integer >= 2 (the paper uses 4)")
         check(self.n_per_class >= 1, "n_per_class", self.n_per_class, "an integer >= 1")
         check(self.n_test_per_class >= 0, "n_test_per_class", self.n_test_per_class, "an integer >= 0")
@@ -41,7 +41,6 @@ class SCurvesConfig:
         check(self.shape == "wave" or self.spacing > 1, "spacing", self.spacing,
               "> 1 for shape=arcs (its width-1 curves fold back, so closer translates intersect); "
               "use shape=wave for interleaved curves")
-        check(self.noise >= 0, "noise", self.noise, "a noise std >= 0")
         check(self.sampling in ("random", "even"), "sampling", self.sampling,
               "random (uniform along the curve) or even (equally spaced along it)")
 

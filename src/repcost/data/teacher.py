@@ -8,7 +8,7 @@ from typing import List
 from ..errors import check
 from ..registry import DATASETS
 from ._nets import gaussian, random_relu_net, relu_net_forward, rng
-from .bundle import DataBundle
+from .bundle import DataBundle, check_shared, function_bundle
 
 
 @dataclass
@@ -24,14 +24,10 @@ class TeacherConfig:
     noise: float = 0.0  # std of Gaussian noise added to the training targets
 
     def __post_init__(self):
-        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
-        check(self.teacher_seed >= 0, "teacher_seed", self.teacher_seed, "an integer >= 0")
+        check_shared(self)
         check(len(self.widths) >= 2 and all(int(w) == w and w >= 1 for w in self.widths),
               "widths", self.widths, "a list of >= 2 positive ints (d_in, hidden…, d_out)")
         check(self.beta >= 0, "beta", self.beta, "a bias amount >= 0")
-        check(self.n_train >= 1, "n_train", self.n_train, "an integer >= 1")
-        check(self.n_test >= 0, "n_test", self.n_test, "an integer >= 0")
-        check(self.noise >= 0, "noise", self.noise, "a noise std >= 0")
 
 
 def teacher_params(cfg: TeacherConfig) -> list:
@@ -43,14 +39,6 @@ def teacher_params(cfg: TeacherConfig) -> list:
 def load_teacher(cfg: TeacherConfig) -> DataBundle:
     """x ~ N(0, I_{n_0}), y = f_teacher(x) (+ noise on train) as in Jacot et al. 2022 Fig 2 / App. A."""
     params = teacher_params(cfg)
-    d_in = int(cfg.widths[0])
-    x_train = gaussian(rng(cfg.seed, 0), cfg.n_train, d_in)
-    y_train = relu_net_forward(params, x_train)
-    if cfg.noise > 0:
-        y_train = y_train + cfg.noise * gaussian(rng(cfg.seed, 2), *y_train.shape)
-    x_test = y_test = None
-    if cfg.n_test > 0:
-        x_test = gaussian(rng(cfg.seed, 1), cfg.n_test, d_in)
-        y_test = relu_net_forward(params, x_test)
     meta = {"widths": [int(w) for w in cfg.widths], "depth": len(cfg.widths) - 1}
-    return DataBundle("teacher", x_train, y_train, x_test, y_test, meta=meta)
+    return function_bundle("teacher", cfg, lambda x: relu_net_forward(params, x),
+                           lambda n, stream: gaussian(rng(cfg.seed, stream), n, int(cfg.widths[0])), cfg.n_train, meta)

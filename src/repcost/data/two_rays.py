@@ -12,7 +12,7 @@ import torch
 from ..errors import check
 from ..registry import DATASETS
 from ._nets import rng
-from .bundle import DataBundle
+from .bundle import DataBundle, check_shared
 
 
 @dataclass
@@ -32,7 +32,7 @@ class TwoRaysConfig:
     offsets: List[float] = field(default_factory=lambda: [0.0, 0.0])  # label offsets per ray
 
     def __post_init__(self):
-        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check_shared(self)
         if self.angle_pi is not None:
             check(0.5 < self.angle_pi < 1.0, "angle_pi", self.angle_pi,
                   "a number in (0.5, 1) (angle/π, so that w1ᵀw2 < 0 and w1 ≠ -w2), or null")
