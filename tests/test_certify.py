@@ -136,3 +136,20 @@ def test_a_run_written_with_the_earlier_certificate_keys_is_reused_and_read_with
     run = load_run(d)
     assert run.summary == today and job_record(d, d)["critical.stationarity"] == today["critical.stationarity"]
     assert run.config["analysis"]["critical"]["balance_tol"] == 0.02 and run.spec.analysis.critical.balance_tol == 0.02
+
+
+def test_a_certified_run_the_critical_point_certificate_does_not_accept_says_why_in_its_line():
+    """The gap bounds the objective; a point that close to the minimum's objective need not be a minimiser, and the
+    one line a certified run ends on says so where the local certificate disagrees (and only there)."""
+    from repcost.train.certify import describe
+
+    s = {"certified": True, "certify.gap_rel": 3e-5, "certify.rounds": 1, "certify.steps": 5000,
+         "critical_point": False, "critical.stationarity": 4.37, "critical.clarke_stationarity": 1.62}
+    line = describe(s)
+    assert line.startswith("certified within 0.003 %") and "not a critical point (stationarity 1.62)" in line
+    assert "\n" not in line
+    assert "not a critical point" not in describe({**s, "critical_point": True})
+    assert "not a critical point (stationarity 4.37)" in describe({k: v for k, v in s.items()
+                                                                 if k != "critical.clarke_stationarity"})
+    unjudged = describe({**s, "critical.clarke_stationarity": math.nan, "critical.kinks": 350})
+    assert "not a critical point" not in unjudged and "350 kinks is not computed: raise analysis.critical.max_kinks" in unjudged

@@ -62,7 +62,8 @@ def test_without_kinks_it_is_the_plain_gradient_norm():
 def test_at_kinks_it_is_the_least_gradient_norm_over_the_slopes(exact_kinks):
     m = _net({0: 3, 2: 1})
     x, y = torch.tensor(X)[:, None], torch.tensor(Y)[:, None]
-    value, n = clarke_gradient_norm(m, x, y, "mse", LAM, "one", exact_kinks=exact_kinks)
+    value, n = clarke_gradient_norm(m, x, y, "mse", LAM, "one", exact_kinks=exact_kinks,
+                                    exact_entries=exact_kinks)
     assert n == 2
     cells = [(3, 0), (1, 2)]
 

@@ -17,7 +17,8 @@ the slopes minimising ‖G(s₀) + J(s − s₀)‖ in the box come from bounded
 (scipy's BVLS), and the value reported is ‖G(s*)‖ evaluated at those slopes, so it is attained by
 an element of the set: an upper bound on its least norm (exact for one hidden layer).
 
-Beyond `EXACT_KINKS` kinks the columns would not fit in memory (a deep net at a minimum has thousands),
+Beyond `EXACT_KINKS` kinks, unless the columns hold at most `EXACT_ENTRIES` numbers (a small net: the 1-D
+recipe's width-400 net at 350 kinks), they would not fit in memory (a deep net at a minimum has thousands),
 so ½‖G(s)‖² is minimised over the box directly by scipy's L-BFGS-B, its gradient in s by double
 backpropagation: matrix-free, and again evaluated at the slopes it returns, so still attained.
 
@@ -38,6 +39,7 @@ from ..objective import objective
 
 KINK_TOL = 1e-5  # relative to the unit's largest |z|: float32 training puts kinks on data points to ~1e-6
 EXACT_KINKS = 256  # up to this many: exact Jacobian columns, one gradient evaluation each
+EXACT_ENTRIES = 2 ** 24  # or while the columns hold at most this many numbers (128 MB)
 MAX_KINKS = 200_000  # beyond: not computed (between: matrix-free L-BFGS-B)
 MAX_ITER = 300  # L-BFGS-B iterations of the matrix-free solve
 
@@ -142,12 +144,12 @@ def _live(model, x, y, loss, lam, reg_scale, masks, slopes) -> list[torch.Tensor
 
 def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
                          kink_tol: float = KINK_TOL, max_kinks: int = MAX_KINKS,
-                         exact_kinks: int = EXACT_KINKS) -> tuple[float, int]:
+                         exact_kinks: int = EXACT_KINKS, exact_entries: int = EXACT_ENTRIES) -> tuple[float, int]:
     """(‖G(s*)‖, number of kinks): the least gradient norm over the kinks' slopes (module docstring).
 
     `model` is evaluated as it is (the certificate passes its float64 copy, on the CPU). With no
-    kinks this is the plain gradient norm; up to `exact_kinks` kinks it solves with exact Jacobian
-    columns, beyond that matrix-free, and with more than `max_kinks` it is NaN (not computed). Kinks
+    kinks this is the plain gradient norm; up to `exact_kinks` kinks, or `exact_entries` column entries, it
+    solves with exact Jacobian columns, beyond that matrix-free, and with more than `max_kinks` it is NaN (not computed). Kinks
     count only where the activation receives a backward signal (module docstring).
     """
     params = [p for p in model.parameters() if p.requires_grad]
@@ -170,7 +172,7 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     g0 = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(s0))
     if n == 0:
         return float(np.linalg.norm(g0)), n
-    if n > exact_kinks:
+    if n > exact_kinks and n * g0.size > exact_entries:
         s = _least_norm_matrix_free(model, params, x, y, loss, lam, reg_scale, masks, s0, lo)
     else:
         J = np.empty((g0.size, n))

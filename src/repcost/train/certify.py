@@ -33,8 +33,11 @@ def describe(summary: dict) -> str | None:
     after = f"after {rounds} escalation round{'s' * (rounds != 1)}, {summary['certify.steps']} steps"
     if summary["certified"]:
         line = f"certified within {100 * gap:.3g} % of the global minimum of its objective (duality gap; {after})"
-        if summary.get("critical_point") is False:  # the local certificate ran and does not accept the point
-            st = summary.get("critical.clarke_stationarity", summary.get("critical.stationarity", math.nan))
+        st = summary.get("critical.clarke_stationarity", summary.get("critical.stationarity", math.nan))
+        if summary.get("critical_point") is False and math.isnan(st):  # the local certificate could not judge it
+            line += (f"; the critical-point certificate did not judge it (the Clarke measure over its "
+                     f"{summary.get('critical.kinks')} kinks is not computed: raise analysis.critical.max_kinks)")
+        elif summary.get("critical_point") is False:  # the local certificate ran and does not accept the point
             line += (f"; not a critical point (stationarity {st:.3g}): the gap bounds the objective, and a point "
                      "that close to the minimum's objective need not be a minimiser")
         return line
