@@ -1,6 +1,6 @@
 """How much lower can the objective go from here? Full-batch L-BFGS from a model's parameters, on a copy.
 
-The gradient certificate (certificate.py) cannot tell a point that sits at a nonsmooth local minimum
+The gradient certificate (critical.py) cannot tell a point that sits at a nonsmooth local minimum
 (pre-activations on ReLU kinks: the gradient does not vanish, but no direction descends) from one in a
 shallow, ill-conditioned valley that first-order steps cross slowly. A quasi-Newton method separates
 the two: started from the model's parameters, torch.optim.LBFGS (strong-Wolfe line search, so the
