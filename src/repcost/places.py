@@ -61,13 +61,18 @@ def _lineage(path: Path) -> list[Path]:
     return [p, *p.parents]
 
 
+def _absolute(value: str | None, key: str, what: str, default: str) -> Path:
+    """`value` (of `key`) as an absolute path; RepcostError when it is empty."""
+    if value is None or not str(value).strip():
+        raise RepcostError(f"{key} is empty: {what} needs its own directory (leave the key out for the default "
+                           f"{default}, or name a directory)")
+    return Path(os.path.abspath(str(value)))
+
+
 def check_run_place(run_dir: str | None) -> Path:
     """A single run's directory (hydra.run.dir): not empty, not a sweep root nor inside one (unless it is an existing
     job of the sweep, e.g. `--resume SWEEP/JOB`). Returns it as an absolute path; RepcostError otherwise."""
-    if run_dir is None or not str(run_dir).strip():
-        raise RepcostError("hydra.run.dir is empty: a run needs its own directory (leave the key out for the default "
-                           "outputs/runs/…, or name a directory)")
-    path = Path(os.path.abspath(str(run_dir)))
+    path = _absolute(run_dir, "hydra.run.dir", "a run", "outputs/runs/…")
     own_job = (path / ".hydra" / "overrides.yaml").is_file() and not is_sweep_root(path)
     for p in _lineage(path):
         if is_sweep_root(p) and not (own_job and p != path):
@@ -79,10 +84,7 @@ def check_run_place(run_dir: str | None) -> Path:
 
 def check_sweep_place(sweep_dir: str | None) -> Path:
     """A multirun's root (hydra.sweep.dir): not empty, not a run directory nor inside one. Absolute path returned."""
-    if sweep_dir is None or not str(sweep_dir).strip():
-        raise RepcostError("hydra.sweep.dir is empty: a sweep needs its own directory (leave the key out for the "
-                           "default outputs/sweeps/<name>, or name a directory)")
-    path = Path(os.path.abspath(str(sweep_dir)))
+    path = _absolute(sweep_dir, "hydra.sweep.dir", "a sweep", "outputs/sweeps/<name>")
     for p in _lineage(path):
         if is_run_dir(p) and not is_sweep_root(p):
             where = "is" if p == path else f"lies inside {p}, which is"

@@ -86,3 +86,8 @@ def function_bundle(name: str, cfg, f: Callable, draw: Callable, n_train: int, m
         y_train = y_train + cfg.noise * gaussian(rng(cfg.seed, 2), *y_train.shape)
     x_test = draw(cfg.n_test, 1) if cfg.n_test > 0 else None
     return DataBundle(name, x_train, y_train, x_test, None if x_test is None else f(x_test), meta=meta)
+
+
+def two_splits(split: Callable, n_train: int, n_test: int) -> tuple:
+    """(x_train, y_train, x_test, y_test) from split(n, stream): train on stream 0, test on stream 1 when n_test > 0."""
+    return (*split(n_train, 0), *(split(n_test, 1) if n_test > 0 else (None, None)))

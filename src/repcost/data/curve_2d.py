@@ -12,7 +12,7 @@ import torch
 from ..errors import check
 from ..registry import DATASETS
 from ._nets import rng
-from .bundle import DataBundle, check_shared
+from .bundle import DataBundle, check_shared, two_splits
 
 SHAPES = ("sine", "arc", "spiral", "circle")
 CLOSED = ("circle",)
@@ -141,9 +141,6 @@ def _split(cfg: Curve2DConfig, n: int, stream: int):
 @DATASETS.register("curve_2d", Curve2DConfig)
 def load_curve_2d(cfg: Curve2DConfig) -> DataBundle:
     """Autoencoder data on a plane curve: targets = clean points, inputs = points + N(0, noise²) (Jacot 2023 Fig 3)."""
-    x_train, y_train = _split(cfg, cfg.n_train, 0)
-    x_test = y_test = None
-    if cfg.n_test > 0:
-        x_test, y_test = _split(cfg, cfg.n_test, 1)
     meta = {"shape": cfg.shape, "closed": cfg.shape in CLOSED, "length": curve_length(cfg), "noise": cfg.noise}
-    return DataBundle("curve_2d", x_train, y_train, x_test, y_test, meta=meta)
+    return DataBundle("curve_2d", *two_splits(lambda n, stream: _split(cfg, n, stream), cfg.n_train, cfg.n_test),
+                      meta=meta)

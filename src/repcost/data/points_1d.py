@@ -14,13 +14,15 @@ from ..registry import DATASETS
 from ._nets import rng
 from .bundle import DataBundle, check_shared
 
-# Named target functions on the interval, applied to u = frequency·π·x (sin, cos) or to x.
+# Named 1-D functions of x (abs, square, relu) or of π·frequency·x (sin, cos, tanh): the targets here, the profile φ
+# of the projection dataset.
 FUNCTIONS = {
     "sin": lambda x, fr: np.sin(math.pi * fr * x),
     "cos": lambda x, fr: np.cos(math.pi * fr * x),
     "abs": lambda x, fr: np.abs(x),
     "square": lambda x, fr: x**2,
     "relu": lambda x, fr: np.maximum(x, 0.0),
+    "tanh": lambda x, fr: np.tanh(math.pi * fr * x),
 }
 RANDOM_Y = ("uniform", "normal")
 
@@ -33,7 +35,7 @@ class Points1DConfig:
     x_min: float = -1.0  # left end of the x interval
     x_max: float = 1.0  # right end of the x interval
     x_spacing: str = "even"  # even: linspace(x_min, x_max, N); random: sorted Uniform[x_min, x_max]
-    # uniform: y_scale·U[-1,1]; normal: y_scale·N(0,1); or a function: sin, cos, abs, square, relu
+    # uniform: y_scale·U[-1,1]; normal: y_scale·N(0,1); or a function: sin, cos, abs, square, relu, tanh
     y_dist: str = "uniform"
     y_scale: float = 1.0  # multiplies the targets
     frequency: float = 1.0  # sin/cos targets are y_scale·sin(π·frequency·x)

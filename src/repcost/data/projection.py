@@ -9,7 +9,6 @@ predict linear layers favour.  meta holds u (`direction`) and u⊥ (`perpendicul
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import List
 
@@ -19,17 +18,8 @@ import torch
 from ..errors import check
 from ..registry import DATASETS
 from ._nets import rng
+from .points_1d import FUNCTIONS
 from .bundle import DataBundle, check_shared, function_bundle
-
-PROFILES = {
-    "sin": lambda t, fr: np.sin(math.pi * fr * t),
-    "cos": lambda t, fr: np.cos(math.pi * fr * t),
-    "abs": lambda t, fr: np.abs(t),
-    "relu": lambda t, fr: np.maximum(t, 0.0),
-    "square": lambda t, fr: t**2,
-    "tanh": lambda t, fr: np.tanh(math.pi * fr * t),
-}
-
 
 @dataclass
 class ProjectionConfig:
@@ -51,7 +41,7 @@ class ProjectionConfig:
         check(self.d >= 1, "d", self.d, "an integer >= 1")
         check(len(self.direction) == self.d and any(v != 0 for v in self.direction), "direction",
               self.direction, f"a nonzero vector of length d = {self.d}")
-        check(self.profile in PROFILES, "profile", self.profile, "one of " + ", ".join(PROFILES))
+        check(self.profile in FUNCTIONS, "profile", self.profile, "one of " + ", ".join(FUNCTIONS))
         check(self.frequency > 0, "frequency", self.frequency, "a positive number")
         check(self.y_scale > 0, "y_scale", self.y_scale, "a positive number")
         check(self.x_dist in ("uniform", "normal"), "x_dist", self.x_dist, "uniform or normal")
@@ -77,7 +67,7 @@ def load_projection(cfg: ProjectionConfig) -> DataBundle:
     u = label_direction(cfg)
 
     def labels(x):
-        return torch.as_tensor(cfg.y_scale * PROFILES[cfg.profile](x.numpy() @ u, cfg.frequency)).reshape(-1, 1)
+        return torch.as_tensor(cfg.y_scale * FUNCTIONS[cfg.profile](x.numpy() @ u, cfg.frequency)).reshape(-1, 1)
 
     meta = {"direction": u.tolist()}
     if cfg.d == 2:

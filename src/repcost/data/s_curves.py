@@ -12,7 +12,7 @@ import torch
 from ..errors import check
 from ..registry import DATASETS
 from ._nets import rng
-from .bundle import DataBundle, check_shared
+from .bundle import DataBundle, check_shared, two_splits
 
 T_MAX = 1.5 * math.pi  # the curve parameter runs over [-3π/2, 3π/2]
 
@@ -100,10 +100,6 @@ def _split(cfg: SCurvesConfig, n: int, stream: int):
 @DATASETS.register("s_curves", SCurvesConfig)
 def load_s_curves(cfg: SCurvesConfig) -> DataBundle:
     """Class c = points on an inverted S shifted by class_offsets[c] along x (+ noise), Jacot 2023 Fig 2."""
-    x_train, y_train = _split(cfg, cfg.n_per_class, 0)
-    x_test = y_test = None
-    if cfg.n_test_per_class > 0:
-        x_test, y_test = _split(cfg, cfg.n_test_per_class, 1)
+    splits = two_splits(lambda n, stream: _split(cfg, n, stream), cfg.n_per_class, cfg.n_test_per_class)
     meta = {"offsets": class_offsets(cfg), "spacing": cfg.spacing, "shape": cfg.shape}
-    return DataBundle("s_curves", x_train, y_train, x_test, y_test, task="classification",
-                      n_classes=cfg.n_classes, meta=meta)
+    return DataBundle("s_curves", *splits, task="classification", n_classes=cfg.n_classes, meta=meta)

@@ -71,9 +71,9 @@ class AffineChain:
 class RepModel(nn.Module):
     """A network with depth L = number of weight matrices and a family-specific cost.
 
-    Subclasses set `family`, `depth` and `structure` and implement `forward`, `hidden`,
-    `weight_matrices`, `regularised_params` and `activation`; `unit_norms`, `rescale_units` and
-    `layer_sq_norms` default to a plain chain of weight matrices without regularised biases and
+    Subclasses set `family`, `depth` and `structure` and implement `forward`, `hidden` and
+    `weight_matrices`; `regularised_params`, `activation`, `unit_norms`, `rescale_units` and
+    `layer_sq_norms` default to a plain ReLU chain of weight matrices without regularised biases and
     are read only where `structure` declares the symmetry they describe.
     """
 
@@ -91,8 +91,8 @@ class RepModel(nn.Module):
         raise NotImplementedError
 
     def regularised_params(self) -> list[torch.Tensor]:
-        """The parameters the objective's λ-term penalises."""
-        raise NotImplementedError
+        """The parameters the objective's λ-term penalises: the weight matrices by default (free biases)."""
+        return self.weight_matrices()
 
     def activation(self, z: torch.Tensor) -> torch.Tensor:
         """The hidden nonlinearity σ (applied elementwise)."""

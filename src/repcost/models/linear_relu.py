@@ -121,9 +121,6 @@ class LinearReLU(RepModel):
             W = Wi @ W
         return W
 
-    def regularised_params(self) -> list[torch.Tensor]:
-        return list(self.linear) + [self.a]
-
     def weight_names(self) -> list[str]:
         return [f"W{i}" for i in range(1, self.depth)] + ["a"]
 

@@ -64,9 +64,6 @@ class Parallel(RepModel):
     def weight_matrices(self) -> list[torch.Tensor]:
         return list(self.sub) + [self.alpha]
 
-    def regularised_params(self) -> list[torch.Tensor]:
-        return list(self.sub) + [self.alpha]
-
     def weight_names(self) -> list[str]:
         return [f"W{i}" for i in range(1, self.depth)] + ["alpha"]
 
