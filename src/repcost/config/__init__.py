@@ -1,22 +1,11 @@
-"""Structured-config schemas and the validation that runs before any work starts.
+"""Structured-config schemas (`schema`), the composition of a run's config (`compose`), resolvers and messages.
 
-The names load on first use (PEP 562): `repcost.config.resolvers`, which every command line imports,
-must not pull in the schemas (and torch) before the command has parsed its arguments.
+Importing the package loads no torch: every command line imports it before it has parsed its arguments.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .compose import compose_config
+from .schema import AnalysisConfig, PhaseConfig, RunSpec, TrainConfig, validate
 
-_WHERE = {"compose_config": "compose", "AnalysisConfig": "schema", "PhaseConfig": "schema", "RunSpec": "schema",
-          "TrainConfig": "schema", "validate": "schema"}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'repcost.config' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__all__ = ["AnalysisConfig", "PhaseConfig", "RunSpec", "TrainConfig", "compose_config", "validate"]

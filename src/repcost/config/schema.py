@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
-import torch
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
@@ -237,8 +236,10 @@ class RunSpec:
     threads: Any = "auto"  # torch CPU threads: auto or an integer >= 1 (repcost.threads)
 
     @property
-    def torch_dtype(self) -> torch.dtype:
+    def torch_dtype(self) -> "torch.dtype":  # noqa: F821 (torch loads with the run, not with the config)
         """The training dtype as a torch dtype."""
+        import torch
+
         return getattr(torch, self.dtype)
 
 
@@ -325,6 +326,8 @@ def resolve_device(device: str) -> str:
     """auto -> cuda if available else cpu; cuda where there is none is a ConfigError."""
     check(device == "auto" or device == "cpu" or device.startswith("cuda"), "device", device,
           "auto, cpu or cuda[:i]")
+    import torch
+
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda"):
@@ -376,12 +379,6 @@ def validate_options(cfg: AnalysisConfig) -> dict[str, Any]:
         check(key in known, f"analysis.options.{key}", "<unknown option>", "options " + ", ".join(sorted(known)))
     for schema in schemas:
         mine = {k: v for k, v in given.items() if k in {f.name for f in dataclasses.fields(schema)}}
-        try:
-            OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), mine))
-        except ConfigError as e:
-            raise e.with_prefix("analysis.options") from None
-        except Exception as e:  # a wrong type (OmegaConf's validation)
-            key = getattr(e, "full_key", None) or getattr(e, "key", "?")
-            raise ConfigError(f"analysis.options.{key}", getattr(e, "value", None), str(e).splitlines()[0]) from None
+        _section("analysis.options", schema, mine)  # its values, typed and checked as the schema says
     defaults = {k: f.default for k, f in known.items()}
     return {**defaults, **given}
