@@ -94,7 +94,6 @@ def config_hash(cfg: dict) -> str:
 def csv_bytes(rows: list[dict]) -> bytes:
     """Rows of dicts as CSV bytes, columns in first-seen order (missing cells empty)."""
     import csv
-    import io
 
     cols: list[str] = []
     for r in rows:

@@ -249,15 +249,13 @@ def load_mnist(cfg: MnistConfig) -> DataBundle:
     x_tr, c_tr = x_pool[tr], c_pool[tr]
     x_te = c_te = None
     if cfg.n_test > 0:
-        if test_pool is not None:
-            x_tpool, c_tpool = _select(test_pool, digits, cfg.seed, 1)
-            if cfg.n_test > len(c_tpool):
-                raise _too_many("n_test", cfg.n_test, len(c_tpool), digits, len(c_tpool), "the t10k-* files")
-            te = _draw(c_tpool, cfg.n_test, k, cfg.balanced, np.zeros(len(c_tpool), dtype=bool))
-            x_te, c_te = x_tpool[te], c_tpool[te]
-        else:
-            te = _draw(c_pool, cfg.n_test, k, cfg.balanced, taken)
-            x_te, c_te = x_pool[te], c_pool[te]
+        if test_pool is not None:  # a pool of its own, nothing taken from it yet
+            x_pool, c_pool = _select(test_pool, digits, cfg.seed, 1)
+            taken = np.zeros(len(c_pool), dtype=bool)
+            if cfg.n_test > len(c_pool):
+                raise _too_many("n_test", cfg.n_test, len(c_pool), digits, len(c_pool), "the t10k-* files")
+        te = _draw(c_pool, cfg.n_test, k, cfg.balanced, taken)
+        x_te, c_te = x_pool[te], c_pool[te]
 
     x_train = torch.from_numpy(x_tr.astype(np.float64) / 255.0)
     x_test = None if x_te is None else torch.from_numpy(x_te.astype(np.float64) / 255.0)

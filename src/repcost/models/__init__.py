@@ -1,4 +1,5 @@
-"""Model families: one module per family, each registering a builder and its config schema."""
+"""Model families: one module per family, each registering its class (the builder: `Class(cfg, d_in, d_out, gen)`)
+with its config schema."""
 
 from __future__ import annotations
 

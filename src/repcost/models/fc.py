@@ -46,6 +46,7 @@ class FCConfig:
         return [self.width] * (self.depth - 1)
 
 
+@MODELS.register("fc", FCConfig)
 class FC(RepModel):
     """f(x) = W_L σ_a(… σ_a(W_1 x + β b_1) …) + β b_L with σ_a the leaky ReLU of slope a."""
 
@@ -132,8 +133,3 @@ class FC(RepModel):
         bs = [self.beta * b for b in self.biases] if self.beta > 0 else None
         return AffineChain(list(self.weights), bs, float(self.slope))
 
-
-@MODELS.register("fc", FCConfig)
-def build_fc(cfg: FCConfig, d_in: int, d_out: int, gen: torch.Generator) -> FC:
-    """A depth-L fully connected net with leaky-ReLU slope a and bias amount β (Jacot 2023 §2)."""
-    return FC(cfg, d_in, d_out, gen)

@@ -47,6 +47,7 @@ class LinearReLUConfig:
               "false with kinks_over_data=true (one placement of the kinks)")
 
 
+@MODELS.register("linear_relu", LinearReLUConfig)
 class LinearReLU(RepModel):
     """h(x) = aᵀ[W_{L−1}⋯W_1 x + b]₊ + c; regularised: W_i and a (biases free); C_L = ‖θ‖²/L."""
 
@@ -149,8 +150,3 @@ class LinearReLU(RepModel):
         c = self.c if self.c is not None else torch.zeros(self.a.shape[0], dtype=self.a.dtype, device=self.a.device)
         return AffineChain([self.effective_matrix(), self.a], [self.b, c], 0.0)
 
-
-@MODELS.register("linear_relu", LinearReLUConfig)
-def build_linear_relu(cfg: LinearReLUConfig, d_in: int, d_out: int, gen: torch.Generator) -> LinearReLU:
-    """Ongie & Willett's net: L−1 linear layers then a ReLU layer of width K (eq. 3)."""
-    return LinearReLU(cfg, d_in, d_out, gen)

@@ -28,6 +28,7 @@ class ParallelConfig:
         check(self.init_scale > 0, "init_scale", self.init_scale, "a positive number")
 
 
+@MODELS.register("parallel", ParallelConfig)
 class Parallel(RepModel):
     """h(x) = Σ_i α_i v(W_i, x), v = ReLU∘W_i^{(L−1)}∘…∘ReLU∘W_i^{(1)}; stacked (k, out, in) weights."""
 
@@ -89,8 +90,3 @@ class Parallel(RepModel):
             else:
                 self.alpha.div_(c[:, 0].to(self.alpha.dtype)[None, :])
 
-
-@MODELS.register("parallel", ParallelConfig)
-def build_parallel(cfg: ParallelConfig, d_in: int, d_out: int, gen: torch.Generator) -> Parallel:
-    """k parallel depth-(L−1) ReLU sub-networks without biases (Savarese App. C)."""
-    return Parallel(cfg, d_in, d_out, gen)
