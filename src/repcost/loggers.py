@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from .config.schema import TrackingConfig
 from .runio import atomic_write_json
@@ -57,18 +57,6 @@ def _tags(run_dir: Path, chash: str) -> dict[str, str]:
 
     return {"repcost.config_hash": chash, "repcost.version": repcost_version(), "repcost.commit": git_commit(),
             "repcost.run_dir": str(run_dir.resolve())}
-
-
-class Tracker(Protocol):
-    """One tracker's view of one run: `run_id` (None where there is nothing to resume) and three calls."""
-
-    run_id: str | None
-
-    def log(self, rec: dict) -> None: ...
-
-    def finish(self, summary: dict) -> None: ...  # summary.json (and figures/) are written when it is called
-
-    def close(self) -> None: ...
 
 
 class TensorBoardLogger:
@@ -189,6 +177,8 @@ class WandbTracker:
         self.run.finish(exit_code=1)  # stopped: resumed under the same id by the relaunch
 
 
+# A tracker is built as KIND(run_dir, cfg, config hash, run id to resume or None) and has `run_id` (None where there is
+# nothing to resume), `log(record)`, `finish(summary)` (summary.json and figures/ are written by then) and `close()`.
 KINDS: dict[str, type] = {"tensorboard": TensorBoardLogger, "mlflow": MLflowTracker, "wandb": WandbTracker}
 
 
@@ -197,7 +187,7 @@ class Trackers:
 
     def __init__(self, names: tuple[str, ...], run_dir: Path, cfg: dict, chash: str, resume: bool):
         ids_file, ids = Path(run_dir) / IDS, {}
-        self.live: dict[str, Tracker] = {}
+        self.live: dict[str, Any] = {}
         if resume and ids_file.exists():
             self._call(IDS, lambda: ids.update(json.loads(ids_file.read_text())))
         for name in names:

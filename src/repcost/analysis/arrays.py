@@ -67,9 +67,19 @@ def float64_model(model: Any) -> Any:
     return copy.deepcopy(model).to(torch.float64)
 
 
-def float64_inputs(model, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """x (and y, unless class labels) as float64 on the model's device."""
+def float64_rows(model: Any, x: Any) -> torch.Tensor:
+    """The rows of x (array or tensor; a vector is one column) as a float64 tensor on the model's device."""
     p = next(iter(model.parameters()), None)
-    dev = p.device if p is not None else x.device
-    xd = x.to(device=dev, dtype=torch.float64)
-    return xd, (y.to(device=dev, dtype=torch.float64) if y.is_floating_point() else y.to(dev))
+    t = x.detach() if isinstance(x, torch.Tensor) else torch.as_tensor(as_f64(x))
+    t = t.to(device=p.device if p is not None else t.device, dtype=torch.float64)
+    if t.ndim == 1:
+        t = t.unsqueeze(-1)
+    if t.ndim != 2:
+        raise ValueError(f"x must be an (N, d_in) array of samples as rows, got shape {tuple(t.shape)}")
+    return t
+
+
+def float64_inputs(model: Any, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x (and y, unless class labels) as float64 on the model's device."""
+    xd = float64_rows(model, x)
+    return xd, (y.to(device=xd.device, dtype=torch.float64) if y.is_floating_point() else y.to(xd.device))

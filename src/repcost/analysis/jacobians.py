@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from torch.func import functional_call, jacfwd, jacrev, vmap
 
-from .arrays import as_f64
-from .spectra import DEFAULT_REL_TOL, _as_input, _model_device, numerical_rank, singular_values
+from .arrays import as_f64, float64_rows
+from .spectra import DEFAULT_REL_TOL, numerical_rank, singular_values
 
 __all__ = [
     "jacobians",
@@ -53,8 +53,7 @@ def _default_chunk(model, d_in: int, d_out: int) -> int:
 
 def _jacobian_chunks(model, x: Any, chunk_size: Optional[int]) -> Iterator[torch.Tensor]:
     """Yield float64 Jacobian blocks (n_chunk, d_out, d_in) for consecutive chunks of the rows of x."""
-    device = _model_device(model)
-    X = _as_input(x, device)
+    X = float64_rows(model, x)
     params = {n: p.detach().to(torch.float64) for n, p in model.named_parameters()}
     buffers = {n: (b.detach().to(torch.float64) if b.is_floating_point() else b)
                for n, b in model.named_buffers()}
@@ -85,7 +84,7 @@ def jacobians(model, x: Any, chunk_size: Optional[int] = None) -> np.ndarray:
     """(N, d_out, d_in) float64 Jacobians J f(x_i) of the network function at the rows of x (Jacot 2023 §3, Def 1, Fig 1C)."""
     blocks = [J.cpu().numpy() for J in _jacobian_chunks(model, x, chunk_size)]
     if not blocks:
-        d_in = _as_input(x, torch.device("cpu")).shape[1]
+        d_in = float64_rows(model, x).shape[1]
         return np.zeros((0, 0, d_in))
     return np.concatenate(blocks, axis=0)
 

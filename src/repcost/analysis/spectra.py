@@ -17,7 +17,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from .arrays import as_f64, float64_model
+from .arrays import as_f64, float64_model, float64_rows
 
 __all__ = [
     "singular_values",
@@ -105,24 +105,6 @@ def rank_measures(s: Any, rel_tol: float = DEFAULT_REL_TOL) -> dict:
 # Model-level spectra
 
 
-def _model_device(model: torch.nn.Module) -> torch.device:
-    p = next(iter(model.parameters()), None)
-    return p.device if p is not None else torch.device("cpu")
-
-
-def _as_input(x: Any, device: torch.device) -> torch.Tensor:
-    """Rows of x as a float64 tensor on `device`."""
-    if isinstance(x, torch.Tensor):
-        t = x.detach().to(device=device, dtype=torch.float64)
-    else:
-        t = torch.as_tensor(as_f64(x), device=device)
-    if t.ndim == 1:
-        t = t.unsqueeze(-1)
-    if t.ndim != 2:
-        raise ValueError(f"x must be an (N, d_in) array of samples as rows, got shape {tuple(t.shape)}")
-    return t
-
-
 @dataclass
 class LayerSpectrum:
     """Singular values of one layer's (N × n_ℓ) representation and their rank measures.
@@ -167,7 +149,7 @@ def hidden_spectra(model, x: Any, centred: bool = True, which: str = "post",
         raise ValueError(f"which must be 'pre', 'post' or 'both', got {which!r}")
     kinds = ("pre", "post") if which == "both" else (which,)
     m = float64_model(model)
-    X = _as_input(x, _model_device(m))
+    X = float64_rows(m, x)
     out: list[LayerSpectrum] = []
     with torch.no_grad():
         if include_io:
@@ -198,7 +180,7 @@ def module_spectra(module: torch.nn.Module, x: Any, names: list[str], centred: b
     handles = [subs[n].register_forward_hook(lambda _mod, _inp, out, n=n: seen.__setitem__(n, out)) for n in names]
     try:
         with torch.no_grad():
-            m(_as_input(x, _model_device(m)))
+            m(float64_rows(m, x))
     finally:
         for h in handles:
             h.remove()
