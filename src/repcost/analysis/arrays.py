@@ -37,6 +37,11 @@ def as_matrix(x: Any, name: str = "W") -> np.ndarray:
     return m
 
 
+def sq_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(M, N) squared Euclidean distances between the rows of a (M, d) and of b (N, d)."""
+    return np.maximum((a * a).sum(1)[:, None] - 2 * a @ b.T + (b * b).sum(1)[None, :], 0.0)
+
+
 def as_units(W: Any, a: Any) -> tuple[np.ndarray, np.ndarray]:
     """(W, a) of a two-layer representation as float64: W a K × d matrix (row k = unit k), a its K outer weights."""
     W, a = as_matrix(W, "W"), as_vector(a, "a")

@@ -21,7 +21,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from .arrays import apply_model, as_f64
+from .arrays import apply_model, as_f64, sq_distances
 
 __all__ = ["add_noise", "paired_distance", "nearest_distance", "pca_projection", "Denoising", "denoising"]
 
@@ -40,13 +40,8 @@ def paired_distance(points, clean) -> np.ndarray:
 def nearest_distance(points, data, chunk: int = 1024) -> np.ndarray:
     """min_j ‖points_i − data_j‖ (N,): distance to the nearest clean data point."""
     p, d = as_f64(points), as_f64(data)
-    d2 = (d * d).sum(1)
-    out = np.empty(len(p))
-    for i in range(0, len(p), chunk):
-        q = p[i:i + chunk]
-        sq = (q * q).sum(1)[:, None] - 2 * q @ d.T + d2[None, :]
-        out[i:i + chunk] = np.sqrt(np.maximum(sq.min(1), 0.0))
-    return out
+    return np.concatenate([np.zeros(0)] + [np.sqrt(sq_distances(p[i:i + chunk], d).min(1))
+                                           for i in range(0, len(p), chunk)])
 
 
 def pca_projection(data, k: int) -> Callable:

@@ -38,7 +38,7 @@ def lbfgs_descent(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float
     m = copy.deepcopy(model).to(torch.float64)
     xd, yd = float64_inputs(m, x, y)
     params = [p for p in m.parameters() if p.requires_grad]
-    chunk = min(every or evals, evals)
+    chunk = min(every or evals, evals) if on_progress is not None else evals  # evaluations between reports
     # max_iter = max_eval: the evaluation budget binds (an iteration takes one evaluation or more); no other stop
     opt = torch.optim.LBFGS(params, lr=1.0, max_iter=chunk, max_eval=chunk, history_size=HISTORY,
                             line_search_fn="strong_wolfe", tolerance_grad=0.0, tolerance_change=0.0)
@@ -60,9 +60,8 @@ def lbfgs_descent(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float
     start, group = value(), opt.param_groups[0]
     last, reported = start, 0  # last: the objective after the latest step (the end value once the loop stops)
     while evaluated[0] < evals:
-        group["max_iter"] = group["max_eval"] = evals - evaluated[0]
-        if on_progress is not None:  # stop at the next report
-            group["max_iter"] = group["max_eval"] = min(group["max_eval"], reported + chunk - evaluated[0])
+        # stop at the next report
+        group["max_iter"] = group["max_eval"] = min(evals, reported + chunk) - evaluated[0]
         opt.step(closure)  # may overrun its max_eval by a line search's last evaluations
         now = value()
         if on_progress is not None and (evaluated[0] >= reported + chunk or now == last or evaluated[0] >= evals):

@@ -16,13 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .arrays import as_f64
+from .arrays import as_f64, sq_distances
 
 __all__ = ["KERNELS", "KRR", "fit_krr", "median_bandwidth"]
-
-
-def _sqdist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.maximum((a * a).sum(1)[:, None] - 2 * a @ b.T + (b * b).sum(1)[None, :], 0.0)
 
 
 # k(r) and k′(r)/r as functions of r² and the bandwidth h
@@ -38,7 +34,7 @@ KERNELS = {
 def median_bandwidth(x) -> float:
     """The median pairwise distance of the rows of x (a standard bandwidth choice)."""
     x = as_f64(x)
-    d = np.sqrt(_sqdist(x, x))
+    d = np.sqrt(sq_distances(x, x))
     return float(np.median(d[np.triu_indices(len(x), 1)]))
 
 
@@ -55,13 +51,13 @@ class KRR:
     def predict(self, x) -> np.ndarray:
         """f̂(x) (M, d_out)."""
         k, _ = KERNELS[self.kernel]
-        return k(_sqdist(as_f64(x), self.x_train), self.bandwidth) @ self.alpha
+        return k(sq_distances(as_f64(x), self.x_train), self.bandwidth) @ self.alpha
 
     def jacobians(self, x) -> np.ndarray:
         """Jf̂(x) (M, d_out, d_in) = Σ_i α_i (x − x_i)ᵀ k′(r_i)/r_i."""
         x = np.atleast_2d(as_f64(x))
         _, dk = KERNELS[self.kernel]
-        w = dk(_sqdist(x, self.x_train), self.bandwidth)  # (M, N)
+        w = dk(sq_distances(x, self.x_train), self.bandwidth)  # (M, N)
         # Σ_i w_mi α_i (x_m − x_i)ᵀ = (αᵀ w_m) x_mᵀ − αᵀ diag(w_m) X
         t1 = np.einsum("mi,io->mo", w, self.alpha)[:, :, None] * x[:, None, :]
         t2 = np.einsum("mi,io,id->mod", w, self.alpha, self.x_train)
@@ -79,6 +75,6 @@ def fit_krr(x, y, kernel: str = "gaussian", bandwidth: float | None = None, ridg
     x, y = as_f64(x), as_f64(y)
     y = y[:, None] if y.ndim == 1 else y
     h = median_bandwidth(x) if bandwidth is None else float(bandwidth)
-    K = KERNELS[kernel][0](_sqdist(x, x), h)
+    K = KERNELS[kernel][0](sq_distances(x, x), h)
     alpha = np.linalg.solve(K + ridge * len(x) * np.eye(len(x)), y)
     return KRR(x, alpha, kernel, h, ridge)

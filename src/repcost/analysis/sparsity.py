@@ -24,19 +24,12 @@ __all__ = [
 
 
 def _stack(Ws: Sequence, alpha):
-    Ws = [as_f64(W) for W in Ws]
-    alpha = as_f64(alpha).reshape(-1)
+    Ws, alpha = [as_f64(W) for W in Ws], as_f64(alpha).reshape(-1)
     if len(Ws) == 0:
         raise ValueError("Ws must hold at least one layer")
-    k = alpha.shape[0]
     for l, W in enumerate(Ws, start=1):
-        if W.ndim != 3 or W.shape[0] != k:
-            raise ValueError(f"W^({l}) must have shape (k={k}, out, in), got {W.shape}")
-    for l in range(1, len(Ws)):
-        if Ws[l].shape[2] != Ws[l - 1].shape[1]:
-            raise ValueError(f"W^({l + 1}) input size {Ws[l].shape[2]} != W^({l}) output size {Ws[l - 1].shape[1]}")
-    if Ws[-1].shape[1] != 1:
-        raise ValueError(f"last sub-network layer must have one output, got {Ws[-1].shape}")
+        if W.ndim != 3 or W.shape[0] != alpha.shape[0]:
+            raise ValueError(f"W^({l}) must have shape (k={alpha.shape[0]}, out, in), got {W.shape}")
     return Ws, alpha
 
 

@@ -102,15 +102,19 @@ def ray_units(t, y, tol: float = 1e-12):
     return a[keep], tau[keep]
 
 
+def _units_along(directions, scales, rays) -> TwoLayerNet:
+    """Units a_{j,k}/s_j [u_jᵀx − s_j τ_{j,k}]₊ for each ray j = (a_j, τ_j), direction u_j and scale s_j."""
+    W, a, b = [], [], []
+    for u, s, (aj, tj) in zip(directions, scales, rays):
+        W += [np.tile(u, (len(aj), 1))]
+        a += [np.asarray(aj, dtype=np.float64) / s]
+        b += [-s * np.asarray(tj, dtype=np.float64)]
+    return TwoLayerNet(np.concatenate(W), np.concatenate(a), np.concatenate(b))
+
+
 def two_rays_f(w1, w2, rays) -> TwoLayerNet:
     """§5.2's f: units along the rays, a_{j,k}[w_jᵀx − τ_{j,k}]₊; rays = [(a_1, τ_1), (a_2, τ_2)] from :func:`ray_units`."""
-    W, a, b = [], [], []
-    for w, (aj, tj) in zip((w1, w2), rays):
-        w = np.asarray(w, dtype=np.float64) / np.linalg.norm(w)
-        W += [np.tile(w, (len(aj), 1))]
-        a += [np.asarray(aj, dtype=np.float64)]
-        b += [-np.asarray(tj, dtype=np.float64)]
-    return TwoLayerNet(np.concatenate(W), np.concatenate(a), np.concatenate(b))
+    return _units_along([np.asarray(w, dtype=np.float64) / np.linalg.norm(w) for w in (w1, w2)], (1.0, 1.0), rays)
 
 
 def two_rays_g(w1, w2, rays) -> TwoLayerNet:
@@ -118,13 +122,7 @@ def two_rays_g(w1, w2, rays) -> TwoLayerNet:
     w1 = np.asarray(w1, dtype=np.float64) / np.linalg.norm(w1)
     w2 = np.asarray(w2, dtype=np.float64) / np.linalg.norm(w2)
     w0 = (w1 - w2) / np.linalg.norm(w1 - w2)
-    W, a, b = [], [], []
-    for sign, w, (aj, tj) in zip((1.0, -1.0), (w1, w2), rays):
-        s = abs(float(w @ w0))
-        W += [np.tile(sign * w0, (len(aj), 1))]
-        a += [np.asarray(aj, dtype=np.float64) / s]
-        b += [-s * np.asarray(tj, dtype=np.float64)]
-    return TwoLayerNet(np.concatenate(W), np.concatenate(a), np.concatenate(b))
+    return _units_along((w0, -w0), (abs(float(w1 @ w0)), abs(float(w2 @ w0))), rays)
 
 
 def projection_interpolant(x, y, u) -> TwoLayerNet:
