@@ -17,10 +17,7 @@ class ConfigError(RepcostError):
 
     def __init__(self, key: str, value, allowed: str):
         self.key, self.value, self.allowed = key, value, allowed
-        super().__init__(self._message())
-
-    def _message(self) -> str:
-        return f"invalid config: {self.key}={self.value!r}; allowed: {self.allowed}"
+        super().__init__(f"invalid config: {key}={value!r}; allowed: {allowed}")
 
     def with_prefix(self, prefix: str) -> "ConfigError":
         """The same error with the key qualified by its config section (e.g. `model.`)."""

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.plugins import Plugins
 from hydra.types import RunMode
+from hydra_plugins.repcost_stacked_launcher import config as _stacked_config  # noqa: F401 (its schema)
+from hydra_plugins.repcost_stacked_launcher.stacked_launcher import StackedLauncher
 from omegaconf import DictConfig, OmegaConf
 
 from ..config.compose import store_schema_defaults
@@ -21,20 +24,14 @@ from ..startup import startup_guard
 from ..train.preempt import Interrupted
 from ..warnings_log import capture_library_warnings
 
-try:  # hydra/launcher=stacked, registered by hand too (Hydra's documented Plugins.register): Hydra's
-    # plugin scan lists hydra_plugins.* with pkgutil, which cannot see into an editable install
-    from hydra.core.plugins import Plugins
-
-    from hydra_plugins.repcost_stacked_launcher import config as _stacked_config  # noqa: F401 (its schema)
-    from hydra_plugins.repcost_stacked_launcher.stacked_launcher import StackedLauncher
-
-    Plugins.instance().register(StackedLauncher)
-except ImportError:  # pragma: no cover - a partial install without the plugin
-    pass
 from .hydra_errors import clean_exit
 from .refused import forget_refused_run, snapshot
 from .train_args import check_argv
 from .train_help import help_text
+
+# hydra/launcher=stacked, registered by hand too (Hydra's documented Plugins.register): Hydra's plugin scan lists
+# hydra_plugins.* with pkgutil, which cannot see into an editable install
+Plugins.instance().register(StackedLauncher)
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")
@@ -49,7 +46,7 @@ def _app(cfg: DictConfig):
     except Exception as e:
         if HydraConfig.get().mode != RunMode.MULTIRUN:
             if isinstance(e, RepcostError):
-                _forget_refused_run()
+                forget_refused_run(Path(HydraConfig.get().runtime.output_dir), _existing_dirs)
                 print(f"repcost-train: error: {e}", file=sys.stderr)
                 sys.exit(2)
             raise
@@ -57,11 +54,6 @@ def _app(cfg: DictConfig):
 
 
 _existing_dirs: set | None = None  # refused.snapshot of this command, taken before Hydra creates the run dir
-
-
-def _forget_refused_run() -> None:
-    hc = HydraConfig.get()
-    forget_refused_run(Path(hc.runtime.output_dir), _existing_dirs)
 
 
 def _resume_argv(argv: list[str]) -> list[str]:
