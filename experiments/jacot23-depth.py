@@ -5,8 +5,8 @@ Command-line entry; the figure itself (compute, plot, verdict) is repcost.figure
     python experiments/jacot23-depth.py [--full] [--launcher parallel] [--out DIR] [--workdir DIR] [--set KEY=VALUE ...]
 """
 
-from repcost.figures import figure_main, run_figure
+from repcost.figures import figure_main
 from repcost.figures import jacot23_depth as figure
 
 if __name__ == "__main__":
-    run_figure(lambda: figure_main(figure, __doc__.splitlines()[0]))
+    figure_main(figure, __doc__.splitlines()[0])

@@ -5,8 +5,8 @@ Command-line entry; the figure itself (inputs, compute, plot, verdict) is repcos
     python experiments/ongie22-fig5.py [--full] [--out DIR]
 """
 
-from repcost.figures import figure_main, run_figure
+from repcost.figures import figure_main
 from repcost.figures import ongie22_fig5 as figure
 
 if __name__ == "__main__":
-    run_figure(lambda: figure_main(figure, __doc__.splitlines()[0]))
+    figure_main(figure, __doc__.splitlines()[0])

@@ -112,12 +112,14 @@ class Verdict:
         return {True: "pass", False: "fail", None: "n/a at this size"}[self.passed]
 
 
-def most_seeds(seeds: list, judge: Callable[[Any], tuple[bool, list[str]]], claim: str) -> Verdict:
-    """A verdict over seeds: `judge(seed)` gives (reproduced, lines) for one seed's rows; reproduced when most seeds
-    are (one seed: its own verdict)."""
+def most_seeds(rows: list[dict], judge: Callable[[list[dict]], tuple[bool, list[str]]], claim: str,
+               common: Sequence[dict] = ()) -> Verdict:
+    """A verdict over seeds: `judge(rows)` gives (reproduced, lines) for `common` plus one seed's rows (a row
+    without a seed is seed 0); reproduced when most seeds are (one seed: its own verdict)."""
+    seeds = sorted({r.get("seed", 0) for r in rows})
     lines, passed = [], 0
     for seed in seeds:
-        ok, seed_lines = judge(seed)
+        ok, seed_lines = judge([*common, *(r for r in rows if r.get("seed", 0) == seed)])
         passed += ok
         lines += ([f"  seed {seed}: {'reproduced' if ok else 'NOT reproduced'}"] if len(seeds) > 1 else []) + seed_lines
     if len(seeds) > 1:
@@ -125,21 +127,41 @@ def most_seeds(seeds: list, judge: Callable[[Any], tuple[bool, list[str]]], clai
     return Verdict(2 * passed > len(seeds), "\n".join(lines))
 
 
+def quick_verdict(ok: bool, lines: list[str], full: bool, fig_id: str) -> Verdict:
+    """`ok` with `lines`, except that a failure at the quick size decides nothing (only the paper's size can
+    refute the paper)."""
+    if not ok and not full:
+        return Verdict(None, "\n".join(lines + [f"  (quick size; make fig-{fig_id} FULL=1 for the paper's)"]))
+    return Verdict(bool(ok), "\n".join(lines))
+
+
+def preset_data(fig_id: str, full: bool):
+    """The data config of a figure's preset (`<id>` or `<id>-quick`), for figures that build their own inputs."""
+    from ..config import compose_config, validate
+
+    return validate(compose_config([f"experiment={preset_name(fig_id, full)}"])).data
+
+
 def figure_main(module, description: str) -> None:
     """experiments/<id>.py: sweep (finished jobs reused) or the module's own `inputs(args)`, compute, plot, verdict;
-    PNG and CSV (with a verdict column)."""
-    args = figure_args(description).parse_args()
-    if hasattr(module, "inputs"):  # an analysis-only figure (no training) builds its own inputs
-        inputs = module.inputs(args)
-    else:
-        inputs = [LoadedRun.load(r["path"]) for r in sweep_for(module.FIG_ID, args, sort_by=getattr(module, "SORT_BY", None))]
-        if not inputs:
-            raise RepcostError(f"{module.FIG_ID}: no finished runs in its sweep")
-    rows = module.compute(inputs)
-    v = module.verdict(rows, full=is_full(args, module.FIG_ID))
-    for r in rows:
-        r["verdict"] = v.label
-    save_figure(module.plot(rows), module.FIG_ID, rows, args)
+    PNG and CSV (with a verdict column). A RepcostError (bad input, unfinished sweep) ends with one line and exit 2."""
+    try:
+        args = figure_args(description).parse_args()
+        if hasattr(module, "inputs"):  # an analysis-only figure (no training) builds its own inputs
+            inputs = module.inputs(args)
+        else:
+            rows = sweep_for(module.FIG_ID, args, sort_by=getattr(module, "SORT_BY", None))
+            inputs = [LoadedRun.load(r["path"]) for r in rows]
+            if not inputs:
+                raise RepcostError(f"{module.FIG_ID}: no finished runs in its sweep")
+        rows = module.compute(inputs)
+        v = module.verdict(rows, full=is_full(args, module.FIG_ID))
+        for r in rows:
+            r["verdict"] = v.label
+        save_figure(module.plot(rows), module.FIG_ID, rows, args)
+    except RepcostError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2)
     print(f"\n{module.CLAIM}\n{v.text}\nverdict: {v.label}")
 
 
@@ -198,15 +220,6 @@ def width_curve(rows: list[dict]):
             tw.append(w)
             tv.append(float(json.loads((d / "summary.json").read_text())["objective"]))
     return rows, widths, [float(r["objective"]) for r in rows], tw, tv
-
-
-def run_figure(main) -> None:
-    """Run a figure script's main(); a RepcostError (bad input, unfinished sweep) ends with one line and exit 2."""
-    try:
-        main()
-    except RepcostError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(2)
 
 
 def figure_args(description: str):

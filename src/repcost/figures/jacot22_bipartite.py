@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..analysis.alignment import identity_input_lower_bound, identity_input_min_cost, plateau_start
 from ..data.bipartite import bipartite_incidence
 from ..plots.jacot22 import plateau_figure
-from . import Verdict, sweep_for, width_curve
+from . import Verdict, quick_verdict, sweep_for, width_curve
 
 FIG_ID = "jacot22-bipartite"
 REL_TOL = 0.01
@@ -92,6 +92,4 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     if p15:
         ok &= p15[0]["plateau_start_1pct"] is not None and p15[0]["plateau_start_1pct"] <= 4 * p15[0]["N"]
         lines.append(f"  Prop 15, N={p15[0]['N']}: plateau start (1 %) = {p15[0]['plateau_start_1pct']} (4N = {4 * p15[0]['N']})")
-    if not ok and not full:
-        return Verdict(None, "\n".join(lines + ["  (quick size; make fig-jacot22-bipartite FULL=1 for the paper's)"]))
-    return Verdict(bool(ok), "\n".join(lines))
+    return quick_verdict(ok, lines, full, FIG_ID)

@@ -21,7 +21,6 @@ from ..plots.jacot22 import forces_figure
 from . import Verdict, most_seeds
 
 FIG_ID = "jacot22-fig1"
-SORT_BY = None
 COS = 0.99        # neurons k, k' are aligned if cos(Z_{ℓ,k}, Z_{ℓ,k'}) > COS (pre-activations over the data)
 DEAD = 1e-3       # a neuron is dead if ‖σ(Z_{ℓ,k})‖ ≤ DEAD · max_k' ‖σ(Z_{ℓ,k'})‖
 RIDGE_REL = 1e-6  # Tikhonov ridge ρ = RIDGE_REL · ‖Z^σ‖²_op of the matrix being pseudo-inverted
@@ -103,6 +102,4 @@ def _seed_verdict(rows: list[dict]) -> tuple[bool, list[str]]:
 def verdict(rows: list[dict], full: bool) -> Verdict:
     """Per seed (the full preset trains one, the quick one three): reproduced when every hidden layer's active
     neurons form RAYS groups (cos > COS); over several seeds, when most seeds are."""
-    seeds = sorted({r.get("seed", 0) for r in rows})
-    return most_seeds(seeds, lambda seed: _seed_verdict([r for r in rows if r.get("seed", 0) == seed]),
-                      f"{RAYS} rays in every layer")
+    return most_seeds(rows, _seed_verdict, f"{RAYS} rays in every layer")

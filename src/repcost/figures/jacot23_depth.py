@@ -24,7 +24,6 @@ from ..plots.jacot23 import depth_figure
 from . import Verdict, most_seeds
 
 FIG_ID = "jacot23-depth"
-SORT_BY = None  # compute() orders the runs by (seed, N, depth)
 TAU = 1e-2  # rank threshold on s_i/s_1 (the summary's numerical ranks use 1e-3, also reported)
 CLAIM = ("Paper: deeper nets recover the rank (shallow ones overestimate it); ‖θ‖²/L ~ rank; KRR's Jacobian rank "
          "is min{N, d_in, d_out} (App. D).")
@@ -98,5 +97,4 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     """Per seed (the full preset trains one, the quick one three): reproduced when a deeper net recovers f*'s
     Jacobian ranks at every point, the shallowest overestimates the rank, and KRR's Jacobian rank is above k;
     over several seeds, when most seeds are."""
-    seeds = sorted({t.get("seed", 0) for t in rows})
-    return most_seeds(seeds, lambda seed: _seed_verdict([t for t in rows if t.get("seed", 0) == seed]), "reproduced")
+    return most_seeds(rows, _seed_verdict, "reproduced")

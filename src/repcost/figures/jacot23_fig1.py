@@ -23,7 +23,6 @@ from ..plots.jacot23 import spectra_figure
 from . import Verdict
 
 FIG_ID = "jacot23-fig1"
-SORT_BY = None
 TARGET = 0.1  # middle layers count as rank k when s_{k+1}/s_k < TARGET
 CLAIM = "Paper: ‖W‖²/L = 12.8 at the end of training; the middle layers are approximately rank 5 (s6/s5 < 0.1)."
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from ..analysis.decision import count_tripoints, decision_grid, grid_limits
 from ..plots.jacot23 import decision_figure
-from . import Verdict
+from . import Verdict, quick_verdict
 
 FIG_ID = "jacot23-fig2"
-SORT_BY = None  # compute() orders the runs by (depth, λ)
 GRID = 400
 # windows: the data's bounding box widened by MARGIN × its larger side. Tripoints are counted in
 # both; the figure shows (and the verdict uses) the wide one, where a shallow net's stripes end.
@@ -67,6 +66,4 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     deep = [r["tripoints"] for r in rows if r["depth"] == hi]
     ok = lo < hi and min(shallow) > 0 and max(deep) == 0
     lines.append(f"  measured (wide window, margin {MARGIN}): shallow {shallow}, deep {deep}")
-    if not ok and not full:
-        return Verdict(None, "\n".join(lines + ["  (quick size; make fig-jacot23-fig2 FULL=1 for the paper's)"]))
-    return Verdict(ok, "\n".join(lines))
+    return quick_verdict(ok, lines, full, FIG_ID)

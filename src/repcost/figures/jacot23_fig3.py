@@ -174,13 +174,12 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     a panel is reproduced when most of its seeds are, the figure when both panels are. The PCA baselines
     depend on the data only and serve every seed."""
     def panel(name: str, checks, claim: str) -> Verdict:
-        seeds = sorted({q.get("seed", 0) for q in rows if q["panel"] == name})
-
-        def judge(seed) -> tuple[bool, list[str]]:
-            c = checks([q for q in rows if q["panel"] == "A mnist PCA" or q.get("seed", 0) == seed])
+        def judge(seed_rows: list[dict]) -> tuple[bool, list[str]]:
+            c = checks(seed_rows)
             return all(ok for ok, _ in c), [line for _, line in c]
 
-        return most_seeds(seeds, judge, claim)
+        return most_seeds([q for q in rows if q["panel"] == name], judge, claim,
+                          common=[q for q in rows if q["panel"] == "A mnist PCA"])
 
     parts = [panel("A mnist", _mnist_checks, "MNIST reproduced"), panel("B/C curve", _curve_checks, "curve reproduced")]
     return Verdict(all(v.passed for v in parts), "\n".join(v.text for v in parts))

@@ -17,10 +17,9 @@ import numpy as np
 from ..analysis import path_norm, phi_L
 from ..analysis.two_rays import alignment_summary, directional_variation, net_from_model
 from ..plots.ongie import add_bar_panel, grid_values, surfaces_figure
-from . import Verdict
+from . import Verdict, quick_verdict
 
 FIG_ID = "ongie22-fig1"
-SORT_BY = None
 CLAIM = "Claim (Fig 1): more linear layers -> W closer to rank one and h closer to constant along u⊥."
 
 
@@ -76,6 +75,4 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     pv = [np.mean([r["perp_variation"] for r in rows if r["L"] == L]) for L in Ls]
     ok = len(Ls) > 1 and all(b <= a for a, b in zip(pv, pv[1:]))
     lines.append(f"  perpendicular variation decreases with L: {'yes' if ok else 'NO'}")
-    if not ok and not full:
-        return Verdict(None, "\n".join(lines + ["  (quick size; make fig-ongie22-fig1 FULL=1 for the paper's)"]))
-    return Verdict(ok, "\n".join(lines))
+    return quick_verdict(ok, lines, full, FIG_ID)

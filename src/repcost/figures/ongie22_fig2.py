@@ -15,7 +15,7 @@ import dataclasses
 from ..analysis import path_norm, phi_L
 from ..analysis.two_rays import f_and_g_for_data
 from ..data import load_data
-from . import LoadedRun, Verdict, is_full, preset_name, sweep_for
+from . import LoadedRun, Verdict, is_full, preset_data, sweep_for
 from .ongie22_fig3 import table
 from .two_rays_panels import analyse_runs, draw
 
@@ -26,11 +26,8 @@ CLAIM = ("Paper (Fig 2): at 0.55π R3(g) < R3(f) (the aligned interpolant is the
 
 def inputs(args):
     """The sweep's trained runs, and the Fig 4 preset's clean data config for the f-vs-g check."""
-    from ..config import compose_config, validate
-
     runs = [LoadedRun.load(r["path"]) for r in sweep_for(FIG_ID, args)]
-    full = is_full(args, FIG_ID)
-    return runs, validate(compose_config(["experiment=" + preset_name("ongie22-fig4", full)])).data
+    return runs, preset_data("ongie22-fig4", is_full(args, FIG_ID))
 
 
 def compute(inp) -> list[dict]:

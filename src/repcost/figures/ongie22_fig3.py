@@ -9,11 +9,10 @@ within 10° of w0; the L = 2 net's units, weighted by |a_k|‖w_k‖, lie within
 
 from __future__ import annotations
 
-from . import Verdict
+from . import Verdict, quick_verdict
 from .two_rays_panels import analyse_runs, draw
 
 FIG_ID = "ongie22-fig3"
-SORT_BY = None
 TARGET = {"s2_over_s1": 0.05, "v1_deg": 10.0, "units_deg": 10.0}
 CLAIM = ("Paper (Fig 3, §5.2): the L = 2 net's units lie along the rays; the L = 3 net's effective W is rank one "
          "along w0 (targets: s2/s1 < 0.05, top right singular vector within 10° of w0, L = 2 units within 10° of "
@@ -58,7 +57,4 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
             ok &= r["s2_over_s1"] < TARGET["s2_over_s1"] and r["v1_angle_to_w0_deg"] < TARGET["v1_deg"]
         elif r["L"] == 2:
             ok &= r["unit_angle_to_rays_deg"] < TARGET["units_deg"]
-    lines = table(rows)
-    if not ok and not full:
-        return Verdict(None, "\n".join(lines + ["  (quick size; make fig-ongie22-fig3 FULL=1 for the paper's)"]))
-    return Verdict(bool(ok), "\n".join(lines))
+    return quick_verdict(ok, table(rows), full, FIG_ID)

@@ -20,7 +20,7 @@ from ..analysis import path_norm, phi_L
 from ..analysis.two_rays import f_and_g_for_data, line_angle, prop52_margin
 from ..data import load_data
 from ..plots.ongie import costs_vs_angle_figure
-from . import Verdict, preset_name
+from . import Verdict, is_full, preset_data, preset_name
 
 FIG_ID = "ongie22-fig4"
 CLAIM = ("Paper (Prop 5.2, Fig 4 caption): R2(f) < R2(g) always; R3(g) < R3(f) wherever the condition holds; "
@@ -29,11 +29,8 @@ CLAIM = ("Paper (Prop 5.2, Fig 4 caption): R2(f) < R2(g) always; R3(g) < R3(f) w
 
 def inputs(args) -> tuple[str, Any, np.ndarray]:
     """(preset name, its data config, the ray angles / π): 49 angles quick, 193 at paper settings."""
-    from ..config import compose_config, validate
-    from . import is_full
-
-    name = preset_name(FIG_ID, is_full(args, FIG_ID))
-    return name, validate(compose_config([f"experiment={name}"])).data, np.linspace(0.505, 0.995, 193 if is_full(args, FIG_ID) else 49)
+    full = is_full(args, FIG_ID)
+    return preset_name(FIG_ID, full), preset_data(FIG_ID, full), np.linspace(0.505, 0.995, 193 if full else 49)
 
 
 def compute(inp: tuple[str, Any, np.ndarray]) -> list[dict]:

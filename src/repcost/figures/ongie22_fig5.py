@@ -19,7 +19,7 @@ from ..analysis import path_norm, phi_L
 from ..analysis.two_rays import f_and_g_for_data, projection_interpolant
 from ..data import load_data
 from ..plots.ongie import grid_values, subspace_panels_figure
-from . import Verdict, is_full, preset_name
+from . import Verdict, is_full, preset_data
 
 FIG_ID = "ongie22-fig5"
 CLAIM = ("Paper (§5.3, Fig 5 caption): 'Different choices of the subspace result in effective Ws with the same "
@@ -33,11 +33,8 @@ def unit(phi_deg: float) -> np.ndarray:
 
 def inputs(args):
     """The preset's two-ray data and the subspace angles (72 quick, 360 at paper settings)."""
-    from ..config import compose_config, validate
-
     full = is_full(args, FIG_ID)
-    data = load_data(validate(compose_config([f"experiment={preset_name(FIG_ID, full)}"])).data)
-    return data, np.linspace(0.0, 180.0, 360 if full else 72, endpoint=False)
+    return load_data(preset_data(FIG_ID, full)), np.linspace(0.0, 180.0, 360 if full else 72, endpoint=False)
 
 
 def compute(inp) -> list[dict]:

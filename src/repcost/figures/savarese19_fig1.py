@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..analysis.relu_1d import linear_spline_interpolant, spline_min_cost
 from ..plots.savarese import interpolant_panels
-from . import Verdict
+from . import Verdict, quick_verdict
 from .read_1d import read_1d
 
 FIG_ID = "savarese19-fig1"
@@ -52,6 +52,4 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     ok = all(abs(r["C_over_min"] - 1) <= TARGET_REL and abs(r["rbar_over_min"] - 1) <= TARGET_REL for r in nets)
     lines.append(f"  every width within {TARGET_REL:.0%} of spline_min_cost = {rows[0]['spline_min_cost']:.4f}: "
                  f"{'yes' if ok else 'NO'}")
-    if not ok and not full:
-        return Verdict(None, "\n".join(lines + ["  (quick size; make fig-savarese19-fig1 FULL=1 for the paper's)"]))
-    return Verdict(ok, "\n".join(lines))
+    return quick_verdict(ok, lines, full, FIG_ID)

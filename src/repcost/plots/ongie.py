@@ -53,7 +53,8 @@ def surfaces_figure(surfaces: Sequence, titles: Sequence[str], x=None, y=None,
                     arrows: Sequence[tuple] = (), ncols: int | None = None, suptitle: str = "",
                     ray_panels: Sequence[dict] = ()) -> Figure:
     """3-D surface panels (training samples (x, y) in black; arrows = [(vec, colour, label)] at z = min),
-    then optionally one row of interpolation checks along rays (see :func:`ray_check_figure`)."""
+    then optionally one row of interpolation checks along rays (Ongie Fig 6; each a dict: title, t_samples and
+    y_samples [one per ray], t_grid, curves {label: [values per ray on t_grid]})."""
     n = len(surfaces)
     ncols = max(ncols or n, len(ray_panels))
     nrows = int(np.ceil(n / ncols)) + (1 if ray_panels else 0)
@@ -91,20 +92,6 @@ def add_bar_panel(fig: Figure, pos: tuple, groups: dict, title: str, ylabel: str
     return ax
 
 
-def ray_check_figure(panels: Sequence[dict], suptitle: str = "") -> Figure:
-    """Interpolation check along the rays (Ongie Fig 6): per panel, t vs samples (dots) and curves.
-
-    Each panel dict: title, t_samples [list per ray], y_samples [list per ray], t_grid, curves
-    {label: [values per ray on t_grid]}.
-    """
-    fig = Figure(figsize=(4.2 * len(panels), 3.4))
-    for i, p in enumerate(panels):
-        _draw_ray_check(fig.add_subplot(1, len(panels), i + 1), p)
-    if suptitle:
-        fig.suptitle(suptitle, fontsize=10)
-    return fig
-
-
 def costs_vs_angle_figure(angles_pi, r2f, r2g, r3f, r3g, shade, title: str = "") -> Figure:
     """R2 and R3 costs of f (units along rays) and g (units along ±w0) vs ray separation (Ongie Fig 4).
 
@@ -127,22 +114,11 @@ def costs_vs_angle_figure(angles_pi, r2f, r2g, r3f, r3g, shade, title: str = "")
 
 def _shade(ax, xs, mask):
     """Shade contiguous runs of mask (yellow), one legend entry."""
-    if not mask.any():
-        return
     dx = (xs[1] - xs[0]) / 2 if xs.size > 1 else 0.0
-    labelled = False
-    i = 0
-    while i < xs.size:
-        if mask[i]:
-            j = i
-            while j + 1 < xs.size and mask[j + 1]:
-                j += 1
-            ax.axvspan(xs[i] - dx, xs[j] + dx, color="gold", alpha=0.3,
-                       label=None if labelled else "Prop 5.2 condition holds")
-            labelled = True
-            i = j + 1
-        else:
-            i += 1
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))  # starts, then ends, of the runs
+    for k, (i, j) in enumerate(zip(edges[::2], edges[1::2] - 1)):
+        ax.axvspan(xs[i] - dx, xs[j] + dx, color="gold", alpha=0.3, label=None if k else "Prop 5.2 condition holds")
+
 
 def subspace_panels_figure(surfaces: Sequence, titles: Sequence[str], x, y, phis_deg, r3, marks: dict,
                            lines: Sequence[tuple] = (), suptitle: str = "") -> Figure:
