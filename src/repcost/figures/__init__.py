@@ -12,7 +12,9 @@ skips the finished jobs and a figure script can be rerun cheaply to redraw.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -68,7 +70,6 @@ def sweep_name(preset: str, args: Sequence[str]) -> str:
     """outputs/sweeps/<name> of a figure sweep: the preset, or preset--<hash of the extra overrides>."""
     if not args:
         return preset
-    import hashlib
     return f"{preset}--{hashlib.sha256(' '.join(sorted(args)).encode()).hexdigest()[:8]}"
 
 
@@ -168,14 +169,8 @@ def figure_main(module, description: str) -> None:
 def _relative(value):
     """A path in the repo, in a table cell, relative to the repo (committed CSVs must not hold one machine's
     paths); paths elsewhere (a --workdir outside the repo) stay as they are."""
-    import os
-
-    if isinstance(value, Path):
-        value = str(value)
-    if isinstance(value, str) and os.path.isabs(value):
-        p = Path(value)
-        if p.is_relative_to(REPO_ROOT):
-            return str(p.relative_to(REPO_ROOT))
+    if isinstance(value, (str, Path)) and os.path.isabs(value) and Path(value).is_relative_to(REPO_ROOT):
+        return str(Path(value).relative_to(REPO_ROOT))
     return value
 
 

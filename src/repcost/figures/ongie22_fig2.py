@@ -33,17 +33,16 @@ def inputs(args):
 def compute(inp) -> list[dict]:
     """The trained nets' and constructed f, g rows (as Fig 3), then per angle f and g on the clean Fig 4 data."""
     runs, f4 = inp
-    rows, per_angle = analyse_runs(runs)
-    for key in sorted(per_angle, reverse=True):
+    rows = analyse_runs(runs)
+    for key in sorted(rows[0]["_per_angle"], reverse=True):
         f, g, _ = f_and_g_for_data(load_data(dataclasses.replace(f4, angle_pi=key)))
         rows.append({"kind": "clean f vs g", "angle_pi": key, "R3_f": phi_L(f.W, f.a, 3), "R3_g": phi_L(g.W, g.a, 3),
                      "R2_f": path_norm(f.W, f.a), "R2_g": path_norm(g.W, g.a)})
-    rows[0]["_per_angle"] = per_angle
     return rows
 
 
 def plot(rows: list[dict]):
-    return draw(rows[0]["_per_angle"], "Ongie & Willett Fig 2: rays at 0.55π (top) and 0.52π (middle) — learned "
+    return draw(rows, "Ongie & Willett Fig 2: rays at 0.55π (top) and 0.52π (middle) — learned "
                                        "(L = 2, 3) and constructed (f, g) interpolants; red line = span(w0)")
 
 

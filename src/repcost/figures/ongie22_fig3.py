@@ -23,13 +23,11 @@ TITLE = ("Ongie & Willett Fig 3/6: two rays at 2π/3 — learned (L = 2, 3) and 
 
 def compute(runs) -> list[dict]:
     """A row per trained net and per constructed f, g; the first row carries the plot's nets (`_per_angle`)."""
-    rows, per_angle = analyse_runs(runs)
-    rows[0]["_per_angle"] = per_angle
-    return rows
+    return analyse_runs(runs)
 
 
-def plot(rows: list[dict], title: str = TITLE):
-    return draw(rows[0]["_per_angle"], title)
+def plot(rows: list[dict]):
+    return draw(rows, TITLE)
 
 
 def table(rows: list[dict]) -> list[str]:

@@ -18,7 +18,8 @@ from ..plots.ongie import grid_values, surfaces_figure
 
 
 def analyse_runs(runs):
-    """Rows (one per trained net, plus constructed f and g per angle) and per-angle objects for plotting."""
+    """Rows: one per trained net, plus constructed f and g per angle; the first carries the per-angle nets and data
+    for the plot (`_per_angle`)."""
     rows, per_angle = [], {}
     min_seed = min(r.spec.seed for r in runs)
     for r in runs:
@@ -48,10 +49,12 @@ def analyse_runs(runs):
             rows.append({"kind": name, "angle_pi": key, "theta_prop52_pi": line_angle(key * math.pi) / math.pi,
                          "R2": path_norm(h.W, h.a), "R3": phi_L(h.W, h.a, 3),
                          "max_interp_error": float(np.max(np.abs(h(x) - y))), "prop52_margin": margin})
-    return rows, per_angle
+    rows[0]["_per_angle"] = per_angle
+    return rows
 
 
-def draw(per_angle, title):
+def draw(rows: list[dict], title: str):
+    per_angle = rows[0]["_per_angle"]
     surfaces, titles, ray_panels = [], [], []
     y = None
     for key, slot in sorted(per_angle.items(), reverse=True):

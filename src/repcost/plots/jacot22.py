@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 
 def _arrow_scale(points: np.ndarray, *forces: np.ndarray, frac: float = 0.15) -> float:
@@ -49,16 +46,16 @@ def forces_panel(ax, points: np.ndarray, attraction: np.ndarray, repulsion: np.n
     return ax
 
 
-def _row_figure(draw, panels: Sequence[dict], panel_width: float) -> plt.Figure:
+def _row_figure(draw, panels: Sequence[dict], panel_width: float) -> Figure:
     """One row of axes, `draw(ax, **panel)` on each."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(panel_width * len(panels), 4))
-    for ax, p in zip(np.atleast_1d(axes), panels):
+    fig = Figure(figsize=(panel_width * len(panels), 4))
+    for ax, p in zip(np.atleast_1d(fig.subplots(1, len(panels))), panels):
         draw(ax, **p)
     fig.tight_layout()
     return fig
 
 
-def forces_figure(panels: Sequence[dict]) -> plt.Figure:
+def forces_figure(panels: Sequence[dict]) -> Figure:
     """Fig 1: one `forces_panel` per dict (keys: points, attraction, repulsion, title, labels, rays, label_names)."""
     return _row_figure(forces_panel, panels, 4.2)
 
@@ -83,7 +80,7 @@ def plateau_panel(ax, series: Sequence[dict], title: str = "", ylabel: str = "lo
     else:
         ax.set_yscale(yscale)
     ticks = sorted({float(w) for s in series for w in s["widths"]} | {float(m) for m in marks})
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
     ax.set_xlabel("width")
     ax.set_ylabel(ylabel)
@@ -92,6 +89,6 @@ def plateau_panel(ax, series: Sequence[dict], title: str = "", ylabel: str = "lo
     return ax
 
 
-def plateau_figure(panels: Sequence[dict]) -> plt.Figure:
+def plateau_figure(panels: Sequence[dict]) -> Figure:
     """Fig 2 / Prop 14–15: one `plateau_panel` per dict (keys: series, title, ylabel, marks, yscale)."""
     return _row_figure(plateau_panel, panels, 5.0)

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+from matplotlib.figure import Figure
 
 
 def interpolant_panels(x: np.ndarray, y: np.ndarray, x_grid: np.ndarray, curves: Sequence[np.ndarray],
@@ -16,7 +13,8 @@ def interpolant_panels(x: np.ndarray, y: np.ndarray, x_grid: np.ndarray, curves:
     """One panel per function: the curve on x_grid, the data (x, y), the optional reference curve
     (dashed, e.g. the linear-spline interpolant) and the optional kink positions (ticks at the bottom)."""
     n = len(curves)
-    fig, axes = plt.subplots(1, n, figsize=(4.0 * n, 3.4), sharey=True, squeeze=False)
+    fig = Figure(figsize=(4.0 * n, 3.4))
+    axes = fig.subplots(1, n, sharey=True, squeeze=False)
     lo = min(np.min(y), min(np.min(c) for c in curves))
     hi = max(np.max(y), max(np.max(c) for c in curves))
     pad = 0.1 * (hi - lo + 1e-12)
@@ -45,7 +43,8 @@ def parallel_sparsity_figure(depths: Sequence[int], alpha_bars: Sequence[np.ndar
                              n_points: int, gaps: Sequence[np.ndarray], rel_tol: float = 1e-3):
     """Savarese App. C: sorted |ᾱ_i|/max|ᾱ| per depth L (log scale), ‖ᾱ‖₀ against L with the Thm C.3
     bound N, and the Cor C.2 balance gap of the active sub-networks."""
-    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(13, 3.6))
+    fig = Figure(figsize=(13, 3.6))
+    a1, a2, a3 = fig.subplots(1, 3)
     for L, ab in zip(depths, alpha_bars):
         v = np.sort(np.abs(np.asarray(ab)))[::-1]
         v = v / v[0] if v.size and v[0] > 0 else v

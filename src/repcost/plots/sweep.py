@@ -124,19 +124,9 @@ def sweep_figure(series: Sequence[Series], x: str, y: str, logx: bool = False, l
         ax.scatter([pos(p[0]) for p in s.points], [p[1] for p in s.points], s=8, color=line.get_color(), alpha=0.6)
     if not numeric:
         ax.set_xticks(range(len(cats)), [str(c) for c in cats])
-    if logx and numeric:
-        ax.set_xscale("log")
-    if logy:
-        ax.set_yscale("log")
-    _integer_ticks(ax, x=numeric and not logx and all(_is_int(v) for s in series for v in s.x),
-                   y=not logy and bool(series) and all(s.y_integer for s in series))
-    ax.set_xlabel(xlabel or label(x))
-    ax.set_ylabel(ylabel or label(y))
-    ax.set_title(title or f"{label(y)} vs {label(x)}: mean, min–max band, each run a dot", fontsize=9)
-    if series:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, logx and numeric, logy, numeric and all(_is_int(v) for s in series for v in s.x),
+                   bool(series) and all(s.y_integer for s in series), xlabel or label(x), ylabel or label(y),
+                   title or f"{label(y)} vs {label(x)}: mean, min–max band, each run a dot", 8 if series else None)
 
 
 def curves_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], x: str, y: str, logx: bool = False,
@@ -151,15 +141,22 @@ def curves_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], x: str, 
         style = line_style(i)
         every = max(1, len(xs) // 12)  # a dozen markers per line: enough to tell lines apart, few enough to read
         ax.plot(xs, ys, label=name, markevery=every, markersize=5, fillstyle="none", **style)
+    return _finish(fig, ax, logx, logy, integer_x, integer_y, xlabel or label(x), ylabel or label(y),
+                   title or f"{label(y)} during training", 7 if len(curves) > 1 else None)
+
+
+def _finish(fig, ax, logx: bool, logy: bool, integer_x: bool, integer_y: bool, xlabel: str, ylabel: str, title: str,
+            legend_size: int | None):
+    """Log scales, integer ticks on the linear axes asked for, the labels and the legend (None: none); laid out."""
     if logx:
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
     _integer_ticks(ax, x=integer_x and not logx, y=integer_y and not logy)
-    ax.set_xlabel(xlabel or label(x))
-    ax.set_ylabel(ylabel or label(y))
-    ax.set_title(title or f"{label(y)} during training", fontsize=9)
-    if len(curves) > 1:
-        ax.legend(fontsize=7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    if legend_size:
+        ax.legend(fontsize=legend_size)
     fig.tight_layout()
     return fig
