@@ -255,7 +255,8 @@ class AnalysisRunner:
         for name in names:
             r = ANALYSES.get(name).build.fn(model, self.x, self.options[name], self.ctx)
             out.scalars.update(r.scalars)
-            out.arrays.update({f"{name}/{k}": v for k, v in r.arrays.items()})
+            if r.arrays:  # one analysis/<name>.npz each
+                out.arrays[name] = r.arrays
             out.rows += r.rows
             out.not_applicable.update(r.not_applicable)
         return out
@@ -276,13 +277,9 @@ class AnalysisRunner:
         if self.cfg.at_end:
             r.not_applicable.update(self.skipped)
         out_dir = self.run_dir / "analysis"
-        by_name: dict[str, dict] = {}
-        for key, arr in r.arrays.items():
-            name, _, k = key.partition("/")
-            by_name.setdefault(name, {})[k] = np.asarray(arr)
-        for name, arrays in by_name.items():
+        for name, arrays in r.arrays.items():
             buf = io.BytesIO()
-            np.savez(buf, **arrays)
+            np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
             atomic_write_bytes(out_dir / f"{name}.npz", buf.getvalue())
         if r.rows:
             atomic_write_bytes(out_dir / "layers.csv", csv_bytes(r.rows))
