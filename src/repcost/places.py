@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Callable
 
 from .errors import ConfigError, RepcostError
 
@@ -29,19 +30,15 @@ def check_plain_name(key: str, value: object) -> None:
         raise ConfigError(key, value, "a plain directory name (no path separators or '..', at most 200 bytes)")
 
 
-def interpolated_keys(template: str) -> list[str]:
-    """The config keys a directory template takes verbatim (`${name}`, `${model.name}`; resolvers left out)."""
-    return _INTERPOLATION.findall(template)
-
-
-def check_interpolated_names(template: str, values: dict[str, object], dir_key: str) -> None:
+def check_interpolated_names(template: str, value_of: Callable[[str], object], dir_key: str) -> None:
     """Every config key `${a.b}` that `template` (e.g. hydra.sweep.dir's unresolved value) takes verbatim must be a
-    plain name, so a value such as `name=../../etc` cannot move the directory elsewhere. `values` maps those keys
-    (dotted) to their values; keys it lacks (hydra.*, resolvers) are not checked."""
-    for key in interpolated_keys(template):
-        if key in values and values[key] is not None:
+    plain name, so a value such as `name=../../etc` cannot move the directory elsewhere. `value_of` gives a key's
+    value (dotted key); hydra.* keys, resolvers and keys without a value are not checked."""
+    for key in _INTERPOLATION.findall(template):
+        value = None if key.startswith("hydra.") else value_of(key)
+        if value is not None:
             try:
-                check_plain_name(key, values[key])
+                check_plain_name(key, value)
             except ConfigError as e:
                 raise ConfigError(e.key, e.value, f"{e.allowed}; it names {dir_key}") from None
 

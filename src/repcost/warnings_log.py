@@ -1,6 +1,6 @@
 """Library warnings (torch, numpy, Hydra's) go to the run's log file, not to the console.
 
-`capture_library_warnings()` routes `warnings.warn` through logging (`logging.captureWarnings`, logger
+`logging.captureWarnings(True)` (repcost-train calls it first) routes `warnings.warn` through logging (logger
 `py.warnings`), and repcost's job logging (configs/hydra/job_logging/repcost.yaml) gives its console handler
 `console_filter()`, which keeps those records off the console; the file handler (RUN_DIR/train.log) keeps them.
 So stderr carries only repcost's own lines. The filter's factory turns the capture on as well, so every process
@@ -15,11 +15,6 @@ WARNINGS_LOGGER = "py.warnings"
 FILE_ONLY = "repcost.file"  # records for the run's log file only (its provenance header)
 
 
-def capture_library_warnings() -> None:
-    """Send warnings.warn to the `py.warnings` logger (the run's log file) instead of stderr."""
-    logging.captureWarnings(True)
-
-
 class _NotWarnings(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return record.name not in (WARNINGS_LOGGER, FILE_ONLY)
@@ -28,5 +23,5 @@ class _NotWarnings(logging.Filter):
 def console_filter() -> logging.Filter:
     """The console handler's filter (a dictConfig factory): warnings are captured, and kept off the console, as
     are the records of the FILE_ONLY logger."""
-    capture_library_warnings()
+    logging.captureWarnings(True)
     return _NotWarnings()

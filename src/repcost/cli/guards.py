@@ -24,8 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import startup
 from ..errors import FatalError, RepcostError
-from ..places import (check_interpolated_names, check_plain_name, check_run_place, check_sweep_place,
-                      interpolated_keys)
+from ..places import check_interpolated_names, check_plain_name, check_run_place, check_sweep_place
 from ..runio import append_line
 
 OUTCOMES = ".sweep_outcomes"  # <OUTCOMES>.<launch>: start time and job count, then per ended job "ok|failed<TAB>dir<TAB>error"
@@ -63,18 +62,12 @@ def _progress_line(outcomes: Path) -> str:
     return f"sweep: {done}/{total} jobs done, {fmt(elapsed)} elapsed, ETA {fmt(max(eta, 0.0))}"
 
 
-def _template(node: DictConfig, key: str) -> str:
-    return str(OmegaConf.to_container(node, resolve=False).get(key) or "")
-
-
 def _check_names(config: DictConfig, dir_key: str) -> None:
     if OmegaConf.select(config, "name", default=None) is not None:  # the sweep name, whatever the dir templates say
         check_plain_name("name", config.name)
     section, key = dir_key.rsplit(".", 1)
-    template = _template(OmegaConf.select(config, section), key)
-    keys = {k for k in interpolated_keys(template) if not k.startswith("hydra.")}
-    values = {k: OmegaConf.select(config, k, default=None) for k in keys}
-    check_interpolated_names(template, values, dir_key)
+    template = str(OmegaConf.to_container(OmegaConf.select(config, section), resolve=False).get(key) or "")
+    check_interpolated_names(template, lambda k: OmegaConf.select(config, k, default=None), dir_key)
 
 
 def _fatal(fn, *args) -> Any:

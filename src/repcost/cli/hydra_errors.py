@@ -81,15 +81,12 @@ def clean_exit(prog: str):
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")  # let exceptions reach us instead of Hydra's printer
     try:
         yield
-    except RepcostError as e:
+    except (RepcostError, FatalError) as e:  # FatalError: raised through Hydra's wrappers (a refused directory, …)
         print(f"{prog}: error: {e}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(getattr(e, "code", 2))
     except (HydraException, OmegaConfBaseException) as e:
         print(f"{prog}: error: {one_line(e)}", file=sys.stderr)
         sys.exit(2)
-    except FatalError as e:  # raised through Hydra's wrappers (a refused directory, a start-up signal)
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        sys.exit(e.code)
     except OSError as e:  # e.g. Hydra creating a run directory under a regular file
         where = e.filename or "an output path"
         print(f"{prog}: error: cannot create or write {where}: {e.strerror or e}", file=sys.stderr)

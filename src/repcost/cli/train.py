@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import logging
 import sys
 from pathlib import Path
 
@@ -22,7 +23,6 @@ from ..paths import CONFIG_DIR
 from ..renamed import override
 from ..startup import startup_guard
 from ..train.preempt import Interrupted
-from ..warnings_log import capture_library_warnings
 
 from .hydra_errors import clean_exit
 from .refused import forget_refused_run, snapshot
@@ -101,7 +101,7 @@ def main() -> None:
 
 
 def _main() -> None:
-    capture_library_warnings()  # torch/numpy/Hydra warnings go to the run's train.log, not stderr
+    logging.captureWarnings(True)  # torch/numpy/Hydra warnings go to the run's train.log (repcost.warnings_log)
     with clean_exit("repcost-train"), startup_guard():  # stop signals handled before any directory exists
         if len(sys.argv) > 2 and sys.argv[1] == "--resume":
             sys.argv = [sys.argv[0], *_resume_argv(sys.argv[1:])]
