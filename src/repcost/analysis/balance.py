@@ -148,10 +148,8 @@ def _rel_diff(A: np.ndarray, B: np.ndarray) -> float:
 
 
 def _max_mean(prefix: str, gaps) -> dict:
-    g = np.concatenate([np.atleast_1d(as_f64(x)).ravel() for x in gaps]) if len(gaps) else np.zeros(0)
-    if g.size == 0:
-        return {}
-    return {f"{prefix}_gap_max": float(g.max()), f"{prefix}_gap_mean": float(g.mean())}
+    g = np.concatenate([np.zeros(0)] + [np.atleast_1d(as_f64(x)).ravel() for x in gaps])
+    return {f"{prefix}_gap_max": float(g.max()), f"{prefix}_gap_mean": float(g.mean())} if g.size else {}
 
 
 def balance_summary(model) -> dict[str, float]:

@@ -176,7 +176,7 @@ def _needs_scalar_output(model, data) -> Optional[str]:
 @dataclass(frozen=True)
 class Analysis:
     fn: Callable
-    applies: Callable = lambda model, data: None  # -> None, or why it does not apply
+    applies: Callable  # (model, data) -> None, or why it does not apply
     cheap: bool = True  # cheap enough to run every k steps
     describe: Optional[Callable[[dict], list[str]]] = None  # summary -> lines the CLI prints after a run
 
