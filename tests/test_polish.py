@@ -51,7 +51,7 @@ def test_polish_never_raises_the_objective_and_keeps_removed_units_at_zero():
         m.biases[0][0] = -100.0
     with torch.no_grad():
         start = float(objective(m, x, y, "mse", LAM, "one")[0])
-    r = polish(m, x, y, "mse", LAM, "one", steps=3)
+    r = polish(m, x, y, "mse", LAM, "one", iterations=300)
     with torch.no_grad():
         end = float(objective(m, x, y, "mse", LAM, "one")[0])
     assert r.removed >= 1 and r.objective_start == start and abs(r.objective_end - end) <= 1e-12 * end

@@ -47,13 +47,9 @@ MAX_ITER = 300  # L-BFGS-B iterations of the matrix-free solve
 class _Slopes(TorchFunctionMode):
     """ReLU / leaky ReLU calls with the kinked entries' slopes taken from `slopes` (None: find the kinks)."""
 
-    def __init__(self, kink_tol: float, masks: list | None = None, slopes: torch.Tensor | None = None,
-                 through_zero: bool = False):
+    def __init__(self, kink_tol: float, masks: list | None = None, slopes: torch.Tensor | None = None):
         super().__init__()
         self.kink_tol, self.masks, self.slopes = kink_tol, masks, slopes
-        # through_zero: a kinked entry's value is s·z (the linear piece through the kink; train/polish.py differentiates
-        # it in s), else the activation's own value with slope s
-        self.through_zero = through_zero
         self.found: list[tuple[torch.Tensor, float]] = []  # per call: kink mask, lower slope
         self.inputs: list[torch.Tensor] = []  # per call (without masks): the pre-activations (on the graph if any)
         self.outputs: list[torch.Tensor] = []  # per call (with masks): the activation's output
@@ -87,7 +83,7 @@ class _Slopes(TorchFunctionMode):
         s[mask] = self.slopes[self.at:self.at + n].to(z.dtype)
         self.at += n
         zd = z.detach()
-        kinked = s * z if self.through_zero else (F.leaky_relu(zd, lo) if lo else torch.relu(zd)) + s * (z - zd)
+        kinked = (F.leaky_relu(zd, lo) if lo else torch.relu(zd)) + s * (z - zd)
         self.outputs.append(torch.where(mask, kinked, out))
         return self.outputs[-1]
 

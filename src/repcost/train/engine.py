@@ -444,9 +444,9 @@ class Engine:
             m = self.members[i]
             r = polish(m.model, m.data.x_train, m.y_train, m.cfg.loss, m.cfg.lam * ph.lam_factor, m.cfg.reg_scale,
                        ph.polish, ph.polish_seconds)
-            log.info("member %d (seed %d), phase %d: polished in %d steps, %.1f s: %d units removed, %d kinks held "
-                     "(%d at a bound), residual %.3g, objective %.10g -> %.10g", i, m.seed, self.pos.phase, r.steps,
-                     r.seconds, r.removed, r.kinks, r.at_bound, r.residual, r.objective_start, r.objective_end)
+            log.info("member %d (seed %d), phase %d: polished in %d L-BFGS iterations, %.1f s: %d units removed, "
+                     "objective %.10g -> %.10g", i, m.seed, self.pos.phase, r.iterations, r.seconds, r.removed,
+                     r.objective_start, r.objective_end)
         if ph.insert_units or ph.rebalance or ph.convex_units or ph.polish:
             self._take_snapshot()
 
