@@ -452,46 +452,51 @@ def test_seeds_a_generator_cannot_take_are_refused(tmp_path, overrides, needle):
 
 @pytest.mark.parametrize("overrides,needle", [
     ("model.width=1000000000", "model.width=1000000000"), ("model.depth=10000000", "model.depth=10000000"),
-    ("data.n_points=100000000000", "data.n_points=100000000000"),
-    ("model=fc data=teacher data.n_train=100000000000", "data.n_train=100000000000"),
     ("train.ensemble_size=100000000", "train.ensemble_size=100000000"),
-    ("model=parallel model.n_subnets=100000000", "model.n_subnets=100000000"),
-    ("data=bipartite data.n=2000000", "data.n=2000000")])
-def test_sizes_beyond_memory_are_refused_with_an_estimate(tmp_path, monkeypatch, overrides, needle):
+    ("model=parallel model.n_subnets=100000000", "model.n_subnets=100000000")])
+def test_models_beyond_memory_are_refused_before_anything_is_built(tmp_path, monkeypatch, overrides, needle):
     import time
 
     from repcost.config import limits
 
-    monkeypatch.setattr(limits, "available_bytes", lambda device="cpu": 16 * 2**30)  # a 16 GiB machine
+    monkeypatch.setattr(limits, "available_bytes", lambda: 16 * 2**30)  # a 16 GiB machine
     t = time.perf_counter()
     code, _, err = train([*QUICK, *overrides.split(), f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
-    assert_one_line(code, err, needle, "this run needs at least", "16 GiB available")
+    assert_one_line(code, err, needle, "the models need at least", "16 GiB available")
     assert time.perf_counter() - t < 30  # refused up front, nothing allocated
-    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+    assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("model,data", [("linear_relu model.depth=4 model.linear_width=7", "points_1d"),
-                                        ("fc model.depth=4 model.width=[5,6,7]", "teacher"),
-                                        ("parallel model.depth=3 model.n_subnets=4 model.width=3", "two_rays"),
-                                        ("fc model.depth=2 model.width=9", "mnist data.n_train=20 data.n_test=0"),
-                                        ("fc model.depth=3 model.width=4", "bipartite data.n=6"),
-                                        ("fc model.depth=3 model.width=4", "s_curves"),
-                                        ("fc model.depth=3 model.width=4", "rank_k data.n_train=30 data.n_test=5")])
-def test_the_size_estimate_counts_what_is_built(model, data):
-    """estimate_bytes' parameter count and data shape equal those of the model and data repcost builds."""
+@pytest.mark.parametrize("overrides,needle", [
+    ("data.n_points=100000000000", "data.n_points=100000000000"),
+    ("model=fc data=teacher data.n_train=100000000000", "data.n_train=100000000000"),
+    ("data=bipartite data.n=2000000", "data.n=2000000"), ("data=s_curves data.n_per_class=" + str(10**30), "data.n_per_class")])
+def test_data_the_allocator_refuses_is_one_line(tmp_path, overrides, needle):
+    """Data far beyond any machine: the allocator's own refusal, in one line naming the sizes, within seconds and
+    with no run directory left behind."""
+    import time
+
+    t = time.perf_counter()
+    code, _, err = train([*QUICK, *overrides.split(), f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    assert_one_line(code, err, needle, "cannot allocate the data")
+    assert time.perf_counter() - t < 30
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("model", ["linear_relu model.depth=4 model.linear_width=7",
+                                   "linear_relu model.depth=2 model.output_bias=false", "fc model.depth=4 model.width=[5,6,7]",
+                                   "fc model.depth=2 model.beta=0", "parallel model.depth=3 model.n_subnets=4 model.width=3",
+                                   "parallel model.depth=2 model.n_subnets=5"])
+@pytest.mark.parametrize("d_in,d_out", [(1, 1), (3, 2)])
+def test_a_declared_parameter_count_counts_what_is_built(model, d_in, d_out):
+    """A family's `param_count(d_in, d_out)` (what the memory limit reads) equals the parameters of the model it
+    builds."""
     from repcost.config import compose_config, validate
-    from repcost.config.limits import estimate_bytes
-    from repcost.data import load_data
     from repcost.models import build_model
 
-    spec = validate(compose_config([f"model={model.split()[0]}", *model.split()[1:], f"data={data.split()[0]}",
-                                    *data.split()[1:], "device=cpu"]))
-    est = estimate_bytes(spec)
-    d = load_data(spec.data)
-    m = build_model(spec.model, d.d_in, d.d_out, 0, d.x_train)
-    assert est.parameters == sum(p.numel() for p in m.parameters())
-    n = d.x_train.shape[0] + (d.x_test.shape[0] if d.x_test is not None else 0)
-    assert est.samples == n
+    spec = validate(compose_config([f"model={model.split()[0]}", *model.split()[1:], "device=cpu"]))
+    m = build_model(spec.model, d_in, d_out, 0)
+    assert spec.model.param_count(d_in, d_out) == sum(p.numel() for p in m.parameters())
 
 
 def test_library_warnings_go_to_train_log_not_stderr(tmp_path, run_cli):

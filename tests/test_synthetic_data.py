@@ -159,6 +159,18 @@ def test_bipartite_matches_definition_by_hand():
     assert torch.equal(big.y_train[:5, 5:], torch.ones(5, 5, dtype=torch.float64))
 
 
+@pytest.mark.parametrize("n", [2, 4, 6, 10])
+def test_bipartite_incidence_lists_the_edges_in_order(n):
+    """Row e of E is edge (u, v), u-major over u < N/2 ≤ v, with ones at u and v: built here one edge at a time."""
+    from repcost.data.bipartite import bipartite_incidence
+
+    edges = [(u, v) for u in range(n // 2) for v in range(n // 2, n)]
+    expected = torch.zeros(len(edges), n, dtype=torch.float64)
+    for row, (u, v) in enumerate(edges):
+        expected[row, u] = expected[row, v] = 1.0
+    assert torch.equal(bipartite_incidence(n), expected)
+
+
 BAD = [
     ("points_1d", dict(n_points=1), "n_points"),
     ("points_1d", dict(x_min=1.0, x_max=0.0), "x_max"),

@@ -25,13 +25,13 @@ class BipartiteConfig:
 def bipartite_incidence(n: int) -> torch.Tensor:
     """Edge–vertex incidence E (N²/4 × N) of K_{N/2,N/2}: E_ev = 1 iff v ends e (Jacot 2022 Prop 13)."""
     half = n // 2
-    rows = []
-    for u in range(half):  # group A = vertices 0…N/2−1, group B = N/2…N−1
-        for v in range(half, n):
-            e = torch.zeros(n, dtype=torch.float64)
-            e[u] = e[v] = 1.0
-            rows.append(e)
-    return torch.stack(rows)
+    u = torch.arange(half).repeat_interleave(half)  # edge (u, v): u in group A = 0…N/2−1, v in B = N/2…N−1
+    v = torch.arange(half, n).repeat(half)
+    e = torch.zeros(half * half, n, dtype=torch.float64)
+    rows = torch.arange(half * half)
+    e[rows, u] = 1.0
+    e[rows, v] = 1.0
+    return e
 
 
 @DATASETS.register("bipartite", BipartiteConfig)

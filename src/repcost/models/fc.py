@@ -45,6 +45,11 @@ class FCConfig:
             return list(self.width)
         return [self.width] * (self.depth - 1)
 
+    def param_count(self, d_in: int, d_out: int) -> int:
+        """Parameters of the net FC builds: every W_ℓ, and every b_ℓ when β > 0."""
+        dims = [d_in, *self.widths(), d_out]
+        return sum(a * b for a, b in zip(dims, dims[1:])) + (sum(dims[1:]) if self.beta > 0 else 0)
+
 
 @MODELS.register("fc", FCConfig)
 class FC(RepModel):

@@ -10,7 +10,7 @@ from torch import nn
 
 from ..errors import ConfigError, check
 from ..registry import MODELS
-from .base import AffineChain, Hidden, RepModel, Structure, UnitNorms
+from .base import AffineChain, chain_weights, Hidden, RepModel, Structure, UnitNorms
 from .init import gaussian_param, zeros_param
 
 
@@ -45,6 +45,11 @@ class LinearReLUConfig:
               self.kink_range, "0 with kinks_over_data or kinks_per_gap (the kinks are placed over the data instead)")
         check(not (self.kinks_over_data and self.kinks_per_gap), "kinks_per_gap", self.kinks_per_gap,
               "false with kinks_over_data=true (one placement of the kinks)")
+
+    def param_count(self, d_in: int, d_out: int) -> int:
+        """Parameters of the net LinearReLU builds: W_1 … W_{L−1}, b, a and (output_bias) c."""
+        weights = chain_weights(d_in, self.linear_width or self.width, self.depth - 2, self.width)
+        return weights + self.width * (1 + d_out) + (d_out if self.output_bias else 0)
 
 
 @MODELS.register("linear_relu", LinearReLUConfig)

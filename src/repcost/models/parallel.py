@@ -9,7 +9,7 @@ from torch import nn
 
 from ..errors import check
 from ..registry import MODELS
-from .base import Hidden, RepModel, Structure, UnitNorms
+from .base import Hidden, chain_weights, RepModel, Structure, UnitNorms
 from .init import gaussian_param
 
 
@@ -26,6 +26,10 @@ class ParallelConfig:
         check(self.n_subnets > 0, "n_subnets", self.n_subnets, "a positive integer")
         check(self.width > 0, "width", self.width, "a positive integer")
         check(self.init_scale > 0, "init_scale", self.init_scale, "a positive number")
+
+    def param_count(self, d_in: int, d_out: int) -> int:
+        """Parameters of the net Parallel builds: k sub-networks d_in → m … m → 1, then α (d_out × k)."""
+        return self.n_subnets * (chain_weights(d_in, self.width, self.depth - 2, 1) + d_out)
 
 
 @MODELS.register("parallel", ParallelConfig)

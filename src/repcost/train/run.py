@@ -23,6 +23,7 @@ from omegaconf import DictConfig
 
 from ..analysis.hooks import AnalysisRunner
 from ..config.schema import RunSpec
+from ..config.limits import allocating
 from ..data import load_data
 from ..errors import RepcostError, io_error
 from ..identity import check_stackable, run_hash
@@ -290,10 +291,15 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
     t_start = time.perf_counter()
     spec, K = jobs[0].spec, len(jobs)
     device, dtype = torch.device(spec.device), spec.torch_dtype
-    data = _load_data(spec)
-    models = [build_model(j.spec.model, data.d_in, data.d_out, j.spec.seed, data.x_train).to(device=device, dtype=dtype)
-              for j in jobs]
-    data = data.to(dtype, device)
+    with allocating(spec, "the data"):
+        data = _load_data(spec)
+    with allocating(spec, "the models and their activations"):
+        models = [build_model(j.spec.model, data.d_in, data.d_out, j.spec.seed, data.x_train) for j in jobs]
+        models = [m.to(device=device, dtype=dtype) for m in models]
+        data = data.to(dtype, device)
+        rows = max(p.batch_size or data.x_train.shape[0] for p in spec.train.phases)
+        with torch.no_grad():  # the activations of the largest batch, before any training (compiling takes minutes)
+            models[0](data.x_train[:rows])
     family = models[0].family
     threads.fit_to_model(data.x_train.shape[0], K * sum(p.numel() for p in models[0].parameters()))
     runners = [AnalysisRunner(j.spec.analysis, m, data, j.rd.path, j.spec.train) for m, j in zip(models, jobs)]
@@ -317,7 +323,8 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
     # a stop signal once training has ended waits for the runs' files (the run finishes, nothing is lost)
     with stop_on_signals(engine.stop_flag):
         try:
-            results = engine.run()
+            with allocating(spec, "the training's tensors"):
+                results = engine.run()
         finally:
             for metrics, _ in outs:
                 metrics.close()
