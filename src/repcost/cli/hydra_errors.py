@@ -111,10 +111,8 @@ def environment_fault(exc: ValueError) -> str | None:
 
 def yaml_fault(exc: BaseException) -> str | None:
     """One line for a YAML syntax error in a config file (e.g. a preset in --config-dir), or None."""
-    try:
-        import yaml
-    except ImportError:  # pragma: no cover - Hydra depends on PyYAML
-        return None
+    import yaml  # (Hydra's own dependency)
+
     if not isinstance(exc, yaml.YAMLError):
         return None
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)

@@ -58,6 +58,8 @@ _existing_dirs: set | None = None  # refused.snapshot of this command, taken bef
 
 def _resume_argv(argv: list[str]) -> list[str]:
     """`--resume RUN_DIR [more overrides]` -> the run's saved overrides plus hydra.run.dir=RUN_DIR."""
+    if len(argv) < 2:
+        raise RepcostError("--resume needs a run directory")
     run_dir = Path(argv[1])
     saved = run_dir / ".hydra" / "overrides.yaml"
     if not saved.exists() and run_dir.is_dir() and any(run_dir.glob("*.log")):
@@ -103,10 +105,8 @@ def main() -> None:
 def _main() -> None:
     logging.captureWarnings(True)  # torch/numpy/Hydra warnings go to the run's train.log (repcost.warnings_log)
     with clean_exit("repcost-train"), startup_guard():  # stop signals handled before any directory exists
-        if len(sys.argv) > 2 and sys.argv[1] == "--resume":
+        if sys.argv[1:2] == ["--resume"]:
             sys.argv = [sys.argv[0], *_resume_argv(sys.argv[1:])]
-        elif len(sys.argv) == 2 and sys.argv[1] == "--resume":
-            raise RepcostError("--resume needs a run directory")
         if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
             print(help_text(sys.argv[1:]))
             return
