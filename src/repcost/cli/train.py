@@ -107,17 +107,17 @@ def _main() -> None:
     with clean_exit("repcost-train"), startup_guard():  # stop signals handled before any directory exists
         if sys.argv[1:2] == ["--resume"]:
             sys.argv = [sys.argv[0], *_resume_argv(sys.argv[1:])]
-        if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
-            print(help_text(sys.argv[1:]))
+        options = check_argv(sys.argv[1:])
+        if "--help" in options:
+            print(help_text(options.get("--config-dir")))
             return
-        if "--version" in sys.argv[1:]:
+        if "--version" in options:
             from importlib.metadata import version
 
             from ..provenance import repcost_version
 
             print(f"repcost-train {repcost_version()} (Hydra {version('hydra-core')})")
             return
-        check_argv(sys.argv[1:])
         _import_torch()
         global _existing_dirs
         _existing_dirs = snapshot(sys.argv[1:])

@@ -26,8 +26,9 @@ def _long(arg: str) -> str:
     return SHORT.get(arg, arg)
 
 
-def check_argv(args: list[str], prog: str = "repcost-train") -> None:
-    """Raise RepcostError (one line) for options Hydra would reject or misread in `args` (argv without prog)."""
+def check_argv(args: list[str], prog: str = "repcost-train") -> dict[str, str | None]:
+    """The options in `args` (argv without prog) by long name, with their values (None for a flag; the last of
+    a repeated option); RepcostError (one line) for options Hydra would reject or misread."""
     overrides_before: list[str] = []
     options: list[list[str]] = []
     overrides: list[str] = []
@@ -62,3 +63,8 @@ def check_argv(args: list[str], prog: str = "repcost-train") -> None:
     if overrides_before and len(overrides) > len(overrides_before):  # overrides on both sides of an option
         fixed = " ".join(shlex.quote(x) for x in [prog, *(t for o in options for t in o), *overrides])
         raise RepcostError(f"options go before the overrides: {fixed}")
+    given: dict[str, str | None] = {}
+    for opt in options:  # [--name=value], [--name, value] or [--flag]
+        name, _, inline = opt[0].partition("=")
+        given[_long(name)] = inline or (opt[1] if len(opt) > 1 else None)
+    return given

@@ -35,17 +35,6 @@ options:
 """
 
 
-def _config_dirs(argv: list[str]) -> list[Path]:
-    """repcost's config folder and the user's `--config-dir`/`-cd` folders named in `argv`."""
-    dirs = [CONFIG_DIR]
-    for i, a in enumerate(argv):
-        if a in ("--config-dir", "-cd") and i + 1 < len(argv):
-            dirs.append(Path(argv[i + 1]).expanduser())
-        elif a.startswith("--config-dir="):
-            dirs.append(Path(a.split("=", 1)[1]).expanduser())
-    return dirs
-
-
 def group_lines(dirs: list[Path]) -> list[str]:
     """`group: option, option, ...` for each config group found in `dirs`."""
     lines = []
@@ -72,8 +61,9 @@ def top_level_lines() -> list[str]:
     return lines
 
 
-def help_text(argv: list[str]) -> str:
-    """The whole --help text."""
-    return "\n".join([USAGE, "config groups (group=option):", *group_lines(_config_dirs(argv)), "",
+def help_text(config_dir: str | None) -> str:
+    """The whole --help text (with the groups of the user's `--config-dir`, if one is given)."""
+    dirs = [CONFIG_DIR, *([Path(config_dir).expanduser()] if config_dir else [])]
+    return "\n".join([USAGE, "config groups (group=option):", *group_lines(dirs), "",
                       "top-level keys (KEY=VALUE; sections: model.*, data.*, train.*, analysis.*):",
                       *top_level_lines(), ""])
