@@ -34,43 +34,31 @@ def preset_name(fig_id: str, full: bool) -> str:
     return fig_id if full else f"{fig_id}-quick"
 
 
-def run_sweep(fig_id: str, sweep_args: Sequence[str] = (), full: bool = False, extra: Sequence[str] = (),
-              cwd: Path = REPO_ROOT, launcher: str | None = None) -> list[dict]:
-    """Run `repcost-train -m experiment=<preset> name=<sweep> ARGS` (finished jobs are skipped); rows of runs.csv.
-
-    The sweep directory is the preset's name, plus a hash of `sweep_args`/`extra` when there are
-    any, so that it holds exactly the jobs of this kind of invocation.
-    """
-    preset = preset_name(fig_id, full)
-    name = sweep_name(preset, [*sweep_args, *extra])
-    cmd = [sys.executable, "-m", "repcost.cli.train", "-m", f"experiment={preset}", f"name={name}",
-           "train.progress=false", *sweep_args, *extra]
-    if launcher:
-        cmd.append(f"hydra/launcher={launcher}")
-    print("$ " + " ".join(cmd[2:]), flush=True)
-    Path(cwd).mkdir(parents=True, exist_ok=True)
-    p = subprocess.run(cmd, cwd=cwd)
-    if p.returncode not in (0, 1):  # 1: some jobs failed, which finished_rows names with their errors
-        raise RepcostError(f"sweep for {fig_id} failed (exit {p.returncode})")
-    return finished_rows(Path(cwd) / "outputs" / "sweeps" / name)
-
-
 def is_full(args, fig_id: str) -> bool:
     """Whether a figure script's `figure_args` ask for the paper-size preset of `fig_id` (--full, or --full-only naming it)."""
     return bool(args.full) or fig_id in (getattr(args, "full_only", None) or ())
 
 
 def sweep_for(fig_id: str, args, sort_by: str | None = None) -> list[dict]:
-    """`run_sweep` with a figure script's parsed `figure_args` (--full, --set, --workdir, --launcher); rows sorted numerically by `sort_by`."""
-    rows = run_sweep(fig_id, full=is_full(args, fig_id), extra=args.set, cwd=args.workdir, launcher=args.launcher)
+    """Run `repcost-train -m experiment=<preset> name=<sweep> SET` (finished jobs are skipped) as a figure script's
+    parsed `figure_args` say (--full, --set, --workdir, --launcher); the rows of runs.csv, sorted numerically by `sort_by`.
+
+    The sweep directory outputs/sweeps/<name> is the preset's name, plus a hash of the --set overrides when there
+    are any, so that it holds exactly the jobs of this kind of invocation.
+    """
+    preset = preset_name(fig_id, is_full(args, fig_id))
+    name = f"{preset}--{hashlib.sha256(' '.join(sorted(args.set)).encode()).hexdigest()[:8]}" if args.set else preset
+    cmd = [sys.executable, "-m", "repcost.cli.train", "-m", f"experiment={preset}", f"name={name}",
+           "train.progress=false", *args.set]
+    if args.launcher:
+        cmd.append(f"hydra/launcher={args.launcher}")
+    print("$ " + " ".join(cmd[2:]), flush=True)
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)
+    p = subprocess.run(cmd, cwd=args.workdir)
+    if p.returncode not in (0, 1):  # 1: some jobs failed, which finished_rows names with their errors
+        raise RepcostError(f"sweep for {fig_id} failed (exit {p.returncode})")
+    rows = finished_rows(Path(args.workdir) / "outputs" / "sweeps" / name)
     return sorted(rows, key=lambda r: float(r[sort_by])) if sort_by else rows
-
-
-def sweep_name(preset: str, args: Sequence[str]) -> str:
-    """outputs/sweeps/<name> of a figure sweep: the preset, or preset--<hash of the extra overrides>."""
-    if not args:
-        return preset
-    return f"{preset}--{hashlib.sha256(' '.join(sorted(args)).encode()).hexdigest()[:8]}"
 
 
 def finished_rows(sweep_dir: Path) -> list[dict]:

@@ -34,6 +34,7 @@ PCA_KS = (25, 50, 100, 200)  # rank-k linear projections: the best linear denois
 RANK_TOL = 1e-2  # Jacobian rank: count s_i > RANK_TOL · s_1 (as jacot23-depth)
 N_JAC = 20  # clean test images at which the MNIST autoencoders' Jacobians are taken (784 x 784 each)
 N_NEAREST = 1000  # noisy test images whose outputs are compared with every training image (nearest_train_ratio)
+RUN_KEYS = ("train_loss", "param_sq_norm_per_depth", "critical_point", "steps", "wall_time_s")  # each net's row reports
 CLAIM = ("Paper: deep autoencoders are naturally denoising, shallow ones are not (target: deep ratio <= 0.5 and "
          "below the shallow ratio).")
 
@@ -64,9 +65,7 @@ def _mnist(runs, rows: list[dict], plot: dict) -> None:
             near = denoising(model, noisy[:N_NEAREST], distance=lambda p: nearest_distance(p, data.y_train.numpy()))
             rows.append({"panel": "A mnist", "seed": run.spec.seed, "depth": L, "sigma": sigma, **d.summary(),
                          "nearest_train_ratio": near.ratio, "clean_recon_err": float(recon.d_out.mean()), **js,
-                         "train_loss": summ["train_loss"], "param_sq_norm_per_depth": summ["param_sq_norm_per_depth"],
-                         "critical_point": summ.get("critical_point"), "steps": summ["steps"],
-                         "wall_time_s": summ["wall_time_s"]})
+                         **{k: summ.get(k) for k in RUN_KEYS}})
             if sigma == MNIST_SIGMA and run.spec.seed == runs[0].spec.seed:
                 if not plot["img_rows"]:
                     plot["img_rows"], plot["img_labels"] = [noisy[:N_SHOW]], [f"noisy σ={sigma}"]
@@ -92,10 +91,8 @@ def _curve(runs, rows: list[dict], plot: dict) -> None:
         d = denoising(model, add_noise(data.y_test.numpy(), CURVE_SIGMA, seed=1), distance=dist)
         uni = np.random.default_rng(2).uniform(-1.2, 1.2, size=(400, 2))
         du = denoising(model, uni, distance=dist)
-        rows.append({"panel": "B/C curve", "seed": run.spec.seed, "depth": L, "sigma": CURVE_SIGMA, **d.summary(), **du.summary("uniform_"),
-                     "train_loss": summ["train_loss"], "param_sq_norm_per_depth": summ["param_sq_norm_per_depth"],
-                     "critical_point": summ.get("critical_point"), "steps": summ["steps"],
-                     "wall_time_s": summ["wall_time_s"]})
+        rows.append({"panel": "B/C curve", "seed": run.spec.seed, "depth": L, "sigma": CURVE_SIGMA, **d.summary(),
+                     **du.summary("uniform_"), **{k: summ.get(k) for k in RUN_KEYS}})
         if run.spec.seed != runs[0].spec.seed:
             continue
         # as the paper's panels B, C: random inputs in the plane and where the autoencoder maps them
