@@ -5,13 +5,8 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.figure import Figure
-
-
-def _layer_colors(n: int):
-    from matplotlib import cm
-
-    return [cm.viridis(i / max(n - 1, 1)) for i in range(n)]
 
 
 def spectra_figure(hidden: Sequence[np.ndarray], weights: Sequence[np.ndarray], jac: np.ndarray,
@@ -22,12 +17,12 @@ def spectra_figure(hidden: Sequence[np.ndarray], weights: Sequence[np.ndarray], 
     fig = Figure(figsize=(14, 4))
     axA, axB, axC = fig.subplots(1, 3)
     i = np.arange(1, n_show + 1)
-    for ell, (s, c) in enumerate(zip(hidden, _layer_colors(len(hidden))), start=1):
+    for ell, (s, c) in enumerate(zip(hidden, colormaps["viridis"](np.linspace(0, 1, len(hidden)))), start=1):
         s = np.asarray(s)[:n_show]
         axA.semilogy(i[: len(s)], s / s[0], "o-", color=c, ms=3, label=f"ℓ={ell}")
     axA.set(title="A: hidden representations (centred), $s_i/s_1$", xlabel="i", ylim=(1e-4, 1.5))
     axA.legend(fontsize=6, ncol=2)
-    for ell, (s, c) in enumerate(zip(weights, _layer_colors(len(weights))), start=1):
+    for ell, (s, c) in enumerate(zip(weights, colormaps["viridis"](np.linspace(0, 1, len(weights)))), start=1):
         axB.semilogy(np.arange(1, len(s) + 1), s, "-", color=c, label=f"$W_{{{ell}}}$")
     axB.set(title="B: weight matrices, $s_i$", xlabel="i")
     axB.legend(fontsize=6, ncol=2)
