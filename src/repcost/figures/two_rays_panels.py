@@ -55,8 +55,7 @@ def analyse_runs(runs):
 
 def draw(rows: list[dict], title: str):
     per_angle = rows[0]["_per_angle"]
-    surfaces, titles, ray_panels = [], [], []
-    y = None
+    surfaces, titles, ray_panels, panel_data = [], [], [], []
     for key, slot in sorted(per_angle.items(), reverse=True):
         data = slot["data"]
         y = data.y_train.numpy()[:, 0]
@@ -65,6 +64,7 @@ def draw(rows: list[dict], title: str):
         for name, h in nets.items():
             surfaces.append(grid_values(h))
             titles.append(f"{name}, rays {key:g}π")
+            panel_data.append(data)
         t = np.linspace(0.0, 1.1, 100)
         ts = [data.x_train.numpy()[np.asarray(data.meta["ray"]) == j] @ np.asarray(data.meta[f"w{j + 1}"])
               for j in range(2)]
@@ -72,15 +72,12 @@ def draw(rows: list[dict], title: str):
         ray_panels.append({"title": f"interpolation check (Fig 6), rays {key:g}π", "t_samples": ts,
                            "y_samples": ys, "t_grid": t,
                            "curves": {name: along_rays(h, data, t) for name, h in nets.items()}})
-    # per angle: samples differ, so draw the samples of each angle's row on its own panels
     fig = surfaces_figure(surfaces, titles, None, None, ncols=4, suptitle=title, ray_panels=ray_panels)
-    axes3d = [ax for ax in fig.axes if hasattr(ax, "get_zlim")]
-    for i, (key, slot) in enumerate(sorted(per_angle.items(), reverse=True)):
-        d = slot["data"]
-        for ax in axes3d[4 * i: 4 * i + 4]:
-            ax.scatter(d.x_train[:, 0].numpy(), d.x_train[:, 1].numpy(), d.y_train[:, 0].numpy(), color="k", s=12,
-                       depthshade=False)
-            w0 = np.asarray(d.meta["w0"])
-            zmin = ax.get_zlim()[0]
-            ax.plot([-w0[0], w0[0]], [-w0[1], w0[1]], [zmin, zmin], "r-", lw=1.5)
+    # the samples differ per angle: each surface panel gets its own angle's samples and span(w0)
+    for ax, d in zip([ax for ax in fig.axes if hasattr(ax, "get_zlim")], panel_data):
+        ax.scatter(d.x_train[:, 0].numpy(), d.x_train[:, 1].numpy(), d.y_train[:, 0].numpy(), color="k", s=12,
+                   depthshade=False)
+        w0 = np.asarray(d.meta["w0"])
+        zmin = ax.get_zlim()[0]
+        ax.plot([-w0[0], w0[0]], [-w0[1], w0[1]], [zmin, zmin], "r-", lw=1.5)
     return fig
