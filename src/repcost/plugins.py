@@ -37,12 +37,7 @@ _entry_points_done = False
 
 def plugin_names(cfg_or_names: Any) -> list[str]:
     """The module names a config's `plugins` key (or a plain list of names) asks for."""
-    if cfg_or_names is None:
-        return []
-    if isinstance(cfg_or_names, (DictConfig, dict)):
-        names = cfg_or_names.get("plugins", None)
-    else:
-        names = cfg_or_names
+    names = cfg_or_names.get("plugins", None) if isinstance(cfg_or_names, (DictConfig, dict)) else cfg_or_names
     if names is None:
         return []
     if isinstance(names, ListConfig):

@@ -15,7 +15,7 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .errors import ConfigError
+from .errors import PLUGIN_HINT, ConfigError, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,6 @@ class Registry:
         """The entry for `name`, or a ConfigError listing the known names."""
         self._load()
         if name not in self._entries:
-            from .config.messages import PLUGIN_HINT, did_you_mean
-
             raise ConfigError(f"{self.kind}.name", name, "one of " + ", ".join(self.names())
                               + did_you_mean(name, self.names()) + "; " + PLUGIN_HINT)
         return self._entries[name]

@@ -15,12 +15,12 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ..analysis.hooks import AnalysisRunner
-from .hydra_errors import OneLineParser, clean_exit
+from .hydra_errors import clean_exit
 from ..api import checkpoint_file, load_run
 from ..config import validate
 from ..config.compose import check_config_dirs, compose_config
 from ..data import load_data
-from ..errors import RepcostError
+from ..errors import OneLineParser, RepcostError
 from ..runio import atomic_write_json
 from ..places import is_run_dir
 from ..renamed import config_keys

@@ -11,8 +11,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from ..errors import RepcostError, report_left_out
-from .hydra_errors import OneLineParser, clean_exit
+from ..errors import OneLineParser, RepcostError, report_left_out
+from .hydra_errors import clean_exit
 from ..sweep import LAYERS_CSV, RUNS_CSV, add_last_job, collect, start_last_jobs
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .hydra_errors import OneLineParser, clean_exit
+from ..errors import OneLineParser
+from .hydra_errors import clean_exit
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,8 +11,7 @@ from contextlib import contextmanager
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf.errors import OmegaConfBaseException
 
-from ..config.messages import did_you_mean
-from ..errors import FatalError, OneLineParser, RepcostError, io_error  # noqa: F401 (OneLineParser: for the CLIs)
+from ..errors import FatalError, RepcostError, did_you_mean, io_error
 
 
 def _near_key(key: str, cause: BaseException | None) -> str:

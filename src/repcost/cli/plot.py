@@ -15,9 +15,8 @@ import argparse
 from pathlib import Path
 
 from ..api import load_run, load_sweep
-from ..config.messages import did_you_mean
-from ..errors import RepcostError, report_left_out
-from .hydra_errors import OneLineParser, clean_exit
+from ..errors import OneLineParser, RepcostError, did_you_mean, report_left_out
+from .hydra_errors import clean_exit
 
 FORMATS = (".png", ".pdf", ".svg")
 

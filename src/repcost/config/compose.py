@@ -11,9 +11,8 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ..errors import ConfigError, RepcostError
+from ..errors import ConfigError, RepcostError, did_you_mean
 from ..paths import CONFIG_DIR
-from .messages import did_you_mean
 
 
 def check_config_dirs(dirs: Sequence[str | Path], flag: str = "config dir") -> list[Path]:

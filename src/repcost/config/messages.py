@@ -1,25 +1,13 @@
-"""Config error wording: did-you-mean for misspelt names, and what a key allows in the schema's own words."""
+"""Config error wording: what a key allows, in the schema's own words."""
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import typing
-from collections.abc import Iterable
 from typing import Any
 
 from ..errors import ConfigError
-
-PLUGIN_HINT = ("a plugin's name? load its module with plugins=[mypkg.module] "
-               "(or install it with a repcost.plugins entry point)")
-
-
-def did_you_mean(word: str, options: Iterable[str], prefix: str = "") -> str:
-    """'; did you mean <prefix><closest>?' for a near miss among `options`, else ''."""
-    near = difflib.get_close_matches(str(word), [str(o) for o in options], n=2, cutoff=0.6)
-    return f"; did you mean {' or '.join(prefix + n for n in near)}?" if near else ""
-
 
 def _describe(tp: Any) -> str:
     """A type annotation in words: int -> 'an integer', Optional[float] -> 'a number or null', ..."""

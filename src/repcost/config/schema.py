@@ -16,8 +16,8 @@ from typing import Any, List, Optional
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
-from ..errors import ConfigError, check
-from .messages import PLUGIN_HINT, did_you_mean, type_allowed
+from ..errors import PLUGIN_HINT, ConfigError, check, did_you_mean
+from .messages import type_allowed
 from ..plugins import load_plugins
 from ..registry import ANALYSES, DATASETS, MODELS
 from ..threads import check_threads

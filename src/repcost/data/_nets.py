@@ -13,6 +13,11 @@ def rng(seed: int, stream: int) -> np.random.Generator:
     return np.random.default_rng([seed, stream])
 
 
+def spaced(spacing: str, lo: float, hi: float, n: int, gen: np.random.Generator) -> np.ndarray:
+    """n points of [lo, hi]: evenly spaced ("even"), or sorted uniform draws from `gen` ("random")."""
+    return np.linspace(lo, hi, n) if spacing == "even" else np.sort(gen.uniform(lo, hi, size=n))
+
+
 def gaussian(gen: np.random.Generator, *shape: int) -> torch.Tensor:
     """A float64 tensor of i.i.d. N(0, 1) entries drawn from `gen`."""
     return torch.from_numpy(gen.standard_normal(shape))

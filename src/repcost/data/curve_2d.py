@@ -129,11 +129,7 @@ def distance_to_curve(cfg: Curve2DConfig, pts):
 def _split(cfg: Curve2DConfig, n: int, stream: int):
     """(noisy inputs, clean targets) for n points, uniform (or even) in arc length."""
     gen = rng(cfg.seed, stream)
-    if cfg.sampling == "even":
-        s = np.linspace(0.0, 1.0, n, endpoint=cfg.shape not in CLOSED)
-    else:
-        s = gen.uniform(0.0, 1.0, size=n)
-    y = points_at_arclength(cfg, s)
+    y = curve_points(cfg, n).numpy() if cfg.sampling == "even" else points_at_arclength(cfg, gen.uniform(size=n))
     x = y + cfg.noise * gen.standard_normal(y.shape) if cfg.noise > 0 else y.copy()
     return torch.from_numpy(x), torch.from_numpy(y)
 

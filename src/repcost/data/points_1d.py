@@ -11,7 +11,7 @@ import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from ._nets import rng
+from ._nets import rng, spaced
 from .bundle import DataBundle, check_shared
 
 # Named 1-D functions of x (abs, square, relu) or of π·frequency·x (sin, cos, tanh): the targets here, the profile φ
@@ -82,10 +82,8 @@ def load_points_1d(cfg: Points1DConfig) -> DataBundle:
     gen = rng(cfg.seed, 0)
     if cfg.x is not None:
         x = np.asarray(cfg.x, dtype=np.float64)
-    elif cfg.x_spacing == "even":
-        x = np.linspace(cfg.x_min, cfg.x_max, cfg.n_points)
     else:
-        x = np.sort(gen.uniform(cfg.x_min, cfg.x_max, size=cfg.n_points))
+        x = spaced(cfg.x_spacing, cfg.x_min, cfg.x_max, cfg.n_points, gen)
     y = np.asarray(cfg.y, dtype=np.float64) if cfg.y is not None else _targets(cfg, x, gen)
     order = np.argsort(x, kind="stable")
     x, y = x[order], y[order]

@@ -11,7 +11,7 @@ import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from ._nets import rng
+from ._nets import rng, spaced
 from .bundle import DataBundle, check_shared
 
 
@@ -67,10 +67,7 @@ def load_two_rays(cfg: TwoRaysConfig) -> DataBundle:
     w1, w2, w0 = ray_directions(cfg)
     xs, ys, ray = [], [], []
     for j, w in enumerate((w1, w2)):
-        if cfg.spacing == "even":
-            t = np.linspace(cfg.t_min, cfg.t_max, cfg.points_per_ray)
-        else:
-            t = np.sort(rng(cfg.seed, j).uniform(cfg.t_min, cfg.t_max, size=cfg.points_per_ray))
+        t = spaced(cfg.spacing, cfg.t_min, cfg.t_max, cfg.points_per_ray, rng(cfg.seed, j))
         xs.append(t[:, None] * w[None, :])
         ys.append(cfg.slopes[j] * t + cfg.offsets[j])
         ray += [j] * len(t)
