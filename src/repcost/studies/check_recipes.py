@@ -51,8 +51,6 @@ Usage: python -m repcost.studies.check_recipes [--only 1d|rays|rays_L2|rays_L3] 
 
 from __future__ import annotations
 
-import argparse
-import csv
 import json
 import math
 import os
@@ -66,20 +64,6 @@ import numpy as np
 REPO = Path.cwd()  # outputs and figure paths are relative to where it runs (`make check-recipes`: the checkout)
 TOL = 0.03  # two rays: within 3 % of the reference
 GAP_TOL = 0.01  # 1-D: certified = duality gap ≤ 1 % (what the recipe's train.certify.gap_tol states)
-
-
-def heldout_1d(i: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dataset i of the 1-D study (module docstring)."""
-    g = np.random.default_rng([18, 1, i])
-    n = int(g.integers(5, 13))
-    m, h = g.uniform(-1, 1), g.uniform(0.5, 2)
-    while True:
-        x = np.sort(g.uniform(m - h, m + h, n))
-        if np.diff(x).min() >= (2 * h / n) / 8:
-            break
-    s = g.uniform(0.1, 2)
-    y = s * (g.standard_normal(n) if g.random() < 0.5 else g.uniform(-1, 1, n))
-    return np.round(x, 6), np.round(y, 6)  # rounded: the values passed on the command line are exact
 
 
 FAMILIES = ("uniform", "clustered", "multiscale", "heavy_tailed", "large_n", "near_duplicate")
@@ -109,6 +93,14 @@ def _labels(g: np.random.Generator, n: int) -> np.ndarray:
     """The uniform family's label law: s·N(0, 1) or s·U(−1, 1) (fair coin), s ~ U(0.1, 2)."""
     s = g.uniform(0.1, 2)
     return s * (g.standard_normal(n) if g.random() < 0.5 else g.uniform(-1, 1, n))
+
+
+def heldout_1d(i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Dataset i of the uniform family (module docstring)."""
+    g = np.random.default_rng([18, 1, i])
+    n = int(g.integers(5, 13))
+    x = _spread_x(g, n)
+    return _rounded(x), _rounded(_labels(g, n))
 
 
 def clustered_1d(i: int) -> tuple[np.ndarray, np.ndarray]:
@@ -223,52 +215,50 @@ def train(overrides: list[str], run_dir: Path) -> dict:
 
 
 def certificate(summary: dict) -> dict:
-    """The run's critical-point certificate, as every summary.json holds it (repcost.analysis.critical):
-    whether it is certified a critical point of the stated objective, the relative stationarity residual
-    (plain, and the least over the slopes of kinked pre-activations) and the largest per-unit balance gap of the ReLU layer (0 at any critical point). NaN where absent."""
+    """The run's critical-point certificate as summary.json holds it (repcost.analysis.critical): the verdict, the
+    relative stationarity residual (plain, and the least over the slopes of kinked pre-activations) and the
+    largest per-unit balance gap of the ReLU layer (0 at any critical point). NaN where absent."""
     return {"critical_point": bool(summary.get("critical_point", False)),
-            "cert_stationarity": float(summary.get("critical.stationarity", math.nan)),
-            # the least gradient over the slopes of pre-activations on a ReLU kink (only where stationarity fails)
-            "cert_clarke_stationarity": float(summary.get("critical.clarke_stationarity", math.nan)),
-            "cert_unit_gap": float(summary.get("critical.unit_gap", math.nan))}
+            **{f"cert_{k}": float(summary.get(f"critical.{k}", math.nan))
+               for k in ("stationarity", "clarke_stationarity", "unit_gap")}}
 
 
+COLUMNS = ("study", "family", "block", "dataset", "L", "n_points", "C", "C_min", "ratio", "spread", "loss_over_var",
+           "certificate_gap", "global_gap_rel", "certify_rounds", "steps", "wall_s", "critical_point",
+           "cert_stationarity", "cert_clarke_stationarity", "cert_unit_gap", "passed", "run_dir")  # recipes.csv
 EXTRA: list[str] = []  # --set overrides, appended to every run (exploring variants of a recipe)
 
 
-def _block(i: int) -> str:
-    return "dev" if i in DEV else "heldout" if i in HELDOUT else "other"
+def _row(s: dict, y: np.ndarray, path: Path, **values) -> dict:
+    """A recipes.csv row: `values`, then what the run's summary `s` says (`path`: its run directory)."""
+    row = {"spread": 0.0, "certificate_gap": 0.0, "loss_over_var": s["train_loss"] / float(np.var(y)),
+           "steps": s["steps"], "wall_s": s["script_wall_s"], **certificate(s),
+           "run_dir": str(path.relative_to(REPO)) if path.is_relative_to(REPO) else "", **values}
+    return {k: row[k] for k in COLUMNS}
 
 
 def case_1d(family: str, i: int, out: Path) -> dict:
     """Train the 1-D recipe on dataset i of a family; its certificate and C against the spline minimum."""
     from repcost.analysis import spline_min_cost
-
     from repcost.errors import RepcostError
 
     x, y = family_1d(family, i)
     run_dir = out / f"1d_{family}_{i}"
     cmin = spline_min_cost(x, y)
-    row = {"study": "1d", "family": family, "block": _block(i), "dataset": i, "L": 2, "n_points": len(x), "C": None,
-           "C_min": cmin, "ratio": None, "spread": 0.0, "loss_over_var": None, "certificate_gap": 0.0}  # the CSV's order
+    block = "dev" if i in DEV else "heldout" if i in HELDOUT else "other"
+    head = {"study": "1d", "family": family, "block": block, "dataset": i, "L": 2, "n_points": len(x), "C_min": cmin}
     try:
         s = train(["experiment=min_norm_1d", f"data.x={_fmt(x)}", f"data.y={_fmt(y)}", *EXTRA], run_dir)
     except RepcostError as e:  # a run that failed (e.g. diverged) is a dataset not certified, never dropped
         nan = math.nan
-        return {**row, "C": nan, "ratio": nan, "loss_over_var": nan, "global_gap_rel": nan, "certify_rounds": nan,
-                "steps": nan, "wall_s": nan, **certificate({}), "passed": False,
-                "run_dir": "failed: " + str(e).splitlines()[0].removeprefix("run failed: ")}
+        failed = {"train_loss": nan, "steps": nan, "script_wall_s": nan}
+        return _row(failed, y, run_dir, **head, C=nan, ratio=nan, global_gap_rel=nan, certify_rounds=nan,
+                    passed=False, run_dir="failed: " + str(e).splitlines()[0].removeprefix("run failed: "))
     gap = s.get("certify.duality_gap_rel", math.nan)
     # summary.json's verdict where the run certifies itself (train.certify); the gap against 1 % otherwise
     certified = bool(s["certified"]) if "certified" in s else bool(gap <= GAP_TOL)
-    return {**row, "C": s["cost"], "ratio": s["cost"] / cmin, "loss_over_var": s["train_loss"] / float(np.var(y)),
-            "global_gap_rel": gap, "certify_rounds": s.get("certify.rounds", 0), "steps": s["steps"],
-            "wall_s": s["script_wall_s"], **certificate(s), "passed": certified,
-            "run_dir": str(run_dir.relative_to(REPO)) if run_dir.is_relative_to(REPO) else ""}
-
-
-def _rays_overrides(i: int) -> list[str]:
-    return ["experiment=min_norm_two_rays"] + [f"data.{k}={_fmt(v)}" for k, v in heldout_rays(i).items()]
+    return _row(s, y, run_dir, **head, C=s["cost"], ratio=s["cost"] / cmin, global_gap_rel=gap,
+                certify_rounds=s.get("certify.rounds", 0), passed=certified)
 
 
 def case_rays(i: int, L: int, out: Path) -> dict:
@@ -278,32 +268,28 @@ def case_rays(i: int, L: int, out: Path) -> dict:
     from repcost.config import compose_config, validate
     from repcost.data import load_data
 
-    ov = _rays_overrides(i)
-    data = load_data(validate(compose_config(ov)).data)
+    ov = ["experiment=min_norm_two_rays"] + [f"data.{k}={_fmt(v)}" for k, v in heldout_rays(i).items()]
+    cfg = validate(compose_config(ov + EXTRA))
+    data = load_data(cfg.data)
     x, y = data.x_train.double().numpy(), data.y_train.double().numpy()[:, 0]
     run_dir = out / f"rays_L{L}_{i}"
+    head = {"study": f"rays_L{L}", "family": "two_rays", "block": "", "dataset": i, "L": L, "n_points": len(y),
+            "global_gap_rel": math.nan, "certify_rounds": 0}
     if L == 2:
         ref = min_r2_interpolant(x, y)
         s = train(ov + ["model.depth=2", *EXTRA], run_dir)
         ratio = s["cost"] / ref.value
-        row = {"C": s["cost"], "C_min": ref.value, "ratio": ratio, "spread": 0.0, "certificate_gap": ref.gap,
-               "global_gap_rel": math.nan, "passed": bool(abs(ratio - 1) <= TOL)}
-    else:
-        f, g, _ = f_and_g_for_data(data)
-        ref = min(phi_L(f.W, f.a, 3), phi_L(g.W, g.a, 3))
-        from repcost.config import compose_config as _cc
-
-        K = int(_cc(ov + [*EXTRA]).train.ensemble_size)
-        s = train(ov + ["model.depth=3", f"train.ensemble_size={5 * K}", *EXTRA], run_dir)
-        members = [json.loads((run_dir / "members" / str(m) / "summary.json").read_text()) for m in range(5 * K)]
-        costs = [min(members[j * K:(j + 1) * K], key=lambda r: r["objective"])["cost"] for j in range(5)]
-        spread = (max(costs) - min(costs)) / min(costs)
-        row = {"C": max(costs), "C_min": ref, "ratio": max(costs) / ref, "spread": spread, "certificate_gap": 0.0,
-               "global_gap_rel": math.nan, "passed": bool(spread <= TOL and max(costs) <= ref)}
-    return {"study": f"rays_L{L}", "family": "two_rays", "block": "", "dataset": i, "L": L, "n_points": len(y), **row,
-            "loss_over_var": s["train_loss"] / float(np.var(y)), "steps": s["steps"], "wall_s": s["script_wall_s"],
-            "certify_rounds": 0, **certificate(s),
-            "run_dir": str(run_dir.relative_to(REPO)) if run_dir.is_relative_to(REPO) else ""}
+        return _row(s, y, run_dir, **head, C=s["cost"], C_min=ref.value, ratio=ratio, certificate_gap=ref.gap,
+                    passed=bool(abs(ratio - 1) <= TOL))
+    f, g, _ = f_and_g_for_data(data)
+    ref = min(phi_L(f.W, f.a, 3), phi_L(g.W, g.a, 3))
+    K = int(cfg.train.ensemble_size)
+    s = train(ov + ["model.depth=3", f"train.ensemble_size={5 * K}", *EXTRA], run_dir)
+    members = [json.loads((run_dir / "members" / str(m) / "summary.json").read_text()) for m in range(5 * K)]
+    costs = [min(members[j * K:(j + 1) * K], key=lambda r: r["objective"])["cost"] for j in range(5)]
+    spread = (max(costs) - min(costs)) / min(costs)
+    return _row(s, y, run_dir, **head, C=max(costs), C_min=ref, ratio=max(costs) / ref, spread=spread,
+                passed=bool(spread <= TOL and max(costs) <= ref))
 
 
 def _case(args):
@@ -314,17 +300,16 @@ def _case(args):
     return case_rays(i, int(kind[-1]), out)
 
 
-def _jobs(a: argparse.Namespace, out: Path) -> list[tuple]:
+def _jobs(a, out: Path) -> list[tuple]:
     """(kind, dataset, out, overrides) per run: kind `1d:FAMILY`, `rays_L2` or `rays_L3`."""
-    only = a.only or "all"
     given = [int(v) for v in a.datasets.split(",")] if a.datasets else None
     jobs = []
-    if only in ("1d", "all"):
+    if a.only in ("1d", "all"):
         families = FAMILIES if a.family == "all" else [a.family]
         idx = given or list(DEV if a.block == "dev" else HELDOUT)
         jobs += [(f"1d:{f}", i, out, a.set) for f in families for i in idx]
-    if only != "1d":
-        kinds = {"rays": ["rays_L2", "rays_L3"], "all": ["rays_L2", "rays_L3"]}.get(only, [only])
+    if a.only != "1d":
+        kinds = ["rays_L2", "rays_L3"] if a.only in ("rays", "all") else [a.only]
         idx = given or list(range(a.start, a.start + a.n))
         jobs += [(k, i, out, a.set) for k in kinds for i in idx]
     return jobs
@@ -366,8 +351,11 @@ def _groups(rows: list[dict]) -> dict[str, list[dict]]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", choices=["1d", "rays", "rays_L2", "rays_L3"], default=None)
+    from repcost.errors import OneLineParser
+    from repcost.runio import atomic_write_bytes, csv_bytes
+
+    p = OneLineParser(prog="check_recipes", description=__doc__.splitlines()[0])
+    p.add_argument("--only", choices=["all", "1d", "rays", "rays_L2", "rays_L3"], default="all")
     p.add_argument("--family", choices=["all", *FAMILIES], default="all", help="1-D family (default: all)")
     p.add_argument("--block", choices=["dev", "heldout"], default="heldout",
                    help="1-D block: dev = datasets 0–19, heldout = 20–39")
@@ -388,26 +376,20 @@ def main(argv=None) -> int:
         for r in ex.map(_case, jobs):
             rows.append(r)
             print(_line(r), flush=True)
-    total = time.perf_counter() - t0
     groups = _groups(rows)
     for k, sel in groups.items():
-        walls = [r["wall_s"] for r in sel]
-        verdict = "certified" if sel[0]["study"] == "1d" else "passed"
-        failed = sum(1 for r in sel if r["run_dir"].startswith("failed"))
-        print(f"{k}: {verdict} {sum(r['passed'] for r in sel)}/{len(sel)}; per dataset median "
-              f"{np.nanmedian(walls):.0f} s, max {np.nanmax(walls):.0f} s (wall)"
-              + (f"; gap {np.nanmin([r['global_gap_rel'] for r in sel]):.1e}–"
-                 f"{np.nanmax([r['global_gap_rel'] for r in sel]):.1e}; C/C_min {np.nanmin([r['ratio'] for r in sel]):.4f}–"
-                 f"{np.nanmax([r['ratio'] for r in sel]):.4f}" if sel[0]["study"] == "1d" else "")
+        col = lambda c: [r[c] for r in sel]  # noqa: E731
+        one_d, failed = sel[0]["study"] == "1d", sum(r["run_dir"].startswith("failed") for r in sel)
+        print(f"{k}: {'certified' if one_d else 'passed'} {sum(col('passed'))}/{len(sel)}; per dataset median "
+              f"{np.nanmedian(col('wall_s')):.0f} s, max {np.nanmax(col('wall_s')):.0f} s (wall)"
+              + (f"; gap {np.nanmin(col('global_gap_rel')):.1e}–{np.nanmax(col('global_gap_rel')):.1e}; "
+                 f"C/C_min {np.nanmin(col('ratio')):.4f}–{np.nanmax(col('ratio')):.4f}" if one_d else "")
               + (f"; {failed} run(s) failed (not certified)" if failed else "")
-              + (f"; by block of ten: {_by_ten(sel)}" if sel[0]["study"] == "1d" and len(sel) > 10 else ""))
-    print(f"total {total:.0f} s with {a.jobs} jobs")
+              + (f"; by block of ten: {_by_ten(sel)}" if one_d and len(sel) > 10 else ""))
+    print(f"total {time.perf_counter() - t0:.0f} s with {a.jobs} jobs")
     csv_path = REPO / a.csv
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(csv_path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
-        w.writeheader()
-        w.writerows(rows)
+    atomic_write_bytes(csv_path, csv_bytes(rows))
     _figure(groups, csv_path.with_suffix(".png"))
     # the target: at least 9 of every 10 (each 1-D block of ten, each two-rays study)
     return 0 if all(sum(r["passed"] for r in b) >= 0.9 * len(b) for sel in groups.values() for b in _tens(sel)) else 1
