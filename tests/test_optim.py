@@ -51,7 +51,7 @@ def test_optimizer_matches_torch_optim(name, momentum):
         assert torch.allclose(a, b, rtol=1e-12, atol=1e-14)
     # the state dict has torch.optim's layout: ours loads into torch.optim and continues identically
     topt2 = make_optimizer(name, [t.detach().clone().requires_grad_() for t in ours], 0.01, momentum)
-    topt2.load_state_dict(opt.state_dict())
+    topt2.load_state_dict(opt.member_state_dict(0))
     for k, v in topt.state_dict()["state"].items():
         for key, t in v.items():
             if torch.is_tensor(t):
@@ -79,7 +79,7 @@ def test_stacked_optimizer_member_state_is_its_single_state():
             o.step()
     for i in range(3):
         assert torch.equal(stacked.detach()[i], singles[i].detach())  # bitwise: the same elementwise ops
-        a, b = opt.member_state_dict(i), sopts[i].state_dict()
+        a, b = opt.member_state_dict(i), sopts[i].member_state_dict(0)
         assert torch.equal(a["state"][0]["exp_avg_sq"], b["state"][0]["exp_avg_sq"])
         assert a["param_groups"][0]["lr"] == b["param_groups"][0]["lr"]
 

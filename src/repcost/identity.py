@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -99,55 +100,38 @@ def member_config(cfg: dict, seed: int) -> dict:
     return d
 
 
-# Runs that differ only in these keys can train as one stacked engine (train.run.train_runs)
+# Runs that differ only in these keys can train as one stacked engine (train.run.train_runs); N: any phase
 STACKABLE_KEYS = ("seed", "train.lam", "train.phases.N.lr", "model.init_scale")
+_STACKABLE = re.compile("|".join(re.escape(k).replace("N", r"\d+") for k in STACKABLE_KEYS))
 
 
-def without_stackable(cfg: dict) -> dict:
-    """A copy of a run config (or a part of one, e.g. {"train": ...}) without `STACKABLE_KEYS`."""
-    d = copy.deepcopy(cfg)
-    for key in STACKABLE_KEYS:
-        _drop(d, key.split("."))
-    return d
-
-
-def _drop(node, path: list[str]) -> None:
-    if not isinstance(node, dict) or not path:
-        return
-    head, rest = path[0], path[1:]
-    if not rest:
-        node.pop(head, None)
-    elif rest[0] == "N":
-        for item in node.get(head) or []:
-            _drop(item, rest[1:])
-    else:
-        _drop(node.get(head), rest)
+def shared_part(cfg: dict) -> dict[str, Any]:
+    """What runs stacked in one process must share: the run config's `flat` keys but `STACKABLE_KEYS`."""
+    return {k: v for k, v in flat(cfg).items() if not _STACKABLE.fullmatch(k)}
 
 
 def stack_key(cfg: dict) -> str | None:
-    """What runs stacked in one process must share: the resolved run config without its stackable keys.
-
-    None for a run that cannot be stacked with others (an ensemble, `train.ensemble_size` > 1).
-    """
+    """The grouping key of runs stacked in one process (`shared_part`); None for a run that cannot be
+    stacked with others (an ensemble, `train.ensemble_size` > 1)."""
     train = cfg.get("train")
     if isinstance(train, dict) and int(train.get("ensemble_size", 1) or 1) != 1:
         return None
-    return json.dumps(without_stackable(cfg), sort_keys=True, default=str)
+    return json.dumps(shared_part(cfg), sort_keys=True, default=str)
 
 
 def check_stackable(cfgs: Sequence[dict]) -> None:
     """Runs trained in one engine may differ only in `STACKABLE_KEYS`: RepcostError naming the first other key."""
     if len(cfgs) < 2:
         return
-    keys = [stack_key(c) for c in cfgs]
-    if any(k is None for k in keys):
+    if any(stack_key(c) is None for c in cfgs):
         raise RepcostError("ensemble runs (train.ensemble_size > 1) cannot be stacked with other runs")
-    for i in range(1, len(cfgs)):
-        if keys[i] != keys[0]:
-            a, b = flat(without_stackable(cfgs[0])), flat(without_stackable(cfgs[i]))
-            diff = min(k for k in a.keys() | b.keys() if k not in a or k not in b or a[k] != b[k])
-            raise RepcostError(f"run {i} cannot be stacked with run 0: its {diff} differs; stacked runs may differ "
-                               f"only in {', '.join(STACKABLE_KEYS)}")
+    a = shared_part(cfgs[0])
+    for i, cfg in enumerate(cfgs[1:], 1):
+        b = shared_part(cfg)
+        diff = [k for k in a.keys() | b.keys() if k not in a or k not in b or a[k] != b[k]]
+        if diff:
+            raise RepcostError(f"run {i} cannot be stacked with run 0: its {min(diff)} differs; stacked runs may "
+                               f"differ only in {', '.join(STACKABLE_KEYS)}")
 
 
 def flat(node: Any, prefix: str = "") -> dict[str, Any]:

@@ -21,7 +21,7 @@ import shutil
 import time
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,13 @@ class RunDir:
         """error.txt: the one-line reason a run failed (read by repcost-collect; a relaunch starts over)."""
         self.write_bytes(ERROR, (" ".join(message.split()) + "\n").encode())
 
+    def fail(self, checkpoint: dict, summary: dict, why: str) -> RepcostError:
+        """A failed run's files (checkpoint, summary, error.txt); returns the error the run ends with."""
+        self.save_checkpoint(checkpoint)
+        self.write_json(SUMMARY, summary)
+        self.record_failure(why)
+        return RepcostError(f"run failed: {why}; summary and checkpoint in {self.path} (a relaunch starts over)")
+
     def finish(self, checkpoint: dict, summary: dict, run_hash: str) -> None:
         """A finished run's last writes, ordered so that no moment shows a checkpoint claiming `finished` without
         FINISHED: the checkpoint's bytes go to a temp file first, then summary.json, then FINISHED, and only then is
@@ -166,21 +173,13 @@ class RunDir:
         if self.finished_hash() is not None or not self.path.is_dir():
             return
         trained = self.file(CHECKPOINT).exists() or self.file(METRICS).exists()
-        try:  # refused before any training (e.g. data and loss that do not go together): no failure to record
-            if trained and not self.file(ERROR).exists():
+        with suppress(RepcostError):  # e.g. the disk is still full: the error line on stderr says why
+            if trained and not self.file(ERROR).exists():  # refused before any training: no failure to record
                 self.record_failure(message)
-        except RepcostError:
-            pass  # e.g. the disk is still full: the error line on stderr says why
         ck = self.file(CHECKPOINT)
-        try:
-            claims_finished = ck.exists() and load_checkpoint(ck).get("status") == "finished"
-        except RepcostError:
-            claims_finished = False
-        if claims_finished:
-            try:
+        with suppress(RepcostError, OSError):  # an unreadable checkpoint claims nothing
+            if ck.exists() and load_checkpoint(ck).get("status") == "finished":
                 os.replace(ck, self.file(INCOMPLETE))
-            except OSError:
-                pass
 
     def metrics(self, keep_before: int = 0) -> MetricsWriter:
         return MetricsWriter(self.file(METRICS), keep_before)

@@ -41,23 +41,16 @@ def _options(params: dict) -> dict:
     return opts
 
 
-def _job_dir(config: DictConfig) -> str:
-    """A composed job's output directory (hydra.sweep.dir/hydra.sweep.subdir, as `run_job` resolves it)."""
-    HydraConfig.instance().set_config(config)
-    return os.path.abspath(os.path.join(str(config.hydra.sweep.dir), str(config.hydra.sweep.subdir)))
-
-
 def stack_key_of_job(config: DictConfig) -> str | None:
-    """The grouping key of a composed sweep job (hydra node included): jobs with equal keys train as one stacked
-    process. None: the job runs alone (e.g. its config does not validate, so it fails exactly as an unstacked job
-    does)."""
+    """The grouping key of a composed sweep job (hydra node included, its HydraConfig current): jobs with equal
+    keys train as one stacked process. None: the job runs alone (e.g. its config does not validate, so it fails
+    exactly as an unstacked job does)."""
     from repcost.config import validate
     from repcost.identity import stack_key
     from repcost.config.compose import check_experiment
 
     if config.hydra.job.chdir:  # jobs that change into their own directory cannot share a process
         return None
-    HydraConfig.instance().set_config(config)
     try:
         check_experiment(HydraConfig.get())
         cfg = copy.deepcopy(config)
@@ -77,8 +70,6 @@ def plan_groups(keys: Sequence[str | None], max_members: int = 64,
     same directory never share a group (they would lock each other out). Groups are ordered by
     their first job and keep the jobs' order.
     """
-    if max_members < 1:
-        raise RepcostError(f"max_members must be at least 1, got {max_members}")
     by_key: dict[str, list[int]] = {}
     groups: list[list[int]] = []
     for i, k in enumerate(keys):
@@ -119,10 +110,12 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
             sweep_config.hydra.job.id = num
             sweep_config.hydra.job.num = num
         configs.append(sweep_config)
-    orig = HydraConfig.instance().cfg
+    orig, keys, dirs = HydraConfig.instance().cfg, [], []
     try:
-        keys = [stack_key_of_job(c) for c in configs]
-        dirs = [_job_dir(c) for c in configs]
+        for c in configs:  # the job's output dir (hydra.sweep.dir/subdir) as `run_job` resolves it
+            HydraConfig.instance().set_config(c)
+            dirs.append(os.path.abspath(os.path.join(str(c.hydra.sweep.dir), str(c.hydra.sweep.subdir))))
+            keys.append(stack_key_of_job(c))
     finally:
         HydraConfig.instance().cfg = orig
     groups = plan_groups(keys, opts["max_members"], dirs)

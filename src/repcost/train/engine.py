@@ -71,16 +71,6 @@ class TrainResult:
         return "failed" if self.stop_reason in FAILED_REASONS else "finished"
 
 
-def batch_size_of(phase: PhaseConfig, n: int) -> int | None:
-    """The phase's minibatch size, or None for full batch (batch_size null or >= n)."""
-    return phase.batch_size if phase.batch_size is not None and phase.batch_size < n else None
-
-
-def minibatch_indices(n: int, batch_size: int, gen: torch.Generator) -> torch.Tensor:
-    """Row indices of one minibatch: the first batch_size of a fresh permutation drawn from gen (CPU)."""
-    return torch.randperm(n, generator=gen)[:batch_size]
-
-
 class Member:
     """One trained model's own state inside the engine: stop-rule record, minibatch order, result, logs.
 
@@ -307,25 +297,27 @@ class Engine:
             self._before_phase(ph)
         bs = self._start_phase(ph)
         last_phase = self.pos.phase == len(self.phases) - 1
-        lr = _LrSchedule(ph, self._base_lr, self.optimizer.lr)
         while self.pos.step_in_phase < ph.steps:
             if self.stop_flag:
                 for i in self.active:
                     self.stop(i, TrainResult("preempted", self.pos.step, f"signal {self.stop_flag.signal}"))
                 return False
-            outcome = self._step(lr, bs, last_phase)
+            outcome = self._step(ph, bs, last_phase)
             if outcome == "all_stopped":
                 return False
             if outcome == "phase_done":
                 break
         return bool(self.active)
 
-    def _step(self, lr: _LrSchedule, bs: int | None, last_phase: bool) -> str:
+    def _step(self, ph: PhaseConfig, bs: int | None, last_phase: bool) -> str:
         """One step: schedule, minibatch, gradients, checks, logs, hooks, update. Returns "" or why the
         phase ends here ("phase_done": every member at a critical point of this phase's objective;
         "all_stopped")."""
         cfg, members, step = self.cfg, self.members, self.pos.step
-        lr.set(self.pos.step_in_phase)
+        factor = lr_factor(ph.schedule, ph.final_lr_ratio, self.pos.step_in_phase, ph.steps)
+        if factor != self._lr_factor:  # into the optimiser's (K,) rates: a constant schedule launches nothing per step
+            torch.mul(self._base_lr, factor, out=self.optimizer.lr)
+            self._lr_factor = factor
         obj, dl, sq = self.stepper.grads(self._minibatch(bs))
         check = step % cfg.check_every == 0
         logs = self._logging and step % cfg.log_every == 0
@@ -359,8 +351,8 @@ class Engine:
         if bs is None:
             return None
         n = self.members[0].data.x_train.shape[0]
-        idx = torch.stack([minibatch_indices(n, bs, m.gen) if m.result is None else torch.arange(bs)
-                           for m in self.members])
+        idx = torch.stack([torch.randperm(n, generator=m.gen)[:bs] if m.result is None else torch.arange(bs)
+                           for m in self.members])  # a fresh permutation's first rows, from the member's generator
         return idx if self.stepper.graphed else idx.to(self.stepper.x.device)
 
     def _check(self, step: int, vals: list[list[float]], last_phase: bool) -> bool:
@@ -482,13 +474,15 @@ class Engine:
             if members[i].result is not None:
                 opt.active[i] = False
         self.optimizer = opt
+        self._lr_factor = None
         self._base_lr = torch.tensor([m.cfg.all_phases[self.pos.phase].lr for m in members], dtype=torch.float64,
                                      device=dev)
         dtype = self.terms.params[0].dtype
         coef = [m.reg_coef for m in members]
         stated = torch.tensor(coef, dtype=torch.float64).to(device=dev, dtype=dtype)
         trained = torch.tensor([c * ph.lam_factor for c in coef], dtype=torch.float64).to(device=dev, dtype=dtype)
-        bs = batch_size_of(ph, members[0].data.x_train.shape[0])
+        n = members[0].data.x_train.shape[0]
+        bs = ph.batch_size if ph.batch_size is not None and ph.batch_size < n else None  # None: full batch
         self.stepper.start_phase(opt, stated, trained, bs)
         return bs
 
@@ -496,17 +490,3 @@ class Engine:
     def _take_snapshot(self) -> None:
         """The parameters just checked finite (members restored on a non-finite check hold their old ones)."""
         torch._foreach_copy_(self._snapshot, [p.detach() for p in self.terms.params])
-
-
-class _LrSchedule:
-    """The phase's schedule written into the optimiser's (K,) learning rates; a constant schedule launches
-    nothing per step."""
-
-    def __init__(self, ph: PhaseConfig, base: torch.Tensor, out: torch.Tensor):
-        self.ph, self.base, self.out, self.last = ph, base, out, None
-
-    def set(self, step_in_phase: int) -> None:
-        factor = lr_factor(self.ph.schedule, self.ph.final_lr_ratio, step_in_phase, self.ph.steps)
-        if factor != self.last:
-            torch.mul(self.base, factor, out=self.out)
-            self.last = factor

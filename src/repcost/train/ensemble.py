@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..config.schema import RunSpec
-from ..errors import RepcostError
 from ..identity import member_config
 from ..rundir import MEMBERS, METRICS, SUMMARY, RunDir
 
@@ -75,11 +74,7 @@ def aggregate(rd: RunDir, cfg_dict: dict, chash: str, seeds: Sequence[int], resu
     ck = members[best].load_checkpoint()
     ck = {**ck, "config_hash": chash, "config": cfg_dict, "status": top["status"], "best_member": best}
     if top["status"] == "failed":
-        rd.save_checkpoint(ck)
-        rd.write_json(SUMMARY, top)
-        why = f"every ensemble member failed (member 0: {summaries[0].get('message', '')})"
-        rd.record_failure(why)
-        raise RepcostError(f"run failed: {why}; summary and checkpoint in {rd.path} (a relaunch starts over)")
+        raise rd.fail(ck, top, f"every ensemble member failed (member 0: {summaries[0].get('message', '')})")
     rd.finish(ck, top, chash)
     return top
 

@@ -11,6 +11,7 @@ import shlex
 import sys
 import traceback
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 
 import torch
@@ -44,12 +45,6 @@ def launch_concurrency(hc: DictConfig) -> int:
     return threads.cores_available() if n_jobs < 0 else n_jobs
 
 
-def place_sweep_job(spec: RunSpec, hc: DictConfig) -> None:
-    """In a multirun: spread jobs over the GPUs (the CPU cores are shared by `repcost.threads`)."""
-    if spec.device == "cuda" and torch.cuda.device_count() > 1:
-        spec.device = f"cuda:{hc.job.num % torch.cuda.device_count()}"
-
-
 def record_plugin_sources(spec: RunSpec, cfg: DictConfig) -> None:
     """The config's `plugin_sources`: the sha256 of each plugin module the run uses (part of its identity, so a
     plugin edit makes a finished run stale); a run without plugins gets no key and keeps its identity."""
@@ -72,22 +67,16 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
     record_plugin_sources(spec, cfg)
     run_cfg = OmegaConf.to_container(cfg, resolve=True)
     run_cfg.pop("hydra", None)
-    log_header(run_cfg)
+    header = logging.getLogger(FILE_ONLY)  # the first lines of train.log (not the console)
+    header.info("command: %s", shlex.join(["repcost-train", *sys.argv[1:]]))
+    header.info("repcost_version=%s git_commit=%s config_hash=%s", repcost_version(), git_commit(), run_hash(run_cfg))
     multirun = hc.mode == RunMode.MULTIRUN
-    if multirun:
-        place_sweep_job(spec, hc)
+    if multirun and spec.device == "cuda" and torch.cuda.device_count() > 1:  # the CPU cores: repcost.threads
+        spec.device = f"cuda:{hc.job.num % torch.cuda.device_count()}"
     n, why = threads.apply(spec.threads, concurrency=launch_concurrency(hc))
     log.debug("torch threads: %d (%s)", n, why)
     by_overrides = multirun or "${repcost_job_dir:" in str(OmegaConf.to_container(hc.run, resolve=False)["dir"])
     return spec, run_cfg, Path(hc.runtime.output_dir), "move" if by_overrides else "refuse"
-
-
-def log_header(run_cfg: dict) -> None:
-    """The first lines of the run's log file (train.log; not the console): the command line, the repcost version
-    and commit, and the run's identity hash."""
-    header = logging.getLogger(FILE_ONLY)
-    header.info("command: %s", shlex.join(["repcost-train", *sys.argv[1:]]))
-    header.info("repcost_version=%s git_commit=%s config_hash=%s", repcost_version(), git_commit(), run_hash(run_cfg))
 
 
 def done(summary: dict, run_dir: Path) -> dict:
@@ -162,14 +151,12 @@ def job_failed(e: Exception, cfg: DictConfig, hydra_cfg: DictConfig) -> dict:
     msg = failure_message(e)
     # never touch a live run's directory, nor mark a finished run failed (e.g. a bad override on relaunch)
     if "in use by a running repcost process" not in msg and run_dir.finished_hash() is None:
-        try:
+        with suppress(RepcostError):  # the directory itself cannot be written: the message below still says why
             if not run_dir.file(".hydra/overrides.yaml").exists():  # failed before the run started
                 run_dir.write_config(cfg, hydra_cfg)
             run_dir.record_failure(msg)
             run_dir.settle_failure(msg)  # a checkpoint claiming `finished` without FINISHED is renamed
             if not isinstance(e, RepcostError):
                 run_dir.write_bytes("traceback.txt", "".join(traceback.format_exception(e)).encode())
-        except RepcostError:
-            pass  # the directory itself cannot be written: the message below still says why
     print(f"job failed: {run_dir.path}: {' '.join(msg.split())}", file=sys.stderr)
     return {"status": "failed", "error": msg}

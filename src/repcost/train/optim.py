@@ -6,7 +6,7 @@ CUDA graph (`train.step`). `torch.optim` cannot do the stacked case: its learnin
 number per parameter group, and a stacked grid's members differ in lr. The update is written as
 separate elementwise ops (no fused addcdiv/alpha), so member i of a stack gets bitwise the
 arithmetic of its single run. The formulas are torch.optim's (SGD: buf ← μ·buf + g, p ← p − lr·buf;
-Adam: Kingma & Ba 2015, Algorithm 1, with torch's ε placement), and `state_dict()` has
+Adam: Kingma & Ba 2015, Algorithm 1, with torch's ε placement), and `member_state_dict()` has
 torch.optim's layout, so checkpoints written by either resume with either.
 
 The learning rate and the Adam step count live in tensors on the parameters' device, and a
@@ -91,13 +91,8 @@ class Optimizer:
             group.update(momentum=self.momentum, dampening=0, weight_decay=0, nesterov=False)
         return [group]
 
-    def state_dict(self) -> dict:
-        """All members' state, stacked tensors as they are (torch.optim's layout)."""
-        state = {j: self._member_state(j, None) for j in range(len(self.params))} if self._has_state() else {}
-        return {"state": state, "param_groups": self._groups(float(self.lr[0]))}
-
     def member_state_dict(self, i: int) -> dict:
-        """Member i's state as its single run's optimiser state dict (copies out of the stack)."""
+        """Member i's state as its single run's torch.optim state dict (copies out of a stack; K = 1: i = 0)."""
         state = ({j: self._member_state(j, i if self.stacked else None) for j in range(len(self.params))}
                  if self._has_state() else {})
         return {"state": state, "param_groups": self._groups(float(self.lr[i]))}
@@ -106,16 +101,9 @@ class Optimizer:
         return bool(self.bufs) and float(self.steps_taken) > 0  # torch.optim keeps no state for plain gd
 
     @torch.no_grad()
-    def load_state_dict(self, sd: dict) -> None:
-        """Restore all members from `state_dict()` (or a torch.optim state dict over the same tensors)."""
-        self._load(sd, None)
-
-    @torch.no_grad()
     def load_member_state_dict(self, i: int, sd: dict) -> None:
-        """Restore member i from its single run's optimiser state dict."""
-        self._load(sd, i if self.stacked else None)
-
-    def _load(self, sd: dict, i: int | None) -> None:
+        """Restore member i from its single run's optimiser state dict (or a torch.optim one)."""
+        i = i if self.stacked else None
         state = sd.get("state", {})
         if not state:
             return

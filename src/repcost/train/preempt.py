@@ -33,7 +33,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT)
@@ -89,18 +89,18 @@ def _owned_by_launcher(handler: object) -> bool:
 
 
 @contextmanager
-def stop_on_signals(flag: StopFlag, signals: Sequence[int] = STOP_SIGNALS) -> Iterator[StopFlag]:
-    """Within the block, the given signals set `flag` instead of killing the process.
+def stop_on_signals(flag: StopFlag) -> Iterator[StopFlag]:
+    """Within the block, `STOP_SIGNALS` set `flag` instead of killing the process.
 
     A launcher's SIGTERM handler keeps it; a launcher's USR1/USR2 handler is chained (see the module docstring).
     """
     if threading.current_thread() is not threading.main_thread():
         yield flag  # handlers can only be installed from the main thread (e.g. joblib threads)
         return
-    old = {s: signal.getsignal(s) for s in signals}
+    old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     # SIGTERM a launcher installed a handler for (submitit: ignore it) stays the launcher's; its checkpoint
     # signals are caught first and handed back after the checkpoint
-    ours = [s for s in signals if not _owned_by_launcher(old[s]) or s != signal.SIGTERM]
+    ours = [s for s in STOP_SIGNALS if not _owned_by_launcher(old[s]) or s != signal.SIGTERM]
     flag.chained = {s: old[s] for s in ours if _owned_by_launcher(old[s])}
 
     def handler(signum: int, _frame: object) -> None:

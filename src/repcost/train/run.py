@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +41,13 @@ log = logging.getLogger("repcost")
 
 
 # -- deciding what to do with a run directory ----------------------------------------------------
+def _checkpoint_or_none(rd: RunDir) -> dict:
+    try:
+        return rd.load_checkpoint()
+    except RepcostError:
+        return {}
+
+
 def _has_identity(ck: dict, chash: str) -> bool:
     """Whether a checkpoint is of the run with identity `chash`: by its stored hash, or, for runs whose stored
     hash follows other identity rules, by the config saved with it."""
@@ -50,16 +57,6 @@ def _has_identity(ck: dict, chash: str) -> bool:
     try:
         return isinstance(cfg, dict) and run_hash(cfg) == chash
     except RepcostError:  # a config of a family or dataset that no longer exists
-        return False
-
-
-def _finished_identity(rd: RunDir, chash: str) -> bool:
-    """Whether the finished run in `rd` has identity `chash` (its FINISHED marker may hold an older hash)."""
-    if rd.finished_hash() == chash:
-        return True
-    try:
-        return _has_identity(rd.load_checkpoint(), chash)
-    except RepcostError:
         return False
 
 
@@ -78,8 +75,8 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
         log.warning("force=true: the previous run in %s was moved to %s", rd.path, aside)
         return "fresh", None
     fh = rd.finished_hash()
-    if fh is not None:
-        if _finished_identity(rd, chash):
+    if fh is not None:  # FINISHED may hold a hash of other identity rules: the checkpoint's config decides then
+        if fh == chash or _has_identity(_checkpoint_or_none(rd), chash):
             return "finished", None
         changed = _changes(rd, cfg)
         if on_stale != "move":
@@ -176,12 +173,7 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
     if not (len(cfg_dicts) == len(run_dirs) == len(hydra_cfgs) == n) or n == 0:
         raise ValueError(f"need one config and one directory per run spec: {n}, {len(cfg_dicts)}, {len(run_dirs)}")
     check_stackable(cfg_dicts)
-    if specs[0].train.ensemble_size > 1:
-        try:
-            return [_train_ensemble(specs[0], cfg_dicts[0], RunDir(run_dirs[0]), stop_flag, force, on_stale,
-                                    hydra_cfgs[0])]
-        except Exception as e:
-            return [e]
+    ensemble = specs[0].train.ensemble_size > 1  # then the only run (`check_stackable`)
     paths = [Path(d).resolve() for d in run_dirs]
     if len(set(paths)) < n:
         raise RepcostError("stacked runs need one run directory each; two of them are the same")
@@ -195,7 +187,7 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
             rd, chash = RunDir(paths[i]), run_hash(cfg_dicts[i])
             try:
                 held.enter_context(rd.locked())
-                what, resume = open_run(rd, chash, force=force, on_stale=on_stale, cfg=cfg_dicts[i])
+                what, resume = open_run(rd, chash, force, on_stale, ensemble, cfg_dicts[i])
                 if what != "finished":
                     rd.write_config(cfg_dicts[i], hydra_cfgs[i])
             except RepcostError as e:
@@ -215,7 +207,8 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
                     out[i] = {"status": "preempted", "steps": start[2], "total_steps": specs[i].train.total_steps}
                 continue
             try:
-                results = train_group([jobs[i] for i in idx], flag)
+                results = ([_train_ensemble(jobs[i], flag) for i in idx] if ensemble
+                           else train_group([jobs[i] for i in idx], flag))
             except Exception as e:  # a problem of the whole group (e.g. its data, a full disk): each run's outcome
                 for i in idx:
                     jobs[i].rd.settle_failure(failure_message(e))
@@ -225,23 +218,12 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
     return out  # type: ignore[return-value]
 
 
-def _train_ensemble(spec: RunSpec, cfg_dict: dict, rd: RunDir, stop_flag: StopFlag | None, force: bool,
-                    on_stale: str, hydra_cfg: DictConfig | None) -> dict:
+def _train_ensemble(job: RunJob, stop_flag: StopFlag) -> dict:
     """K member runs (members/<i>/, seeds seed … seed+K−1, each its single run) trained as one stacked group,
     then the best-of-K summary at the top (`ensemble.aggregate`)."""
-    chash = run_hash(cfg_dict)
-    with rd.locked():
-        what, _ = open_run(rd, chash, force=force, on_stale=on_stale, ensemble=True, cfg=cfg_dict)
-        if what == "finished":
-            return {**rd.summary(), "reused": True}
-        rd.write_config(cfg_dict, hydra_cfg)
-        specs, cfgs, dirs = member_runs(spec, cfg_dict, rd)
-        try:
-            results = train_runs(specs, cfgs, dirs, stop_flag, on_stale="move")
-            return aggregate(rd, cfg_dict, chash, [s.seed for s in specs], results)
-        except Exception as e:
-            rd.settle_failure(failure_message(e))
-            raise
+    specs, cfgs, dirs = member_runs(job.spec, job.cfg_dict, job.rd)
+    results = train_runs(specs, cfgs, dirs, stop_flag, on_stale="move")
+    return aggregate(job.rd, job.cfg_dict, job.chash, [s.seed for s in specs], results)
 
 
 def failure_message(e: BaseException) -> str:
@@ -256,29 +238,20 @@ def _load_data(spec: RunSpec):
     return data
 
 
-class _Tee:
-    """One metrics record to the run's metrics.jsonl and to an experiment tracker."""
-
-    def __init__(self, writer, also: Callable[[dict], None]):
-        self.writer, self.also = writer, also
-
-    def __call__(self, rec: dict) -> None:
-        self.writer(rec)
-        self.also(rec)
-
-    def close(self) -> None:
-        self.writer.close()
-
-
 def _metrics(job: RunJob):
-    """(metrics writer, the run's trackers or None): every metrics record goes to both (repcost.loggers)."""
+    """(metrics writer, the run's trackers or None, the record sink): every record goes to both (repcost.loggers)."""
     metrics = job.rd.metrics(keep_before=job.start[2])
     if not job.spec.logger:
-        return metrics, None
+        return metrics, None, metrics
     from ..loggers import Trackers
 
     trackers = Trackers(job.spec.logger, job.rd.path, job.cfg_dict, job.chash, resume=job.resume is not None)
-    return _Tee(metrics, trackers.log), trackers
+
+    def both(rec: dict) -> None:
+        metrics(rec)
+        trackers.log(rec)
+
+    return metrics, trackers, both
 
 
 def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> list[dict | Exception]:
@@ -305,7 +278,7 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
     runners = [AnalysisRunner(j.spec.analysis, m, data, j.rd.path, j.spec.train) for m, j in zip(models, jobs)]
     outs = [_metrics(j) for j in jobs]
     engine = Engine(models, data, [j.spec.train for j in jobs], [j.spec.seed for j in jobs],
-                    on_logs=[o[0] for o in outs], hooks=[r.periodic if r.enabled_periodic else None for r in runners],
+                    on_logs=[o[2] for o in outs], hooks=[r.periodic if r.enabled_periodic else None for r in runners],
                     hook_every=spec.analysis.every, stop_flag=stop_flag,
                     **fast_step_options(spec.train, device, K, data.x_train.shape[0], models[0]))
     for i, j in enumerate(jobs):  # each from its own checkpoint, at the common position
@@ -326,7 +299,7 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
             with allocating(spec, "the training's tensors"):
                 results = engine.run()
         finally:
-            for metrics, _ in outs:
+            for metrics, _, _ in outs:
                 metrics.close()
         elapsed = time.perf_counter() - t_start  # the training time of every run of this process
         engine.unstack()
@@ -387,24 +360,15 @@ def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: 
         summary.update(runner.final(model))
     checkpoint = job.checkpoint(engine.state_dict(i), result.status, wall, model.family)
     if result.status == "failed":
-        job.rd.save_checkpoint(checkpoint)
-        job.rd.write_json(SUMMARY, summary)
-        job.rd.record_failure(result.message)
-        out: dict | RepcostError = RepcostError(f"run failed: {result.message}; summary and checkpoint in "
-                                                f"{job.rd.path} (a relaunch starts over)")
+        out: dict | RepcostError = job.rd.fail(checkpoint, summary, result.message)
     else:
         job.rd.finish(checkpoint, summary, job.chash)  # checkpoint, summary, FINISHED: never one without the others
         out = summary
-        if _plots_fit(data):  # after FINISHED: a figure that cannot be written costs the figure, not the run
+        if data.task == "regression" and data.d_in == 1 and data.d_out == 1:  # after FINISHED: a figure that cannot be written costs the figure, not the run
             _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary)
     if tracker is not None:  # after summary.json, which the trackers keep as an artifact
         tracker.finish(summary)
     return out
-
-
-def _plots_fit(data) -> bool:
-    """Whether a run draws figures/fit.png: regression from R to R."""
-    return data.task == "regression" and data.d_in == 1 and data.d_out == 1
 
 
 def _plot_fit(model, data, path: Path, summary: dict) -> None:

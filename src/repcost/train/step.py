@@ -20,6 +20,7 @@ change recompiles only the update).
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import torch
@@ -105,16 +106,11 @@ def compiled_objective(terms):
     return fn
 
 
-_compiled_update = None
-
-
+@functools.cache
 def compiled_update():
     """`optim.update_` compiled once per process (its guards tell optimisers and shapes apart)."""
-    global _compiled_update
-    if _compiled_update is None:
-        _raise_recompile_limit()
-        _compiled_update = torch.compile(update_, dynamic=False)
-    return _compiled_update
+    _raise_recompile_limit()
+    return torch.compile(update_, dynamic=False)
 
 
 def _grad_norms(params: list[torch.Tensor], K: int, stacked: bool) -> tuple[torch.Tensor, torch.Tensor]:

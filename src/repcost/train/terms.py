@@ -28,7 +28,6 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from torch.overrides import TorchFunctionMode
 
-from ..errors import RepcostError
 from ..models.base import RepModel
 from ..objective import data_loss
 
@@ -104,13 +103,12 @@ class _Terms(nn.Module):
 
 
 class StackedTerms:
-    """K models of one family and shape as one stacked model; the models' tensors become views of it."""
+    """K models of one family and shape (`identity.check_stackable`) as one stacked model; the models' tensors
+    become views of it."""
 
     stacked = True
 
     def __init__(self, models: Sequence[RepModel], loss: str, share_matmuls: bool = True):
-        if len({type(m) for m in models}) != 1:
-            raise RepcostError("stacked members must be models of one family")
         self.models, self.loss, self.share_matmuls = list(models), loss, share_matmuls
         self.template = _Terms(copy.deepcopy(models[0]))  # the functional template (its own values unused)
         params, buffers = stack_module_state(list(models))
