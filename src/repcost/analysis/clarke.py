@@ -88,14 +88,18 @@ class _Slopes(TorchFunctionMode):
         return self.outputs[-1]
 
 
+def _flat(grads, params) -> torch.Tensor:
+    """Per-parameter gradients as one flat tensor (zeros where a parameter is unused)."""
+    return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
+
+
 def _gradient_graph(model, params, x, y, loss, lam, reg_scale, masks, slopes: torch.Tensor,
                     create_graph: bool = True) -> torch.Tensor:
     """G(slopes) as one flat tensor (differentiable in `slopes` with create_graph)."""
 
     with torch.enable_grad(), _Slopes(0.0, masks, slopes):
         obj = objective(model, x, y, loss, lam, reg_scale)[0]
-    grads = torch.autograd.grad(obj, params, create_graph=create_graph, allow_unused=True)
-    return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
+    return _flat(torch.autograd.grad(obj, params, create_graph=create_graph, allow_unused=True), params)
 
 
 def _gradient(model, params, x, y, loss, lam, reg_scale, masks, slopes) -> np.ndarray:
@@ -138,6 +142,23 @@ def _live(model, x, y, loss, lam, reg_scale, masks, slopes) -> list[torch.Tensor
     return [m if d is None else m & (d != 0) for m, d in zip(masks, signal)]
 
 
+def _kinks(model, x, y, loss, lam, reg_scale, kink_tol: float) -> tuple[list[torch.Tensor], np.ndarray]:
+    """The kink masks per activation call (live kinks only, `_live`) and, per kink in mask order, its least
+    slope a (its upper one is 1)."""
+    finder = _Slopes(kink_tol)
+    with torch.no_grad(), finder:
+        model(x)
+    masks = [m for m, _ in finder.found]
+
+    def lower_slopes() -> np.ndarray:
+        return np.array([lo for m, (_, lo) in zip(masks, finder.found) for _ in range(int(m.sum()))],
+                        dtype=np.float64)
+
+    if any(bool(m.any()) for m in masks):
+        masks = _live(model, x, y, loss, lam, reg_scale, masks, torch.tensor(lower_slopes()))
+    return masks, lower_slopes()
+
+
 def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
                          kink_tol: float = KINK_TOL, max_kinks: int = MAX_KINKS,
                          exact_kinks: int = EXACT_KINKS, exact_entries: int = EXACT_ENTRIES) -> tuple[float, int]:
@@ -149,18 +170,7 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     count only where the activation receives a backward signal (module docstring).
     """
     params = [p for p in model.parameters() if p.requires_grad]
-    finder = _Slopes(kink_tol)
-    with torch.no_grad(), finder:
-        model(x)
-    masks = [m for m, _ in finder.found]
-
-    def lower_slopes() -> np.ndarray:  # per kink in mask order: the least slope a (its upper one is 1)
-        return np.array([lo for m, (_, lo) in zip(masks, finder.found) for _ in range(int(m.sum()))],
-                        dtype=np.float64)
-
-    if any(bool(m.any()) for m in masks):
-        masks = _live(model, x, y, loss, lam, reg_scale, masks, torch.tensor(lower_slopes()))
-    lo = lower_slopes()
+    masks, lo = _kinks(model, x, y, loss, lam, reg_scale, kink_tol)
     n = lo.size
     if n > max_kinks:
         return float("nan"), n
@@ -199,14 +209,8 @@ def chain_rule_is_clarke(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     necessary for Clarke stationarity there, not sufficient.
     """
     params = [p for p in model.parameters() if p.requires_grad]
-    finder = _Slopes(kink_tol)
-    with torch.no_grad(), finder:
-        model(x)
-    masks = [m for m, _ in finder.found]
-    if any(bool(m.any()) for m in masks):
-        lo = torch.tensor([lo for m, (_, lo) in zip(masks, finder.found) for _ in range(int(m.sum()))])
-        masks = _live(model, x, y, loss, lam, reg_scale, masks, lo)
-    n = int(sum(int(m.sum()) for m in masks))
+    masks, lo = _kinks(model, x, y, loss, lam, reg_scale, kink_tol)
+    n = lo.size
     if n == 0 or n > exact_kinks:
         return None
     if sum(bool(m.any()) for m in masks) > 1:
@@ -215,7 +219,5 @@ def chain_rule_is_clarke(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     with torch.enable_grad(), finder:
         model(x)
     z = torch.cat([zi[m] for zi, m in zip(finder.inputs, masks)])
-    J = torch.stack([torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in
-                                zip(torch.autograd.grad(zk, params, retain_graph=True, allow_unused=True), params)])
-                     for zk in z])
+    J = torch.stack([_flat(torch.autograd.grad(zk, params, retain_graph=True, allow_unused=True), params) for zk in z])
     return bool(torch.linalg.matrix_rank(J.double()) == n)

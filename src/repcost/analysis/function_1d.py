@@ -70,12 +70,7 @@ class PiecewiseLinear1D:
     def __call__(self, x):
         """Evaluate f at x (numpy in, numpy out; same shape as x)."""
         x = as_f64(x)
-        seg = np.searchsorted(self.knots, x, side="right")  # segment index 0..M
-        left, right = np.maximum(seg - 1, 0), np.minimum(seg, self.knots.size - 1)
-        # from the nearer end of the segment: a far knot (|x| ~ 1e100 for a unit with a tiny input
-        # weight) would cancel catastrophically
-        base = np.where(np.abs(x - self.knots[right]) < np.abs(x - self.knots[left]), right, left)
-        return self.values[base] + self.slopes[seg] * (x - self.knots[base])
+        return _eval_on(self.knots, self.values[:, None], self.slopes[:, None], x.reshape(-1))[:, 0].reshape(x.shape)
 
 
 def relu_net_1d_cost(w, b, a, c: float = 0.0) -> float:
@@ -99,7 +94,8 @@ def _merge_close(t: np.ndarray, rel_tol: float) -> np.ndarray:
 
 def _eval_on(t_old, Z, S, t_new):
     """Values at t_new of the piecewise-linear functions with knots t_old, values Z (M, n) and segment
-    slopes S (M+1, n), each point computed from its nearest knot (no cancellation between far knots)."""
+    slopes S (M+1, n), each point computed from its nearest knot: a far knot (|x| ~ 1e100 for a unit with a tiny
+    input weight) would cancel catastrophically."""
     seg = np.searchsorted(t_old, t_new, side="right")  # segment 0..M of every new point
     left = np.clip(seg - 1, 0, t_old.size - 1)  # knot at the segment's left end (or t_1 for segment 0)
     right = np.clip(seg, 0, t_old.size - 1)  # knot at its right end (or t_M for segment M)
@@ -181,11 +177,6 @@ def model_1d_function(model) -> PiecewiseLinear1D:
     Ws = [as_f64(W) for W in chain.weights]
     bs = [as_f64(b) for b in chain.biases] if chain.biases is not None else None
     return deep_relu_net_1d_function(Ws, bs, slope=chain.slope)
-
-
-def model_rbar_1d(model) -> float:
-    """Savarese's R̄(f) (Thm 3.1) of the function a univariate fc / linear_relu model computes."""
-    return model_1d_function(model).rbar()
 
 
 def rbar_on_grid(x, f) -> float:
