@@ -483,6 +483,25 @@ def test_data_the_allocator_refuses_is_one_line(tmp_path, overrides, needle):
     assert not (tmp_path / "run").exists()
 
 
+def test_allocating_turns_only_a_refused_size_into_one_line():
+    """The allocator's refusal (CPU, CUDA, numpy) becomes a RepcostError naming the sizes; any other error passes."""
+    from repcost.config import compose_config, validate
+    from repcost.config.limits import allocating
+    from repcost.errors import RepcostError
+
+    spec = validate(compose_config(["model.width=7", "device=cpu"]))
+    refusals = [RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 bytes"),
+                torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), MemoryError(),
+                ValueError("Maximum allowed dimension exceeded")]
+    for e in refusals:
+        with pytest.raises(RepcostError, match="model.width=7.*cannot allocate the data"):
+            with allocating(spec, "the data"):
+                raise e
+    with pytest.raises(RuntimeError, match="mat1 and mat2 shapes"):
+        with allocating(spec, "the data"):
+            raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+
+
 @pytest.mark.parametrize("model", ["linear_relu model.depth=4 model.linear_width=7",
                                    "linear_relu model.depth=2 model.output_bias=false", "fc model.depth=4 model.width=[5,6,7]",
                                    "fc model.depth=2 model.beta=0", "parallel model.depth=3 model.n_subnets=4 model.width=3",

@@ -40,7 +40,8 @@ def check_limits(spec) -> None:
             raise ConfigError(key, spec.seed if key == "seed" else value, f"an integer in {allowed}")
     count = getattr(spec.model, "param_count", None)
     params = count(1, 1) if count is not None else 0
-    need = k * (PARAM_COPIES * spec.torch_dtype.itemsize * params + LAYER_BYTES * getattr(spec.model, "depth", 1))
+    depth = dict(_ints(spec)).get("model.depth", 1)  # a plugin's family may have no depth, or a depth of its own kind
+    need = k * (PARAM_COPIES * spec.torch_dtype.itemsize * params + LAYER_BYTES * depth)
     have = available_bytes()
     if have is not None and need > have:
         raise RepcostError(f"{sizes(spec)}: the models need at least {need / 2**30:.3g} GiB of memory ({params:.3g} "
