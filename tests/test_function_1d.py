@@ -5,10 +5,17 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from repcost.analysis.function_1d import deep_relu_net_1d_function, model_1d_function, rbar_on_grid, relu_net_1d_cost
+from repcost.analysis.function_1d import deep_relu_net_1d_function, model_1d_function, relu_net_1d_cost
 from repcost.models import build_model
 from repcost.models.fc import FCConfig
 from repcost.models.linear_relu import LinearReLUConfig
+
+
+def rbar_on_grid(x, f) -> float:
+    """R̄ estimated from samples f(x) on a sorted grid: Σ|Δ slope| and the two outer slopes (independent of the
+    knot propagation, not exact)."""
+    s = np.diff(f) / np.diff(x)
+    return float(max(np.sum(np.abs(np.diff(s))), abs(s[0] + s[-1])))
 
 
 def _forward(Ws, bs, x, slope=0.0):

@@ -64,30 +64,19 @@ def weighted_gap(incoming, outgoing) -> float:
     return float(np.abs(a - b).sum() / top) if top > 0 else 0.0
 
 
-def objective_gradient_norms(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float,
-                             reg_scale: str) -> dict[str, float]:
-    """‖∇objective‖, ‖θ‖ (all trainable parameters) and ‖∇ of the λ-term‖ = 2λs‖θ_reg‖, in float64."""
-
-    m = float64_model(model)
-    params = [p for p in m.parameters() if p.requires_grad]
-    xd, yd = float64_inputs(m, x, y)
-    with torch.enable_grad():
-        obj, _, sq = objective(m, xd, yd, loss, lam, reg_scale)
-        grads = torch.autograd.grad(obj, params, allow_unused=True)
-    g = math.sqrt(sum(float((gr.double() ** 2).sum()) for gr in grads if gr is not None))
-    theta = math.sqrt(sum(float((p.detach().double() ** 2).sum()) for p in params))
-    reg = 2.0 * lam * reg_scale_factor(reg_scale, m.depth) * math.sqrt(float(sq.detach()))
-    return {"grad_norm": g, "param_norm": theta, "reg_grad_norm": reg}
-
-
 def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
                                stationarity_tol: float = STATIONARITY_TOL, balance_tol: float = BALANCE_TOL,
                                descent_evals: int = 0, max_kinks: int = MAX_KINKS) -> dict:
     """The certificate's scalars (prefixed `critical.` in summaries, the duality gap `certify.`): gradient norms, stationarity, gaps, verdict;
     `not_applicable` maps each term the model's structure does not support to the reason."""
     m = float64_model(model)  # one float64 copy (if any) for the gradient and the gaps
-    norms = objective_gradient_norms(m, x, y, loss, lam, reg_scale)
-    g, theta, reg = norms["grad_norm"], norms["param_norm"], norms["reg_grad_norm"]
+    params = [p for p in m.parameters() if p.requires_grad]
+    with torch.enable_grad():  # ‖∇objective‖, ‖θ‖ (all trainable parameters), ‖∇ of the λ-term‖ = 2λs‖θ_reg‖
+        obj, _, sq = objective(m, *float64_inputs(m, x, y), loss, lam, reg_scale)
+        grads = torch.autograd.grad(obj, params, allow_unused=True)
+    g = math.sqrt(sum(float((gr.double() ** 2).sum()) for gr in grads if gr is not None))
+    theta = math.sqrt(sum(float((p.detach().double() ** 2).sum()) for p in params))
+    reg = 2.0 * lam * reg_scale_factor(reg_scale, m.depth) * math.sqrt(float(sq.detach()))
 
     def relative(grad: float) -> float:  # a gradient norm against the penalty's pull (λ = 0: against ‖θ‖)
         return grad / reg if reg > 0 else (grad / theta if theta > 0 else grad)

@@ -178,9 +178,3 @@ def model_1d_function(model) -> PiecewiseLinear1D:
     bs = [as_f64(b) for b in chain.biases] if chain.biases is not None else None
     return deep_relu_net_1d_function(Ws, bs, slope=chain.slope)
 
-
-def rbar_on_grid(x, f) -> float:
-    """R̄ estimated from samples f(x) on a sorted grid: Σ|Δ slope| and the two outer slopes (a check, not exact)."""
-    x, f = as_f64(x).reshape(-1), as_f64(f).reshape(-1)
-    s = np.diff(f) / np.diff(x)
-    return float(max(np.sum(np.abs(np.diff(s))), abs(s[0] + s[-1])))

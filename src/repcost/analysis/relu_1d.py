@@ -319,9 +319,18 @@ def best_unit(x: np.ndarray, residual: np.ndarray, rho: float) -> tuple[Units, f
     return Units(kinks[j:j + 1], signs[j:j + 1], eta[None, :], np.zeros(r.shape[1])), violation
 
 
-def _objective(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho: float) -> float:
-    """MSE + ρΣ‖p‖², the objective a unit placement must lower."""
-    return float(data_loss(model(x), y, "mse") + rho * model.param_sq_norm())
+def _kept_if_lower(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho: float, tensors: list[torch.Tensor],
+                   change):
+    """Apply `change()` to the net and keep it (returning what it returned) where it returned something and
+    lowered MSE + ρΣ‖p‖²; else `tensors` are restored and None returned."""
+    objective = lambda: float(data_loss(model(x), y, "mse") + rho * model.param_sq_norm())  # noqa: E731
+    before, saved = objective(), [t.clone() for t in tensors]
+    out = change()
+    if out is not None and objective() < before:
+        return out
+    for t, old in zip(tensors, saved):
+        t.copy_(old)
+    return None
 
 
 def _write(net: Units, W: torch.Tensor, b: torch.Tensor, a: torch.Tensor, at: slice) -> None:
@@ -340,25 +349,25 @@ def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho:
     """
     W, b, a = two_layer_1d(model, x, writable=True)
     c = model.affine_chain().biases[-1]
-    c = c if isinstance(c, torch.nn.Parameter) else None
-    objective = lambda: _objective(model, x, y, rho)  # noqa: E731
+    c = [c] if isinstance(c, torch.nn.Parameter) else []
     inserted: list[tuple[Units, float]] = []
+
+    def place(k: int) -> tuple[Units, float] | None:
+        if c:  # an idle unit can still add a constant a_k·[b_k]₊ (a kink beyond the data): keep it in c
+            c[0] += (a[:, k:k + 1] * torch.relu(x[:, 0] * W[k, 0] + b[k])).mean(dim=1)
+        a[:, k] = 0
+        best = best_unit(x[:, 0], model(x) - y, rho)
+        if best is None or not best[1] > 1:
+            return None
+        _write(best[0], W, b, a, slice(k, k + 1))
+        return best
+
     with torch.no_grad():
         mass = W[:, 0].detach().double().abs() * a.detach().double().norm(dim=0)
         idle = [k for k in torch.argsort(mass).tolist() if mass[k] <= IDLE * float(mass.sum())]
         for k in idle[:n]:
-            before = objective()
-            saved = [t.clone() for t in (W[k], b[k], a[:, k], c if c is not None else W[k])]
-            if c is not None:  # an idle unit can still add a constant a_k·[b_k]₊ (a kink beyond the data): keep it in c
-                c += (a[:, k:k + 1] * torch.relu(x[:, 0] * W[k, 0] + b[k])).mean(dim=1)
-            a[:, k] = 0
-            best = best_unit(x[:, 0], model(x) - y, rho)
-            if best is not None and best[1] > 1:
-                _write(best[0], W, b, a, slice(k, k + 1))
-            if best is None or not best[1] > 1 or not objective() < before:  # only a step that lowers it
-                W[k], b[k], a[:, k] = saved[:3]
-                if c is not None:
-                    c.copy_(saved[3])
+            best = _kept_if_lower(model, x, y, rho, [W[k], b[k], a[:, k], *c], lambda: place(k))  # noqa: B023
+            if best is None:  # only a step that lowers it
                 break
             inserted.append(best)
     return inserted
@@ -380,15 +389,13 @@ def place_convex_minimum(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho:
     k = net.kinks.size
     if k > W.shape[0]:
         raise ValueError(f"the minimiser has {k} units, the net {W.shape[0]}: raise model.width to at least {k}")
-    objective = lambda: _objective(model, x, y, rho)  # noqa: E731
-    with torch.no_grad():
-        before, saved = objective(), [t.clone() for t in (W, b, a, c)]
+
+    def place() -> int:
         for t in (W, b, a):
             t.zero_()
         _write(net, W, b, a, slice(0, k))
         c.fill_(float(net.c[0]))
-        if not objective() < before:
-            for t, old in zip((W, b, a, c), saved):
-                t.copy_(old)
-            return 0
-    return k
+        return k
+
+    with torch.no_grad():
+        return _kept_if_lower(model, x, y, rho, [W, b, a, c], place) or 0
