@@ -81,7 +81,7 @@ def test_bad_config_one_line_exit_2(tmp_path, run_cli, overrides, key, allowed):
     assert not (tmp_path / "outputs" / "runs").exists() or not list((tmp_path / "outputs" / "runs").rglob("summary.json"))
 
 
-@pytest.mark.parametrize("clarke, says", [(0.004, "0.004 over the slopes of 7 kinks"),
+@pytest.mark.parametrize("clarke, says", [(0.004, "0.004 over the slopes of 7 kinks of live units"),
                                           (float("nan"), "not computed over the slopes of 7 kinks: analysis.critical.max_kinks")])
 def test_the_finished_line_states_the_clarke_measure(tmp_path, caplog, clarke, says):
     import logging
