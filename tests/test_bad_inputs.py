@@ -469,6 +469,7 @@ def test_models_beyond_memory_are_refused_before_anything_is_built(tmp_path, mon
 
 @pytest.mark.parametrize("overrides,needle", [
     ("data.n_points=100000000000", "data.n_points=100000000000"),
+    ("train.ensemble_size=2 data.n_points=100000000000", "data.n_points=100000000000"),
     ("model=fc data=teacher data.n_train=100000000000", "data.n_train=100000000000"),
     ("data=bipartite data.n=2000000", "data.n=2000000"), ("data=s_curves data.n_per_class=" + str(10**30), "data.n_per_class")])
 def test_data_the_allocator_refuses_is_one_line(tmp_path, overrides, needle):

@@ -238,17 +238,24 @@ class RunDir:
             os.close(fd)  # releases the lock (a killed process releases it the same way)
 
 
+def _is_litter(p: Path) -> bool:
+    """What a start-up leaves before training: log files, the lock, temp files, `.hydra/`, and an ensemble's
+    `members/` of directories that hold only such things."""
+    if p.is_dir():
+        return p.name == ".hydra" or (p.name == "members" and all(
+            m.is_dir() and all(_is_litter(q) for q in m.iterdir()) for m in p.iterdir()))
+    return p.suffix == ".log" or p.name == LOCK or p.name.endswith(".tmp")
+
+
 def remove_startup_litter(path: Path) -> bool:
-    """Remove a directory that holds nothing but what a start-up leaves before training (log files, the lock,
-    temp files, `.hydra/`) and whose lock no process holds; True if it was removed. Anything else keeps it whole."""
+    """Remove a directory that holds nothing but what a start-up leaves before training (`_is_litter`) and whose
+    lock no process holds; True if it was removed. Anything else keeps it whole."""
     path = Path(path)
     try:
         entries = list(path.iterdir())
     except OSError:
         return False
-    litter = all((p.is_file() and (p.suffix == ".log" or p.name == LOCK or p.name.endswith(".tmp")))
-                 or (p.name == ".hydra" and p.is_dir()) for p in entries)
-    if not litter:
+    if not all(_is_litter(p) for p in entries):
         return False
     try:
         if (path / LOCK).exists():
