@@ -176,11 +176,7 @@ def min_r2_interpolant(x, y, solver: str = "CLARABEL", prune_rtol: float = 1e-8)
         raise RepcostError("min_r2_interpolant needs cvxpy: pip install 'repcost[convex]' (or pip install cvxpy)") \
             from None
 
-    x = _inputs(x)
-    y = as_f64(y).reshape(-1)
-    if y.size != x.shape[0] or y.size == 0:
-        raise ValueError(f"x has {x.shape[0]} rows but y has {y.size} entries")
-    x, y = distinct(x, y)
+    x, y = distinct(_inputs(x), as_f64(y).reshape(-1))  # ValueError for mismatched or empty data
     N, d = x.shape
     if N == 1 or np.ptp(y) == 0:
         return ConvexR2Result(0.0, 0.0, TwoLayerNet(np.zeros((0, d)), np.zeros(0), np.zeros(0), float(y[0])),
