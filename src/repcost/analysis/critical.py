@@ -45,6 +45,7 @@ import math
 import numpy as np
 import torch
 
+from ..models.base import UnitNorms
 from ..objective import objective, reg_scale_factor
 from .arrays import as_f64, float64_inputs, float64_model
 from .balance import linear_layer_balance
@@ -62,6 +63,11 @@ def weighted_gap(incoming, outgoing) -> float:
     a, b = as_f64(incoming).ravel(), as_f64(outgoing).ravel()
     top = np.maximum(np.abs(a), np.abs(b)).sum()
     return float(np.abs(a - b).sum() / top) if top > 0 else 0.0
+
+
+def max_unit_gap(units: list[UnitNorms]) -> float:
+    """The certificate's unit gap: the largest layer's mass-weighted gap (0 without hidden units)."""
+    return max((weighted_gap(u.incoming.detach(), u.outgoing.detach()) for u in units), default=0.0)
 
 
 def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
@@ -85,7 +91,7 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
     gaps, na = {}, {}
     st = m.structure
     if st.unit_rescaling and st.positively_homogeneous:
-        gaps["unit_gap"] = max((weighted_gap(u.incoming, u.outgoing) for u in m.unit_norms()), default=0.0)
+        gaps["unit_gap"] = max_unit_gap(m.unit_norms())
     else:
         na["unit_gap"] = (f"the {m.family} family declares no per-unit rescaling symmetry with a positively "
                           "homogeneous activation (Structure.unit_rescaling)")

@@ -31,19 +31,6 @@ class PiecewiseLinear1D:
     values: np.ndarray  # (M,), f at the knots
     slopes: np.ndarray  # (M+1,), slopes[0] = f′(−∞), slopes[i] on (knots[i-1], knots[i]), slopes[M] = f′(+∞)
 
-    @classmethod
-    def from_values(cls, knots, values, left_slope: float, right_slope: float) -> "PiecewiseLinear1D":
-        """Linear interpolation of (knots, values) extended by the given end slopes."""
-        knots = as_f64(knots).reshape(-1)
-        values = as_f64(values).reshape(-1)
-        if knots.size == 0 or knots.shape != values.shape:
-            raise ValueError("knots and values must be non-empty and of equal length")
-        if np.any(np.diff(knots) <= 0):
-            raise ValueError("knots must be strictly increasing")
-        inner = np.diff(values) / np.diff(knots)
-        slopes = np.concatenate([[float(left_slope)], inner, [float(right_slope)]])
-        return cls(knots, values, slopes)
-
     @property
     def left_slope(self) -> float:
         """f′(−∞)."""

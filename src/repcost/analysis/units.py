@@ -7,15 +7,10 @@ from __future__ import annotations
 
 import torch
 
-from ..models.base import RepModel, UnitNorms
-from .critical import weighted_gap
+from ..models.base import RepModel
+from .critical import max_unit_gap
 
 NEGLIGIBLE = 1e-12  # a unit side below this fraction of its layer's mass is not rescaled (rebalance)
-
-
-def max_unit_gap(units: list[UnitNorms]) -> float:
-    """The certificate's unit gap: the largest layer's mass-weighted gap (0 without hidden units)."""
-    return max((weighted_gap(u.incoming.detach(), u.outgoing.detach()) for u in units), default=0.0)
 
 
 def rebalance(model: RepModel, max_sweeps: int = 1000, tol: float = 1e-12) -> tuple[float, float]:
