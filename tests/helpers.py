@@ -25,6 +25,7 @@ from repcost.cli import train as train_cli
 from repcost.config import compose_config, validate
 from repcost.data import DATASETS, load_data
 from repcost.models import build_model
+from repcost.train.preempt import StopFlag
 from repcost.train.run import train_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,11 +85,12 @@ def assert_one_line(code: int, err: str, *needles: str) -> None:
         assert n in lines[0], (n, lines[0])
 
 
-class StopAfter:
-    """A stop flag (repcost.train.preempt.StopFlag's interface) that 'receives SIGTERM' after `n` polls, one per step."""
+class StopAfter(StopFlag):
+    """A stop flag that 'receives SIGTERM' after `n` polls, one per step."""
 
     def __init__(self, n: int):
-        self.n, self.signal = n, None
+        super().__init__()
+        self.n = n
 
     def __bool__(self) -> bool:
         self.n -= 1

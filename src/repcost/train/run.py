@@ -318,9 +318,7 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
         if engine.stop_flag.signal != signal.SIGINT:  # Ctrl-C: the caller says it in its own words
             log.warning("preempted (signal %s) at step %d; checkpoint saved, relaunch to resume",
                         engine.stop_flag.signal, engine.pos.step)
-        hand_back = getattr(engine.stop_flag, "hand_back", None)
-        if hand_back is not None:
-            hand_back()  # a launcher's own handler (submitit: requeue and exit) now that the checkpoints are safe
+        engine.stop_flag.hand_back()  # a launcher's own handler (submitit: requeue and exit): the checkpoints are safe
     return out
 
 

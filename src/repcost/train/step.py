@@ -26,7 +26,7 @@ import logging
 import torch
 
 from .optim import Optimizer, update_
-from .terms import functional_terms
+from .terms import compile_key, functional_terms
 
 log = logging.getLogger("repcost")
 WARMUP_STEPS = 2  # eager/compiled steps on a side stream before a phase is captured
@@ -92,7 +92,7 @@ _COMPILED: dict = {}  # compile_key -> compiled objective (shared by the runs of
 
 def compiled_objective(terms):
     """The compiled `objective_terms` for `terms`: one per compile key, called with the terms' state dict."""
-    key = terms.compile_key
+    key = compile_key(terms)
     fn = _COMPILED.get(key)
     if fn is None:
         template, loss, stacked = terms.template, terms.loss, terms.stacked
@@ -113,14 +113,10 @@ def compiled_update():
     return torch.compile(update_, dynamic=False)
 
 
-def _grad_norms(params: list[torch.Tensor], K: int, stacked: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """(K,) ‖∇‖² and ‖θ‖² from p.grad and p."""
-    if stacked:
-        g2 = sum((p.grad * p.grad).reshape(K, -1).sum(1) for p in params)
-        p2 = sum((p * p).reshape(K, -1).sum(1) for p in params)
-    else:
-        g2 = sum((p.grad * p.grad).sum() for p in params).reshape(1)
-        p2 = sum((p * p).sum() for p in params).reshape(1)
+def _grad_norms(params: list[torch.Tensor], K: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(K,) ‖∇‖² and ‖θ‖² from p.grad and p (a single model's parameters: K = 1 without a member axis)."""
+    g2 = sum((p.grad * p.grad).reshape(K, -1).sum(1) for p in params)
+    p2 = sum((p * p).reshape(K, -1).sum(1) for p in params)
     return g2, p2
 
 
@@ -184,7 +180,7 @@ class Stepper:
         obj, dl, sq, trained = self._objective(self.terms, self.x, self.y, idx, self.stated_coef,
                                                self.trained_coef)
         trained.backward()
-        norms = _grad_norms(self.params, self.K, self.terms.stacked) if self.graphed and self.want_grad else None
+        norms = _grad_norms(self.params, self.K) if self.graphed and self.want_grad else None
         return (obj.detach(), dl.detach(), sq.detach()), norms
 
     def _update_now(self) -> None:
@@ -227,7 +223,7 @@ class Stepper:
         if self.graphed and self._norms is not None:
             return self._norms
         with torch.no_grad():
-            return _grad_norms(self.params, self.K, self.terms.stacked)
+            return _grad_norms(self.params, self.K)
 
     # -- CUDA graphs -------------------------------------------------------------------------------
     def _on_side_stream(self, fn):

@@ -51,9 +51,10 @@ def functional_terms(template: nn.Module, loss: str, stacked: bool, state: dict,
     return vmap(one, in_dims=(0, d, d))(state, x, y)
 
 
-def compile_key(terms, model: RepModel) -> tuple:
+def compile_key(terms) -> tuple:
     """What a compiled objective depends on: the family, its plain attributes (depth, slope, …), the
     tensors' names, shapes and dtypes, the loss. Runs with equal keys share one compiled function."""
+    model = terms.template.m  # a copy of the (first) model: the same family and attributes
     attrs = []
     for k, v in sorted(vars(model).items()):
         if k.startswith("_") or isinstance(v, (nn.Module, torch.Tensor)):
@@ -80,10 +81,6 @@ class ModelTerms:
         """The functional template of a compiled step: a separate copy (compiled code must not alias a run's
         tensors), made only when a step is compiled."""
         return _Terms(copy.deepcopy(self.model))
-
-    @property
-    def compile_key(self) -> tuple:
-        return compile_key(self, self.model)
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None):
         if idx is not None:
@@ -119,10 +116,6 @@ class StackedTerms:
             for k, v in buffers.items():
                 m.get_buffer(k).data = v.detach()[i]
         self.params = [v for v in params.values() if v.requires_grad]  # = a single run's parameter order
-
-    @property
-    def compile_key(self) -> tuple:
-        return compile_key(self, self.models[0])
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None):
         if self.share_matmuls:
