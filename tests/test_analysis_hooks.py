@@ -60,9 +60,14 @@ def test_analyze_cli_reproduces_final_analysis(tmp_path, run_cli):
     p = run_cli("repcost-analyze", str(d), "analysis=spectra", "--out", str(tmp_path / "re"), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     again = json.loads((tmp_path / "re" / "analysis" / "summary.json").read_text())
-    for k, v in again.items():
-        if k != "overrides":
-            assert v == pytest.approx(s[k], rel=1e-9, abs=1e-12), k
+    from repcost.provenance import provenance
+
+    record = {"overrides", "run_dir", "run_config_hash", "config", *provenance()}  # what made the reanalysis
+    assert record <= set(again) and again["run_config_hash"] == s["config_hash"]
+    scalars = set(again) - record
+    assert any(k.startswith("jacobian.") for k in scalars)
+    for k in scalars:
+        assert again[k] == pytest.approx(s[k], rel=1e-9, abs=1e-12), k
     # on fresh points drawn from the same dataset (another data seed): still runs, other numbers
     p = run_cli("repcost-analyze", str(d), "analysis=spectra", "data.seed=5", "--out", str(tmp_path / "fresh"),
                 cwd=tmp_path)

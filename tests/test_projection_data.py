@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from repcost.data import DATASETS, load_data
 from repcost.errors import ConfigError
@@ -16,13 +13,6 @@ from repcost.errors import ConfigError
 
 def make(**kw):
     return DATASETS.get("projection").schema(**kw)
-
-
-def test_yaml_matches_schema():
-    yaml = OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "data" / "projection.yaml")
-    schema = DATASETS.get("projection").schema
-    assert set(yaml.keys()) == {f.name for f in dataclasses.fields(schema)}
-    assert OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), yaml)) == schema()
 
 
 def test_labels_depend_only_on_the_projection():
