@@ -80,7 +80,7 @@ class _Slopes(TorchFunctionMode):
             self.outputs.append(out)
             return out
         s = torch.zeros_like(z)
-        s[mask] = self.slopes[self.at:self.at + n].to(z.dtype)
+        s[mask] = self.slopes[self.at:self.at + n].to(z)  # dtype and device (the slopes come from numpy)
         self.at += n
         zd = z.detach()
         kinked = (F.leaky_relu(zd, lo) if lo else torch.relu(zd)) + s * (z - zd)
