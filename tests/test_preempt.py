@@ -79,3 +79,29 @@ def test_a_refused_requeue_still_fails(tmp_path, monkeypatch):
     _fake_scontrol(tmp_path, monkeypatch, "exit 1")
     with pytest.raises(subprocess.CalledProcessError):
         _hand_back_to_a_requeuing_launcher()
+
+
+def test_a_compile_killed_by_the_stop_signal_is_a_preemption(tmp_path, monkeypatch):
+    """SLURM signals every process of a job, a compiler child too: the failure that follows a stop signal leaves the
+    run preempted (no error.txt), and the relaunch finishes it with the uninterrupted run's numbers."""
+    from omegaconf import OmegaConf
+
+    from repcost.config import compose_config, validate
+    from repcost.train.engine import Engine
+    from repcost.train.run import train_run
+
+    cfg = compose_config(["train.progress=false", "train.phases.0.steps=30", "train.phases.1.steps=0"])
+    spec, plain = validate(cfg), OmegaConf.to_container(cfg, resolve=True)
+    ref = train_run(spec, plain, tmp_path / "ref")
+
+    def killed_compile(self):
+        _send(signal.SIGTERM)
+        raise RuntimeError("CppCompileError: C++ compile error\n(g++ killed)")
+
+    with monkeypatch.context() as m:
+        m.setattr(Engine, "run", killed_compile)
+        stopped = train_run(spec, plain, tmp_path / "run")
+    assert stopped["status"] == "preempted" and stopped["signal"] == signal.SIGTERM
+    assert not (tmp_path / "run" / "error.txt").exists() and not (tmp_path / "run" / "FINISHED").exists()
+    done = train_run(spec, plain, tmp_path / "run")
+    assert done["status"] == "finished" and done["objective"] == ref["objective"]

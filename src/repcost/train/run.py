@@ -298,9 +298,21 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
         try:
             with allocating(spec, "the training's tensors"):
                 results = engine.run()
+        except Exception as e:
+            if not engine.stop_flag:
+                raise
+            # SLURM and Ctrl-C signal the job's child processes too: a compiler killed by the stop signal fails
+            # the compile. The runs stop as preempted, at their last checkpoint.
+            log.warning("stopped by signal %s (%s: %.200s); relaunch to resume from the last checkpoint",
+                        engine.stop_flag.signal, type(e).__name__, str(e).strip().split("\n")[0])
+            results = None
         finally:
             for metrics, _, _ in outs:
                 metrics.close()
+        if results is None:
+            engine.stop_flag.hand_back()
+            return [{"status": "preempted", "steps": j.start[2], "total_steps": j.spec.train.total_steps,
+                     "signal": engine.stop_flag.signal} for j in jobs]
         elapsed = time.perf_counter() - t_start  # the training time of every run of this process
         engine.unstack()
         out: list[dict | Exception] = []
