@@ -155,7 +155,7 @@ def test_parallel_balanced_subnetworks():
     alpha = np.sign(rng.standard_normal(k)) * np.linalg.norm(W2, axis=(1, 2))
     set_(m.sub[0], W1), set_(m.sub[1], W2), set_(m.alpha, alpha[None])
     nb = neuron_balance(m)
-    assert [b.incoming.shape for b in nb] == [(k * w,), (k,)]
+    assert [b.u.shape for b in nb] == [(k * w,), (k,)]
     assert max(all_gaps(m)) < TOL
     s = balance_summary(m)
     assert s["subnet_gap_max"] < TOL and s["neuron_gap_max"] < TOL

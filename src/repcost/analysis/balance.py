@@ -30,22 +30,12 @@ in [0, 1], and 0 when u = v = 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .family_costs import family_gaps
 from .arrays import as_f64, float64_model
-
-__all__ = [
-    "relative_gap",
-    "LayerBalance",
-    "layer_balance",
-    "NeuronBalance",
-    "neuron_balance",
-    "LinearBalance",
-    "linear_layer_balance",
-    "balance_summary",
-]
 
 
 def relative_gap(u, v):
@@ -57,16 +47,19 @@ def relative_gap(u, v):
 
 
 @dataclass
-class LayerBalance:
-    """Pair (ℓ, ℓ+1): u = ‖W_ℓ‖²_F + ‖b_ℓ‖² (bias iff regularised), v = ‖W_{ℓ+1}‖²_F, gap = |u−v|/max(u,v)."""
+class Balance:
+    """One balance statement of layer ℓ: its sides u (incoming) and v (outgoing) and their relative gap; for a layer
+    pair (ℓ, ℓ+1) u = ‖W_ℓ‖²_F + ‖b_ℓ‖² (bias iff regularised), v = ‖W_{ℓ+1}‖²_F; for the units of hidden layer ℓ
+    arrays, one entry per unit in `model.hidden(x)[ℓ−1]` column order (for parallel, sub-network i's unit j is entry
+    i·n_ℓ + j): u = ‖W_ℓ[i,:]‖² (+ b_ℓ[i]² iff regularised), v = ‖W_{ℓ+1}[:,i]‖²."""
 
     layer: int
-    u: float
-    v: float
-    gap: float
+    u: Any
+    v: Any
+    gap: Any
 
 
-def layer_balance(model) -> list[LayerBalance]:
+def layer_balance(model) -> list[Balance]:
     """Per consecutive layer pair, ‖W_ℓ‖²_F + ‖b_ℓ‖² vs ‖W_{ℓ+1}‖²_F and their relative gap (Jacot 2023 Prop 12).
 
     b_ℓ is the stored (regularised) bias of fc, independent of β; families whose biases are not
@@ -78,25 +71,11 @@ def layer_balance(model) -> list[LayerBalance]:
     terms = [(float(as_f64(w)), float(as_f64(b))) for w, b in float64_model(model).layer_sq_norms()]
     for ell in range(1, len(terms)):
         u, v = terms[ell - 1][0] + terms[ell - 1][1], terms[ell][0]
-        out.append(LayerBalance(ell, u, v, relative_gap(u, v)))
+        out.append(Balance(ell, u, v, relative_gap(u, v)))
     return out
 
 
-@dataclass
-class NeuronBalance:
-    """Hidden layer ℓ's units: incoming ‖W_ℓ[i,:]‖² (+ b_ℓ[i]² iff regularised), outgoing ‖W_{ℓ+1}[:,i]‖², gaps.
-
-    Arrays have one entry per unit in `model.hidden(x)[ℓ−1]` column order (for parallel,
-    sub-network i's unit j is entry i·n_ℓ + j).
-    """
-
-    layer: int
-    incoming: np.ndarray
-    outgoing: np.ndarray
-    gap: np.ndarray
-
-
-def neuron_balance(model) -> list[NeuronBalance]:
+def neuron_balance(model) -> list[Balance]:
     """Per homogeneous hidden unit, incoming vs outgoing squared weight norms and their relative gap (Jacot 2023 Remark 6).
 
     fc: every hidden layer ℓ = 1 … L−1, incoming = row i of W_ℓ plus b_ℓ[i]² when biases are
@@ -111,7 +90,7 @@ def neuron_balance(model) -> list[NeuronBalance]:
     out = []
     for u in float64_model(model).unit_norms():
         inc, outg = as_f64(u.incoming).reshape(-1), as_f64(u.outgoing).reshape(-1)
-        out.append(NeuronBalance(u.layer, inc, outg, relative_gap(inc, outg)))
+        out.append(Balance(u.layer, inc, outg, relative_gap(inc, outg)))
     return out
 
 
@@ -138,13 +117,9 @@ def linear_layer_balance(model) -> list[LinearBalance]:
             A, B = np.sum(W ** 2, axis=1), np.sum(V ** 2, axis=0)  # diag(W_ℓW_ℓᵀ), diag(W_{ℓ+1}ᵀW_{ℓ+1})
         else:
             A, B = W @ W.T, V.T @ V
-        out.append(LinearBalance(ell, _rel_diff(A, B), diag_only))
+        top = max(np.linalg.norm(A), np.linalg.norm(B))
+        out.append(LinearBalance(ell, float(np.linalg.norm(A - B) / top) if top > 0 else 0.0, diag_only))
     return out
-
-
-def _rel_diff(A: np.ndarray, B: np.ndarray) -> float:
-    top = max(np.linalg.norm(A), np.linalg.norm(B))
-    return float(np.linalg.norm(A - B) / top) if top > 0 else 0.0
 
 
 def _max_mean(prefix: str, gaps) -> dict:

@@ -93,58 +93,18 @@ def _flat(grads, params) -> torch.Tensor:
     return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
 
 
-def _gradient_graph(model, params, x, y, loss, lam, reg_scale, masks, slopes: torch.Tensor,
-                    create_graph: bool = True) -> torch.Tensor:
-    """G(slopes) as one flat tensor (differentiable in `slopes` with create_graph)."""
+def _kinked(model, x, y, loss, lam, reg_scale, kink_tol: float):
+    """(params, masks, lo, G): the trainable parameters, the kink masks per activation call (live kinks only: those
+    whose activation output gets a nonzero ∂obj/∂out), per kink in mask order its least slope a (its upper one is 1),
+    and G(slopes, create_graph=False), the objective's gradient as one flat tensor with the kinks at those slopes
+    (differentiable in `slopes` with create_graph)."""
+    params = [p for p in model.parameters() if p.requires_grad]
 
-    with torch.enable_grad(), _Slopes(0.0, masks, slopes):
-        obj = objective(model, x, y, loss, lam, reg_scale)[0]
-    return _flat(torch.autograd.grad(obj, params, create_graph=create_graph, allow_unused=True), params)
+    def run(masks, slopes) -> tuple[torch.Tensor, _Slopes]:
+        mode = _Slopes(0.0, masks, slopes)
+        with torch.enable_grad(), mode:
+            return objective(model, x, y, loss, lam, reg_scale)[0], mode
 
-
-def _gradient(model, params, x, y, loss, lam, reg_scale, masks, slopes) -> np.ndarray:
-    return _gradient_graph(model, params, x, y, loss, lam, reg_scale, masks, slopes,
-                           create_graph=False).detach().cpu().numpy()
-
-
-def _least_norm_matrix_free(model, params, x, y, loss, lam, reg_scale, masks, s0: np.ndarray,
-                            lo: np.ndarray) -> np.ndarray:
-    """Slopes in [lo, 1] that (locally) minimise ‖G(s)‖², by L-BFGS-B with autograd's gradient in s."""
-    from scipy.optimize import minimize  # scipy loads where kinks need it, not with the certificate
-
-    scale = 1.0
-
-    def f(s: np.ndarray) -> tuple[float, np.ndarray]:  # ‖G(s)‖² / ‖G(s0)‖²: L-BFGS-B's tolerances are absolute
-        st = torch.tensor(s, dtype=torch.float64, requires_grad=True)
-        with torch.enable_grad():
-            g = _gradient_graph(model, params, x, y, loss, lam, reg_scale, masks, st)
-            sq = (g * g).sum() / scale
-            (ds,) = torch.autograd.grad(sq, st, allow_unused=True)
-        return float(sq.detach()), (ds.detach().numpy() if ds is not None else np.zeros_like(s))
-
-    scale = f(s0)[0] or 1.0
-
-    res = minimize(f, s0, jac=True, method="L-BFGS-B", bounds=list(zip(lo, np.ones_like(lo))),
-                   options={"maxiter": MAX_ITER, "ftol": 1e-12, "gtol": 1e-10})
-    return np.clip(res.x, lo, 1.0)
-
-
-def _live(model, x, y, loss, lam, reg_scale, masks, slopes) -> list[torch.Tensor]:
-    """The kink masks without the kinks whose activation output gets an exactly zero ∂obj/∂out."""
-
-    mode = _Slopes(0.0, masks, slopes)
-    with torch.enable_grad(), mode:
-        obj = objective(model, x, y, loss, lam, reg_scale)[0]
-    outs = mode.outputs[:len(masks)]
-    if len(outs) < len(masks) or not all(o.requires_grad for o in outs):
-        return masks  # an activation not on the objective's graph: keep every kink
-    signal = torch.autograd.grad(obj, outs, allow_unused=True)
-    return [m if d is None else m & (d != 0) for m, d in zip(masks, signal)]
-
-
-def _kinks(model, x, y, loss, lam, reg_scale, kink_tol: float) -> tuple[list[torch.Tensor], np.ndarray]:
-    """The kink masks per activation call (live kinks only, `_live`) and, per kink in mask order, its least
-    slope a (its upper one is 1)."""
     finder = _Slopes(kink_tol)
     with torch.no_grad(), finder:
         model(x)
@@ -155,8 +115,38 @@ def _kinks(model, x, y, loss, lam, reg_scale, kink_tol: float) -> tuple[list[tor
                         dtype=np.float64)
 
     if any(bool(m.any()) for m in masks):
-        masks = _live(model, x, y, loss, lam, reg_scale, masks, torch.tensor(lower_slopes()))
-    return masks, lower_slopes()
+        obj, mode = run(masks, torch.tensor(lower_slopes()))
+        outs = mode.outputs[:len(masks)]
+        if len(outs) == len(masks) and all(o.requires_grad for o in outs):  # else: keep every kink
+            signal = torch.autograd.grad(obj, outs, allow_unused=True)
+            masks = [m if d is None else m & (d != 0) for m, d in zip(masks, signal)]
+
+    def G(slopes: torch.Tensor, create_graph: bool = False) -> torch.Tensor:
+        obj = run(masks, slopes)[0]
+        return _flat(torch.autograd.grad(obj, params, create_graph=create_graph, allow_unused=True), params)
+
+    return params, masks, lower_slopes(), G
+
+
+def _least_norm_matrix_free(G, s0: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """Slopes in [lo, 1] that (locally) minimise ‖G(s)‖², by L-BFGS-B with autograd's gradient in s."""
+    from scipy.optimize import minimize  # scipy loads where kinks need it, not with the certificate
+
+    scale = 1.0
+
+    def f(s: np.ndarray) -> tuple[float, np.ndarray]:  # ‖G(s)‖² / ‖G(s0)‖²: L-BFGS-B's tolerances are absolute
+        st = torch.tensor(s, dtype=torch.float64, requires_grad=True)
+        with torch.enable_grad():
+            g = G(st, create_graph=True)
+            sq = (g * g).sum() / scale
+            (ds,) = torch.autograd.grad(sq, st, allow_unused=True)
+        return float(sq.detach()), (ds.detach().numpy() if ds is not None else np.zeros_like(s))
+
+    scale = f(s0)[0] or 1.0
+
+    res = minimize(f, s0, jac=True, method="L-BFGS-B", bounds=list(zip(lo, np.ones_like(lo))),
+                   options={"maxiter": MAX_ITER, "ftol": 1e-12, "gtol": 1e-10})
+    return np.clip(res.x, lo, 1.0)
 
 
 def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
@@ -169,31 +159,33 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     solves with exact Jacobian columns, beyond that matrix-free, and with more than `max_kinks` it is NaN (not computed). Kinks
     count only where the activation receives a backward signal (module docstring).
     """
-    params = [p for p in model.parameters() if p.requires_grad]
-    masks, lo = _kinks(model, x, y, loss, lam, reg_scale, kink_tol)
+    _, _, lo, G = _kinked(model, x, y, loss, lam, reg_scale, kink_tol)
     n = lo.size
     if n > max_kinks:
         return float("nan"), n
+
+    def gradient(s: np.ndarray) -> np.ndarray:
+        return G(torch.tensor(s)).detach().cpu().numpy()
+
     s0 = lo.copy()  # autograd's own choice at z = 0: 0 for ReLU, the leaky slope otherwise
-    g0 = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(s0))
+    g0 = gradient(s0)
     if n == 0:
         return float(np.linalg.norm(g0)), n
     if n > exact_kinks and n * g0.size > exact_entries:
-        s = _least_norm_matrix_free(model, params, x, y, loss, lam, reg_scale, masks, s0, lo)
+        s = _least_norm_matrix_free(G, s0, lo)
     else:
         J = np.empty((g0.size, n))
         for j in range(n):  # G is affine in each slope alone: a unit step gives the exact partial derivative
             e = s0.copy()
             e[j] += 1.0
-            J[:, j] = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(e)) - g0
+            J[:, j] = gradient(e) - g0
         # the least ‖J(s − s0) + g0‖ in the box, by bounded-variable least squares (BVLS: an active-set method that
         # ends on an exact solution of its last active set) on J's reduced QR factor (n rows, not one per parameter)
         from scipy.optimize import lsq_linear  # scipy loads where kinks need it, not with the certificate
 
         Q, R = np.linalg.qr(J)
         s = np.clip(lsq_linear(R, Q.T @ (J @ s0 - g0), bounds=(lo, np.ones(n)), method="bvls", tol=1e-14).x, lo, 1.0)
-    g = _gradient(model, params, x, y, loss, lam, reg_scale, masks, torch.tensor(s))
-    return float(min(np.linalg.norm(g), np.linalg.norm(g0))), n
+    return float(min(np.linalg.norm(gradient(s)), np.linalg.norm(g0))), n
 
 
 def chain_rule_is_clarke(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
@@ -208,8 +200,7 @@ def chain_rule_is_clarke(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     two-layer nets). Deeper nets with kinks in several layers get an outer estimate: a least norm near 0 is
     necessary for Clarke stationarity there, not sufficient.
     """
-    params = [p for p in model.parameters() if p.requires_grad]
-    masks, lo = _kinks(model, x, y, loss, lam, reg_scale, kink_tol)
+    params, masks, lo, _ = _kinked(model, x, y, loss, lam, reg_scale, kink_tol)
     n = lo.size
     if n == 0 or n > exact_kinks:
         return None

@@ -87,9 +87,7 @@ def _weights(model, x, opts: CommonOptions, ctx) -> Result:
         r.arrays[ws.name] = ws.s
         if ws.s.ndim == 1:
             r.scalars[f"weights.{ws.name}.rank"] = int(ws.numerical_rank)
-            r.rows.append({"analysis": "weights", "layer": ws.layer if ws.layer is not None else "eff",
-                           "name": ws.name, "s1": float(ws.s[0]), "numerical_rank": int(ws.numerical_rank),
-                           "stable_rank": float(ws.stable_rank), "entropy_rank": float(ws.entropy_rank)})
+            r.rows.append({"analysis": "weights", **ws.row()})
         if ws.name == "W_eff" and ws.s.size > 1:
             r.scalars["weights.W_eff.s2_over_s1"] = float(ws.s[1] / ws.s[0]) if ws.s[0] > 0 else 0.0
     return r

@@ -19,19 +19,6 @@ import torch
 
 from .arrays import as_f64, float64_model, float64_rows
 
-__all__ = [
-    "singular_values",
-    "normalised",
-    "numerical_rank",
-    "stable_rank",
-    "entropy_rank",
-    "rank_measures",
-    "LayerSpectrum",
-    "hidden_spectra",
-    "WeightSpectrum",
-    "weight_spectra",
-]
-
 DEFAULT_REL_TOL = 1e-3  # numerical rank: count s_i > rel_tol · s_1
 
 
@@ -106,42 +93,53 @@ def rank_measures(s: Any, rel_tol: float = DEFAULT_REL_TOL) -> dict:
 
 
 @dataclass
-class LayerSpectrum:
-    """Singular values of one layer's (N × n_ℓ) representation and their rank measures.
+class Spectrum:
+    """Singular values of one matrix (or a stack of them, shape (k, r)) and their rank measures.
 
-    layer: ℓ (1 … L−1 for hidden layers; 0 = the input and L = the output when include_io);
-    which: 'pre' (α̃_ℓ), 'post' (α_ℓ = σ(α̃_ℓ)), or 'io' for the input/output layers.
+    A hidden layer's (N × n_ℓ) representation (`hidden_spectra`): layer ℓ (1 … L−1; 0 = the input and L = the
+    output when include_io), `which` 'pre' (α̃_ℓ), 'post' (α_ℓ = σ(α̃_ℓ)) or 'io' for the input/output layers,
+    `width` n_ℓ, `centred`. A weight matrix (`weight_spectra`): `name` 'W1' … for the layers (for linear_relu the
+    last is 'a', for parallel 'alpha'), and 'W_eff' for linear_relu's effective inner matrix W_{L−1}⋯W_1 (layer
+    None), `shape`.
     """
 
-    layer: int
-    which: str
-    width: int
-    centred: bool
+    layer: Optional[int]
     s: np.ndarray = field(repr=False)
-    numerical_rank: int
-    stable_rank: float
-    entropy_rank: float
+    numerical_rank: Any
+    stable_rank: Any
+    entropy_rank: Any
+    which: str = ""
+    width: int = 0
+    centred: bool = False
+    name: str = ""
+    shape: tuple = ()
 
     def row(self) -> dict:
         """The scalar fields, for a tidy per-layer table."""
-        return {"layer": self.layer, "which": self.which, "width": self.width, "centred": self.centred,
+        who = ({"which": self.which, "width": self.width, "centred": self.centred} if self.which
+               else {"name": self.name})
+        return {"layer": self.layer if self.layer is not None else "eff", **who,
                 "s1": float(self.s[0]) if self.s.size else 0.0, "numerical_rank": self.numerical_rank,
                 "stable_rank": self.stable_rank, "entropy_rank": self.entropy_rank}
 
 
-def _layer_spectrum(Z: torch.Tensor, layer: int, which: str, centred: bool, rel_tol: float) -> LayerSpectrum:
+def _spectrum(A: Any, layer: Optional[int], rel_tol: float, **labels) -> Spectrum:
+    s = singular_values(A)
+    return Spectrum(layer, s, **rank_measures(s, rel_tol), **labels)
+
+
+def _layer_spectrum(Z: torch.Tensor, layer: int, which: str, centred: bool, rel_tol: float) -> Spectrum:
     Z = Z.detach().to(torch.float64)
     if centred:  # Z_ℓ − m_ℓ 1_Nᵀ in Jacot's column convention: subtract the mean over samples
         Z = Z - Z.mean(dim=0, keepdim=True)
-    s = singular_values(Z)
-    return LayerSpectrum(layer, which, int(Z.shape[1]), centred, s, **rank_measures(s, rel_tol))
+    return _spectrum(Z, layer, rel_tol, which=which, width=int(Z.shape[1]), centred=centred)
 
 
 def hidden_spectra(model, x: Any, centred: bool = True, which: str = "post",
-                   rel_tol: float = DEFAULT_REL_TOL, include_io: bool = False) -> list[LayerSpectrum]:
+                   rel_tol: float = DEFAULT_REL_TOL, include_io: bool = False) -> list[Spectrum]:
     """Singular values and ranks of each hidden layer's (centred) N × n_ℓ representation (Jacot 2023 Fig 1A).
 
-    One LayerSpectrum per hidden layer (ℓ = 1 … L−1, in `model.hidden` order); with which="both",
+    One Spectrum per hidden layer (ℓ = 1 … L−1, in `model.hidden` order); with which="both",
     two per layer, 'pre' then 'post'. include_io adds the input (ℓ = 0) and output (ℓ = L) first
     and last. For `parallel` a hidden layer is all k sub-networks' units side by side (k·n_ℓ columns).
     """
@@ -150,7 +148,7 @@ def hidden_spectra(model, x: Any, centred: bool = True, which: str = "post",
     kinds = ("pre", "post") if which == "both" else (which,)
     m = float64_model(model)
     X = float64_rows(m, x)
-    out: list[LayerSpectrum] = []
+    out: list[Spectrum] = []
     with torch.no_grad():
         if include_io:
             out.append(_layer_spectrum(X, 0, "io", centred, rel_tol))
@@ -163,7 +161,7 @@ def hidden_spectra(model, x: Any, centred: bool = True, which: str = "post",
 
 
 def module_spectra(module: torch.nn.Module, x: Any, names: list[str], centred: bool = True,
-                   rel_tol: float = DEFAULT_REL_TOL) -> list[LayerSpectrum]:
+                   rel_tol: float = DEFAULT_REL_TOL) -> list[Spectrum]:
     """Spectra of the outputs of named submodules of any nn.Module (captured by forward hooks), in `names` order.
 
     The generic counterpart of `hidden_spectra` for networks that are not repcost models: e.g.
@@ -188,37 +186,13 @@ def module_spectra(module: torch.nn.Module, x: Any, names: list[str], centred: b
             for ell, n in enumerate(names, start=1)]
 
 
-@dataclass
-class WeightSpectrum:
-    """Singular values of one weight matrix (or a stack of them, shape (k, r)) and their rank measures.
-
-    name: 'W1' … for the layers (for linear_relu the last is 'a', for parallel 'alpha'), and
-    'W_eff' for linear_relu's effective inner matrix W_{L−1}⋯W_1 (layer None).
-    """
-
-    name: str
-    layer: Optional[int]
-    shape: tuple
-    s: np.ndarray = field(repr=False)
-    numerical_rank: Any
-    stable_rank: Any
-    entropy_rank: Any
-
-
-def _weight_spectrum(name: str, layer: Optional[int], W: Any, rel_tol: float) -> WeightSpectrum:
-    W = as_f64(W)
-    s = singular_values(W)
-    return WeightSpectrum(name, layer, tuple(W.shape), s, **rank_measures(s, rel_tol))
-
-
-def weight_spectra(model, rel_tol: float = DEFAULT_REL_TOL) -> list[WeightSpectrum]:
+def weight_spectra(model, rel_tol: float = DEFAULT_REL_TOL) -> list[Spectrum]:
     """Singular values of every weight matrix, plus linear_relu's effective W = W_{L−1}⋯W_1 (Ongie & Willett §3; Jacot 2023 §4).
 
     For `parallel` the sub-network layers are stacks (k, out, in): their spectra are (k, r) and
     their rank measures arrays of length k; α (d_out × k) is one matrix. The effective matrix's
     rank measures how aligned linear_relu's ReLU units are (Ongie & Willett §3, Fig 1).
     """
-    out = [_weight_spectrum(name, ell, W, rel_tol)
-           for ell, (name, W) in enumerate(zip(model.weight_names(), model.weight_matrices()), start=1)]
-    out += [_weight_spectrum(name, None, W, rel_tol) for name, W in float64_model(model).derived_matrices().items()]
-    return out
+    named = [(ell, name, W) for ell, (name, W) in enumerate(zip(model.weight_names(), model.weight_matrices()), 1)]
+    named += [(None, name, W) for name, W in float64_model(model).derived_matrices().items()]
+    return [_spectrum(as_f64(W), ell, rel_tol, name=name, shape=tuple(W.shape)) for ell, name, W in named]
