@@ -18,14 +18,6 @@ from torch.func import functional_call, jacfwd, jacrev, vmap
 from .arrays import as_f64, float64_rows
 from .spectra import DEFAULT_REL_TOL, numerical_rank, singular_values
 
-__all__ = [
-    "jacobians",
-    "jacobian_spectra",
-    "schatten_cost",
-    "prop3_bound",
-    "jacobian_rank",
-]
-
 MEMORY_BUDGET_BYTES = 1 << 30  # default chunk keeps the transient working set under ~1 GB
 
 
@@ -52,7 +44,8 @@ def _default_chunk(model, d_in: int, d_out: int) -> int:
 
 
 def _jacobian_chunks(model, x: Any, chunk_size: Optional[int]) -> Iterator[torch.Tensor]:
-    """Yield float64 Jacobian blocks (n_chunk, d_out, d_in) for consecutive chunks of the rows of x."""
+    """Yield float64 Jacobian blocks (n_chunk, d_out, d_in) for consecutive chunks of the rows of x (one empty
+    (0, 0, d_in) block without rows)."""
     X = float64_rows(model, x)
     params = {n: p.detach().to(torch.float64) for n, p in model.named_parameters()}
     buffers = {n: (b.detach().to(torch.float64) if b.is_floating_point() else b)
@@ -63,6 +56,7 @@ def _jacobian_chunks(model, x: Any, chunk_size: Optional[int]) -> Iterator[torch
 
     N, d_in = X.shape
     if N == 0:
+        yield X.new_zeros((0, 0, d_in))
         return
     with torch.no_grad():
         d_out = int(f(X[0]).numel())
@@ -82,19 +76,12 @@ def _jacobian_chunks(model, x: Any, chunk_size: Optional[int]) -> Iterator[torch
 
 def jacobians(model, x: Any, chunk_size: Optional[int] = None) -> np.ndarray:
     """(N, d_out, d_in) float64 Jacobians J f(x_i) of the network function at the rows of x (Jacot 2023 §3, Def 1, Fig 1C)."""
-    blocks = [J.cpu().numpy() for J in _jacobian_chunks(model, x, chunk_size)]
-    if not blocks:
-        d_in = float64_rows(model, x).shape[1]
-        return np.zeros((0, 0, d_in))
-    return np.concatenate(blocks, axis=0)
+    return np.concatenate([J.cpu().numpy() for J in _jacobian_chunks(model, x, chunk_size)], axis=0)
 
 
 def jacobian_spectra(model, x: Any, chunk_size: Optional[int] = None) -> np.ndarray:
     """(N, min(d_in, d_out)) singular values of J f(x_i), descending, float64 (Jacot 2023 Fig 1C)."""
-    blocks = [singular_values(J) for J in _jacobian_chunks(model, x, chunk_size)]
-    if not blocks:
-        return np.zeros((0, 0))
-    return np.concatenate(blocks, axis=0)
+    return np.concatenate([singular_values(J) for J in _jacobian_chunks(model, x, chunk_size)], axis=0)
 
 
 def schatten_cost(s: Any, L: int, rel_tol: float = 1e-12):
@@ -127,7 +114,4 @@ def prop3_bound(model) -> float:
 
 def jacobian_rank(model, x: Any, rel_tol: float = DEFAULT_REL_TOL, chunk_size: Optional[int] = None) -> int:
     """Rank_J(f; X) = max_i Rank J f(x_i) over the rows of x, with a numerical rank at rel_tol (Jacot 2023 Def 1)."""
-    s = jacobian_spectra(model, x, chunk_size)
-    if s.shape[0] == 0:
-        return 0
-    return int(np.max(numerical_rank(s, rel_tol)))
+    return int(np.max(numerical_rank(jacobian_spectra(model, x, chunk_size), rel_tol), initial=0))

@@ -32,17 +32,8 @@ class PhiResult:
 
     value: float  # Φ_L(W, a)
     lam: np.ndarray  # optimal λ (length K, ‖λ‖₂ = 1, zeros on dropped units)
-    L: int
     rank: int  # numerical rank of D_a W used in the optimisation
     active: np.ndarray  # boolean mask of units kept (a_k ≠ 0 and w_k ≠ 0)
-    grad_norm: float  # ‖∇F‖ at the returned point (0 for closed forms)
-    closed_form: bool  # True if the value came from an exact formula (L = 2, trivial cases)
-
-
-def _check_L(L) -> int:
-    if int(L) != L or L < 2:
-        raise ValueError(f"depth L must be an integer >= 2, got {L}")
-    return int(L)
 
 
 DEAD_UNIT_RTOL = 1e-100
@@ -148,20 +139,21 @@ def phi_L_solve(
     maxiter: int = 500,
 ) -> PhiResult:
     """Φ_L(W, a) and its optimal λ by minimising Ongie Lemma 3.4 eq. (14) (exact-Hessian Newton, restarts)."""
-    L = _check_L(L)
+    if int(L) != L or L < 2:
+        raise ValueError(f"depth L must be an integer >= 2, got {L}")
     W, a = as_units(W, a)
     K = W.shape[0]
     Br, active, r, _ = reduce_units(W, a, rank_rtol)
     lam_full = np.zeros(K)
     if r == 0:
-        return PhiResult(0.0, lam_full, L, 0, active, 0.0, True)
+        return PhiResult(0.0, lam_full, 0, active)
     weights = np.linalg.norm(Br, axis=1)  # |a_k| ‖w_k‖ on active units
 
     if closed_form and L == 2:
         # Ongie eq. (13): Φ_2 = Σ|a_k|‖w_k‖, attained at λ_k ∝ (|a_k|‖w_k‖)^{1/2}.
         lam = np.sqrt(weights)
         lam_full[active] = lam / np.linalg.norm(lam)
-        return PhiResult(float(weights.sum()), lam_full, L, r, active, 0.0, True)
+        return PhiResult(float(weights.sum()), lam_full, r, active)
 
     from scipy.optimize import minimize  # scipy loads when Φ_L is solved, not with the module
 
@@ -183,12 +175,9 @@ def phi_L_solve(
                        options={"gtol": 1e-12, "maxiter": maxiter})
         if res.fun < best_f:
             best_t, best_f = res.x, float(res.fun)
-    f, g = obj.fun(best_t)
-    f -= 0.5 * n * best_t.mean() ** 2  # drop the gauge term (≈ 0 at the optimum anyway)
-    lam = np.exp(best_t - _log_norm(best_t))
-    lam_full[active] = lam
-    value = float(np.exp(f * 2.0 / L))
-    return PhiResult(value, lam_full, L, r, active, float(np.linalg.norm(g)), False)
+    f = obj.fun(best_t)[0] - 0.5 * n * best_t.mean() ** 2  # without the gauge term (≈ 0 at the optimum anyway)
+    lam_full[active] = np.exp(best_t - _log_norm(best_t))
+    return PhiResult(float(np.exp(f * 2.0 / L)), lam_full, r, active)
 
 
 def phi_L(W, a, L: int, **kwargs) -> float:
