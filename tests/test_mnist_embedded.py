@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repcost.data.mnist import _embedded_path, _read_embedded, read_idx
+from repcost.data.mnist import _embedded_path, read_idx, read_pool
 
 
 def embedded():
-    return _read_embedded(str(_embedded_path()))
+    path = str(_embedded_path())
+    return read_pool(path, path)
 
 
 def test_embedded_digits_are_500_per_class_uint8_with_ink():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -13,12 +14,11 @@ import torch
 
 from ..errors import ConfigError, RepcostError, check
 from ..registry import DATASETS
-from ._nets import rng
+from ._nets import gaussian, rng
 from .bundle import DataBundle, check_shared
 
 EMBEDDED = "mnist_5k.npz"  # package data: 5,000 MNIST digits (500 per class), uint8 images + labels
 SOURCES = ("embedded", "full")
-SPLITS = {"train": "train", "test": "t10k"}
 ROOT_HINT = ("point data.root at a folder holding train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] "
              "(optionally t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]; a torchvision download "
              "folder with MNIST/raw/ works)")
@@ -71,6 +71,8 @@ class MnistConfig:
 
 # ---------------------------------------------------------------- sources
 
+Pool = Tuple[np.ndarray, np.ndarray]  # (images uint8 (N, 784), labels int64 (N,))
+
 
 def _embedded_path() -> Path:
     """Path of the 5,000 digits shipped with repcost (package data next to this module)."""
@@ -80,69 +82,50 @@ def _embedded_path() -> Path:
     return path
 
 
-@functools.lru_cache(maxsize=2)
-def _read_embedded(path: str) -> Tuple[np.ndarray, np.ndarray]:
-    """(images uint8 (5000, 784), labels int64) from the packaged .npz (no pickles allowed)."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            images, labels = z["images"], z["labels"].astype(np.int64)
-    except (OSError, ValueError, KeyError, EOFError) as e:
-        raise RepcostError(f"MNIST: cannot read {path} ({e}); reinstall repcost") from None
-    if images.dtype != np.uint8 or images.ndim != 2 or images.shape[1] != 784 or labels.shape != images.shape[:1] \
-            or labels.min() < 0 or labels.max() > 9:
-        raise RepcostError(f"MNIST: {path} is not (N, 784) uint8 images with labels 0..9; reinstall repcost")
-    images.flags.writeable = labels.flags.writeable = False
-    return images, labels
-
-
 def _find_idx(root: Path, split: str, kind: str) -> Optional[Path]:
     """The IDX file for split (train/t10k) and kind (images/labels) under root, or None."""
     ndim = 3 if kind == "images" else 1
-    names = [f"{split}-{kind}-idx{ndim}-ubyte", f"{split}-{kind}.idx{ndim}-ubyte"]
-    for folder in (root, root / "MNIST" / "raw", root / "raw"):
-        for name in names:
-            for candidate in (folder / name, folder / f"{name}.gz"):
-                if candidate.is_file():
-                    return candidate
-    return None
+    names = [f"{split}-{kind}{sep}idx{ndim}-ubyte{gz}" for sep in "-." for gz in ("", ".gz")]
+    return next((f / n for f in (root, root / "MNIST" / "raw", root / "raw") for n in names if (f / n).is_file()), None)
 
 
 def read_idx(path: Path) -> np.ndarray:
     """An unsigned-byte IDX array (MNIST format: magic 0x0000 08 ndim, big-endian int32 dims), .gz allowed."""
     try:
-        with (gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")) as f:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
             raw = f.read()
     except (OSError, EOFError) as e:
         raise RepcostError(f"MNIST: cannot read {path} ({e}); {IDX_HINT}") from None
-    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08 or not 1 <= raw[3] <= 4:
+    if len(raw) < 4 or raw[:3] != b"\0\0\x08" or not 1 <= raw[3] <= 4:
         raise RepcostError(f"MNIST: {path} is not an unsigned-byte IDX file (bad magic number); {IDX_HINT}")
-    ndim = raw[3]
-    header = 4 + 4 * ndim
-    if len(raw) < header:
-        raise RepcostError(f"MNIST: {path} is truncated (header cut short); {IDX_HINT}")
-    dims = [int(d) for d in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4)]
-    size = int(np.prod(dims))
-    if len(raw) != header + size:
-        raise RepcostError(f"MNIST: {path} has {len(raw) - header} data bytes but its header {dims} needs {size} "
-                           f"(truncated or corrupt file); {IDX_HINT}")
+    header = 4 + 4 * raw[3]
+    dims = [int.from_bytes(raw[i:i + 4], "big") for i in range(4, header, 4)]
+    if len(raw) < header or len(raw) != header + math.prod(dims):
+        raise RepcostError(f"MNIST: {path} is truncated or corrupt ({len(raw)} bytes, its header {dims} needs "
+                           f"{header + math.prod(dims)}); {IDX_HINT}")
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
 
 
 @functools.lru_cache(maxsize=4)
-def _read_idx_pair(images_path: str, labels_path: str) -> Tuple[np.ndarray, np.ndarray]:
-    """(images uint8 (N, 784), labels int64 (N,)) from an IDX images/labels pair."""
-    images, labels = read_idx(Path(images_path)), read_idx(Path(labels_path))
-    if images.ndim != 3 or images.shape[1:] != (28, 28):
-        raise RepcostError(f"MNIST: {images_path} holds shape {images.shape}, not (N, 28, 28) images; {IDX_HINT}")
-    if labels.ndim != 1 or labels.shape[0] != images.shape[0] or (labels.size and labels.max() > 9):
-        raise RepcostError(f"MNIST: {labels_path} holds {labels.shape} labels for {images.shape[0]} images "
-                           f"(need one label 0..9 per image); {IDX_HINT}")
+def read_pool(images_path: str, labels_path: str) -> Pool:
+    """Images (N, 784) and labels, read-only: the packaged .npz (given as both paths, no pickles) or an IDX pair."""
+    if images_path.endswith(".npz"):
+        hint = "reinstall repcost"
+        try:
+            with np.load(images_path, allow_pickle=False) as z:
+                images, labels = z["images"], z["labels"]
+        except (OSError, ValueError, KeyError, EOFError) as e:
+            raise RepcostError(f"MNIST: cannot read {images_path} ({e}); {hint}") from None
+    else:
+        hint = IDX_HINT
+        images, labels = read_idx(Path(images_path)), read_idx(Path(labels_path))
+    if images.dtype != np.uint8 or images.shape[1:] not in ((784,), (28, 28)) or labels.shape != images.shape[:1] \
+            or ((labels < 0) | (labels > 9)).any():
+        raise RepcostError(f"MNIST: {images_path} and {labels_path} hold {images.shape} images and {labels.shape} "
+                           f"labels, not (N, 28, 28) uint8 images with one label 0..9 each; {hint}")
     images, labels = images.reshape(len(images), 784), labels.astype(np.int64)
     images.flags.writeable = labels.flags.writeable = False
     return images, labels
-
-
-Pool = Tuple[np.ndarray, np.ndarray]  # (images uint8 (N, 784), labels int64 (N,))
 
 
 def mnist_source(cfg: MnistConfig) -> Tuple[Pool, Optional[Pool], str]:
@@ -154,27 +137,25 @@ def mnist_source(cfg: MnistConfig) -> Tuple[Pool, Optional[Pool], str]:
     train-* if absent).
     """
     if cfg.root is None and cfg.source == "embedded":
-        path = _embedded_path()
-        return _read_embedded(str(path)), None, f"embedded:{EMBEDDED}"
+        path = str(_embedded_path())
+        return read_pool(path, path), None, f"embedded:{EMBEDDED}"
     if cfg.root is None:
         from .mnist_fetch import full_dir  # the fetch command's target folder
 
-        root = full_dir()
-        if _find_idx(root, "train", "images") is None or _find_idx(root, "train", "labels") is None:
-            raise RepcostError(f"MNIST: data.source=full but {root} holds no MNIST IDX files; {FETCH_HINT}")
+        root, what, hint = full_dir(), "data.source=full", FETCH_HINT
     else:
-        root = Path(cfg.root).expanduser()
+        root, what, hint = Path(cfg.root).expanduser(), "data.root", IDX_HINT
     if not root.is_dir():
-        raise RepcostError(f"MNIST: data.root={cfg.root!r} is not a folder; {IDX_HINT}")
-    found = {(s, k): _find_idx(root, s, k) for s in SPLITS.values() for k in ("images", "labels")}
-    if found[("train", "images")] is None or found[("train", "labels")] is None:
-        raise RepcostError(f"MNIST: no train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] in {root} "
-                           f"(nor in {root / 'MNIST' / 'raw'}); {IDX_HINT}")
-    train = _read_idx_pair(str(found[("train", "images")]), str(found[("train", "labels")]))
+        raise RepcostError(f"MNIST: {what}: {root} is not a folder; {hint}")
+    found = {(s, k): _find_idx(root, s, k) for s in ("train", "t10k") for k in ("images", "labels")}
+    if found["train", "images"] is None or found["train", "labels"] is None:
+        raise RepcostError(f"MNIST: {what}: no train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] in "
+                           f"{root} (nor in {root / 'MNIST' / 'raw'}); {hint}")
+    train = read_pool(str(found["train", "images"]), str(found["train", "labels"]))
     test = None
-    if found[("t10k", "images")] is not None and found[("t10k", "labels")] is not None:
-        test = _read_idx_pair(str(found[("t10k", "images")]), str(found[("t10k", "labels")]))
-    return train, test, f"idx:{found[('train', 'images')].parent}"
+    if found["t10k", "images"] is not None and found["t10k", "labels"] is not None:
+        test = read_pool(str(found["t10k", "images"]), str(found["t10k", "labels"]))
+    return train, test, f"idx:{found['train', 'images'].parent}"
 
 
 # ---------------------------------------------------------------- sampling
@@ -208,7 +189,7 @@ def _draw(perm_labels: np.ndarray, n: int, n_classes: int, balanced: bool, taken
     return np.sort(np.concatenate(picks))  # keep the shuffled order, classes interleaved
 
 
-def _select(pool: Tuple[np.ndarray, np.ndarray], digits: List[int], seed: int, stream: int):
+def _select(pool: Pool, digits: List[int], seed: int, stream: int):
     """(images, class indices) of the pool restricted to digits, shuffled with (seed, stream)."""
     images, labels = pool
     lut = np.full(10, -1, dtype=np.int64)
@@ -257,8 +238,7 @@ def load_mnist(cfg: MnistConfig) -> DataBundle:
         te = _draw(c_pool, cfg.n_test, k, cfg.balanced, taken)
         x_te, c_te = x_pool[te], c_pool[te]
 
-    x_train = torch.from_numpy(x_tr.astype(np.float64) / 255.0)
-    x_test = None if x_te is None else torch.from_numpy(x_te.astype(np.float64) / 255.0)
+    x_train, x_test = (None if x is None else torch.from_numpy(x.astype(np.float64) / 255.0) for x in (x_tr, x_te))
     meta = {"digits": digits, "source": source, "normalise": cfg.normalise, "image_shape": [28, 28],
             "train_counts": np.bincount(c_tr, minlength=k).tolist(),
             "test_source": "none" if x_te is None else ("t10k" if test_pool is not None else "train pool")}
@@ -271,16 +251,16 @@ def load_mnist(cfg: MnistConfig) -> DataBundle:
         meta["mean_image"] = mean.tolist()  # add back to view images
 
     if cfg.task == "classification":
-        y_test = None if c_te is None else torch.from_numpy(c_te.astype(np.int64))
-        return DataBundle("mnist", x_train, torch.from_numpy(c_tr.astype(np.int64)), x_test, y_test,
-                          task="classification", n_classes=k, meta=meta)
+        y_test = None if c_te is None else torch.from_numpy(c_te)
+        return DataBundle("mnist", x_train, torch.from_numpy(c_tr), x_test, y_test, task="classification",
+                          n_classes=k, meta=meta)
     # autoencoder: targets are the clean images; inputs get N(0, noise²) pixel noise (both splits)
     meta["noise"] = cfg.noise
     y_train, y_test = x_train, x_test
     if cfg.noise > 0:
-        x_train = y_train + cfg.noise * torch.from_numpy(rng(cfg.seed, 2).standard_normal(tuple(y_train.shape)))
+        x_train = y_train + cfg.noise * gaussian(rng(cfg.seed, 2), *y_train.shape)
         if y_test is not None:
-            x_test = y_test + cfg.noise * torch.from_numpy(rng(cfg.seed, 3).standard_normal(tuple(y_test.shape)))
+            x_test = y_test + cfg.noise * gaussian(rng(cfg.seed, 3), *y_test.shape)
     else:
         x_train, x_test = y_train.clone(), None if y_test is None else y_test.clone()
     return DataBundle("mnist", x_train, y_train, x_test, y_test, meta=meta)

