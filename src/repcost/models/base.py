@@ -10,11 +10,23 @@ model does not declare reports "not applicable", never a number.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
 import torch
 from torch import nn
+
+
+def gaussian_param(shape, fan_in: int, gain: float, scale: float, gen: torch.Generator) -> nn.Parameter:
+    """A float64 parameter ~ N(0, scale²·gain/fan_in) (He init for gain 2), drawn from `gen`."""
+    std = scale * math.sqrt(gain / fan_in) if fan_in > 0 else 0.0
+    return nn.Parameter(torch.randn(*shape, generator=gen, dtype=torch.float64) * std)
+
+
+def zeros_param(shape) -> nn.Parameter:
+    """A float64 parameter of zeros (biases start at zero)."""
+    return nn.Parameter(torch.zeros(*shape, dtype=torch.float64))
 
 
 def chain_weights(d_in: int, width: int, hidden: int, d_out: int) -> int:
@@ -81,8 +93,9 @@ class RepModel(nn.Module):
 
     Subclasses set `family`, `depth` and `structure` and implement `forward`, `hidden` and
     `weight_matrices`; `regularised_params`, `activation`, `unit_norms`, `rescale_units` and
-    `layer_sq_norms` default to a plain ReLU chain of weight matrices without regularised biases and
-    are read only where `structure` declares the symmetry they describe.
+    `layer_sq_norms` default to a ReLU chain of weight matrices with the biases of `bias_vectors()` (none by
+    default; in the λ-term iff `structure.biases` is "regularised") and are read only where `structure`
+    declares the symmetry they describe.
     """
 
     family: str = ""
@@ -98,9 +111,16 @@ class RepModel(nn.Module):
         """Weight matrices W_1 … W_L (out × in); stacked families add a leading member axis."""
         raise NotImplementedError
 
+    def bias_vectors(self) -> list[torch.Tensor]:
+        """A chain's bias vectors b_1 … b_L, one per weight matrix, as stored (none by default)."""
+        return []
+
+    def _penalised_biases(self) -> list[torch.Tensor]:
+        return self.bias_vectors() if self.structure.biases == "regularised" else []
+
     def regularised_params(self) -> list[torch.Tensor]:
-        """The parameters the objective's λ-term penalises: the weight matrices by default (free biases)."""
-        return self.weight_matrices()
+        """The parameters the objective's λ-term penalises: the weight matrices, and the biases if regularised."""
+        return self.weight_matrices() + self._penalised_biases()
 
     def activation(self, z: torch.Tensor) -> torch.Tensor:
         """The hidden nonlinearity σ (applied elementwise)."""
@@ -129,20 +149,25 @@ class RepModel(nn.Module):
 
     def layer_sq_norms(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Per layer ℓ = 1 … L: (‖W_ℓ‖²_F, ‖b_ℓ‖² of its regularised bias, 0 if none) — Jacot 2023 Prop 12's terms."""
-        zero = torch.zeros(())
-        return [((W * W).sum(), zero) for W in self.weight_matrices()]
+        bs = self._penalised_biases()
+        return [((W * W).sum(), (bs[i] ** 2).sum() if bs else torch.zeros(()))
+                for i, W in enumerate(self.weight_matrices())]
 
     def unit_norms(self) -> list[UnitNorms]:
-        """Per homogeneous hidden layer, every unit's incoming and outgoing squared norms (chain of matrices)."""
-        Ws = self.weight_matrices()
-        return [UnitNorms(ell, (Ws[ell - 1] ** 2).sum(1), (Ws[ell] ** 2).sum(0)) for ell in range(1, len(Ws))]
+        """Per hidden layer of the chain, every unit's incoming (row of W_ℓ, its bias if regularised) and outgoing
+        (column of W_{ℓ+1}) squared norms."""
+        Ws, bs = self.weight_matrices(), self._penalised_biases()
+        return [UnitNorms(ell, (Ws[ell - 1] ** 2).sum(1) + (bs[ell - 1] ** 2 if bs else 0), (Ws[ell] ** 2).sum(0))
+                for ell in range(1, len(Ws))]
 
     def rescale_units(self, layer: int, c: torch.Tensor) -> None:
         """Multiply what `unit_norms()` counts as hidden layer `layer`'s unit k's incoming parameters (its
         bias too, regularised or not) by c_k > 0 and its outgoing ones by 1/c_k, in place: with a positively
-        homogeneous σ the network function is unchanged. A chain of matrices by default."""
-        Ws = self.weight_matrices()
+        homogeneous σ the network function is unchanged. A chain of matrices and its biases by default."""
+        Ws, bs = self.weight_matrices(), self.bias_vectors()
         with torch.no_grad():
+            if bs:
+                bs[layer - 1].mul_(c.to(bs[layer - 1].dtype))
             Ws[layer - 1].mul_(c.to(Ws[layer - 1].dtype)[:, None])
             Ws[layer].div_(c.to(Ws[layer].dtype)[None, :])
 

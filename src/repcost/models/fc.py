@@ -11,8 +11,7 @@ from torch import nn
 
 from ..errors import check
 from ..registry import MODELS
-from .base import AffineChain, Hidden, RepModel, Structure, UnitNorms
-from .init import gaussian_param, zeros_param
+from .base import AffineChain, Hidden, RepModel, Structure, gaussian_param, zeros_param
 
 
 MAX_DEPTH = 100_000  # a deeper chain is a typo, not an experiment (and its width list would not fit in memory)
@@ -85,10 +84,7 @@ class FC(RepModel):
         return F.linear(h, self.weights[i], b)  # one fused addmm: h Wᵀ + β b
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = x
-        for i in range(self.depth - 1):
-            h = self.activation(self._layer(i, h))
-        return self._layer(self.depth - 1, h)
+        return self._layer(self.depth - 1, self.hidden(x)[-1].post)
 
     def hidden(self, x: torch.Tensor) -> list[Hidden]:
         out, h = [], x
@@ -102,37 +98,9 @@ class FC(RepModel):
         return list(self.weights)
 
     def bias_vectors(self) -> list[torch.Tensor]:
-        """Bias vectors b_1 … b_L as stored (the forward pass multiplies them by β); empty if β = 0."""
+        """Bias vectors b_1 … b_L as stored (the forward pass multiplies them by β, which scales like b_ℓ in the
+        penalty and the rescalings); empty if β = 0."""
         return list(self.biases)
-
-    def regularised_params(self) -> list[torch.Tensor]:
-        return list(self.weights) + (list(self.biases) if self.bias_regularised else [])
-
-    def _regularised_biases(self) -> list[torch.Tensor] | None:
-        """The stored biases b_ℓ if the penalty sees them (β does not enter: βb_ℓ scales like b_ℓ)."""
-        return list(self.biases) if self.beta > 0 and self.bias_regularised else None
-
-    def layer_sq_norms(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        bs = self._regularised_biases()
-        return [((W * W).sum(), (bs[i] ** 2).sum() if bs is not None else torch.zeros(()))
-                for i, W in enumerate(self.weights)]
-
-    def unit_norms(self) -> list[UnitNorms]:
-        bs = self._regularised_biases()
-        out = []
-        for ell in range(1, self.depth):
-            inc = (self.weights[ell - 1] ** 2).sum(1)
-            if bs is not None:
-                inc = inc + bs[ell - 1] ** 2
-            out.append(UnitNorms(ell, inc, (self.weights[ell] ** 2).sum(0)))
-        return out
-
-    def rescale_units(self, layer: int, c: torch.Tensor) -> None:
-        with torch.no_grad():
-            if self.beta > 0:
-                self.biases[layer - 1].mul_(c.to(self.biases[layer - 1].dtype))
-            self.weights[layer - 1].mul_(c.to(self.weights[layer - 1].dtype)[:, None])
-            self.weights[layer].div_(c.to(self.weights[layer].dtype)[None, :])
 
     def affine_chain(self) -> AffineChain:
         bs = [self.beta * b for b in self.biases] if self.beta > 0 else None

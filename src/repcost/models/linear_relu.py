@@ -10,8 +10,7 @@ from torch import nn
 
 from ..errors import ConfigError, check
 from ..registry import MODELS
-from .base import AffineChain, chain_weights, Hidden, RepModel, Structure, UnitNorms
-from .init import gaussian_param, zeros_param
+from .base import AffineChain, Hidden, RepModel, Structure, UnitNorms, chain_weights, gaussian_param, zeros_param
 
 
 @dataclass

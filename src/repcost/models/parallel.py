@@ -9,8 +9,7 @@ from torch import nn
 
 from ..errors import check
 from ..registry import MODELS
-from .base import Hidden, chain_weights, RepModel, Structure, UnitNorms
-from .init import gaussian_param
+from .base import Hidden, RepModel, Structure, UnitNorms, chain_weights, gaussian_param
 
 
 @dataclass
