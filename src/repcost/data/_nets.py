@@ -1,4 +1,4 @@
-"""Seeded random streams and random ReLU networks shared by the synthetic datasets."""
+"""Seeded random streams, random ReLU networks and arc lengths shared by the synthetic datasets."""
 
 from __future__ import annotations
 
@@ -16,6 +16,11 @@ def rng(seed: int, stream: int) -> np.random.Generator:
 def spaced(spacing: str, lo: float, hi: float, n: int, gen: np.random.Generator) -> np.ndarray:
     """n points of [lo, hi]: evenly spaced ("even"), or sorted uniform draws from `gen` ("random")."""
     return np.linspace(lo, hi, n) if spacing == "even" else np.sort(gen.uniform(lo, hi, size=n))
+
+
+def arclength(points: np.ndarray) -> np.ndarray:
+    """Cumulative arc length along the polyline through the rows of points (0 at the first)."""
+    return np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(points, axis=0), axis=1))])
 
 
 def gaussian(gen: np.random.Generator, *shape: int) -> torch.Tensor:

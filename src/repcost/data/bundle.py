@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import torch
@@ -64,17 +64,13 @@ class DataBundle:
 
     def to(self, dtype: torch.dtype, device) -> "DataBundle":
         """The same bundle with inputs (and regression targets) cast to dtype on device."""
+        labels = self.task == "classification"  # class indices keep their integer dtype
 
-        def cast(t, is_y):
-            if t is None:
-                return None
-            if is_y and self.task == "classification":
-                return t.to(device=device)
-            return t.to(dtype=dtype, device=device)
+        def cast(t, is_y=False):
+            return None if t is None else t.to(device=device) if is_y and labels else t.to(dtype=dtype, device=device)
 
-        return DataBundle(self.name, cast(self.x_train, False), cast(self.y_train, True),
-                          cast(self.x_test, False), cast(self.y_test, True), self.task,
-                          self.n_classes, dict(self.meta))
+        return replace(self, x_train=cast(self.x_train), y_train=cast(self.y_train, True), x_test=cast(self.x_test),
+                       y_test=cast(self.y_test, True), meta=dict(self.meta))
 
 
 def function_bundle(name: str, cfg, f: Callable, draw: Callable, n_train: int, meta: dict) -> DataBundle:

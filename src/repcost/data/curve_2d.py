@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Tuple
-
 import numpy as np
 import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from ._nets import rng
+from ._nets import arclength, rng
 from .bundle import DataBundle, check_shared, two_splits
 
 SHAPES = ("sine", "arc", "spiral", "circle")
 CLOSED = ("circle",)
 DENSE = 4097  # polyline vertices used for arc length, sampling and distances (chord error ~1e-7)
+GRID = np.linspace(0.0, 1.0, DENSE)  # their curve parameters
 
 
 @dataclass
@@ -62,39 +61,21 @@ def curve_param(cfg: Curve2DConfig, t: np.ndarray) -> np.ndarray:
     return np.stack([np.cos(2 * math.pi * t), np.sin(2 * math.pi * t)], axis=-1)
 
 
-def _arclength(cfg: Curve2DConfig) -> Tuple[np.ndarray, np.ndarray]:
-    """(parameter grid, cumulative arc length) on DENSE vertices."""
-    t = np.linspace(0.0, 1.0, DENSE)
-    seg = np.linalg.norm(np.diff(curve_param(cfg, t), axis=0), axis=1)
-    return t, np.concatenate([[0.0], np.cumsum(seg)])
-
-
 def curve_length(cfg: Curve2DConfig) -> float:
     """Length of the curve (polyline approximation on DENSE vertices)."""
-    return float(_arclength(cfg)[1][-1])
+    return float(arclength(curve_param(cfg, GRID))[-1])
 
 
 def points_at_arclength(cfg: Curve2DConfig, s: np.ndarray) -> np.ndarray:
     """Exact curve points at arc-length fractions s ∈ [0, 1] (the parameter is interpolated)."""
-    t, cum = _arclength(cfg)
-    return curve_param(cfg, np.interp(np.asarray(s, dtype=np.float64) * cum[-1], cum, t))
+    cum = arclength(curve_param(cfg, GRID))
+    return curve_param(cfg, np.interp(np.asarray(s, dtype=np.float64) * cum[-1], cum, GRID))
 
 
 def curve_points(cfg: Curve2DConfig, n: int) -> torch.Tensor:
     """n float64 points equally spaced in arc length along the curve (a closed curve omits the repeated end)."""
     s = np.linspace(0.0, 1.0, n, endpoint=cfg.shape not in CLOSED)
     return torch.from_numpy(points_at_arclength(cfg, s))
-
-
-def _nearest_on_segments(q: np.ndarray, a: np.ndarray, d: np.ndarray, seg: np.ndarray):
-    """Nearest points and squared distances of q (N, 2) to candidate segments seg (N, K) of a + u·d."""
-    aa, dd = a[seg], d[seg]  # (N, K, 2)
-    u = np.clip(((q[:, None] - aa) * dd).sum(-1) / np.maximum((dd * dd).sum(-1), 1e-300), 0.0, 1.0)
-    proj = aa + u[..., None] * dd
-    sq = ((q[:, None] - proj) ** 2).sum(-1)
-    j = sq.argmin(1)
-    rows = np.arange(len(q))
-    return proj[rows, j], sq[rows, j]
 
 
 def project_to_curve(cfg: Curve2DConfig, pts, k: int = 8):
@@ -110,12 +91,16 @@ def project_to_curve(cfg: Curve2DConfig, pts, k: int = 8):
 
     is_tensor = isinstance(pts, torch.Tensor)
     p = (pts.detach().cpu().double().numpy() if is_tensor else np.asarray(pts, dtype=np.float64)).reshape(-1, 2)
-    verts = curve_param(cfg, np.linspace(0.0, 1.0, DENSE))
+    verts = curve_param(cfg, GRID)
     a, d = verts[:-1], np.diff(verts, axis=0)  # segments a + u·d, u ∈ [0, 1]
     _, ik = cKDTree(verts).query(p, k=k)
-    seg = np.clip(np.concatenate([ik - 1, ik], axis=1), 0, len(a) - 1)
-    nearest, sq = _nearest_on_segments(p, a, d, seg)
-    dist = np.sqrt(sq)
+    seg = np.clip(np.concatenate([ik - 1, ik], axis=1), 0, len(a) - 1)  # (N, 2k) candidate segments
+    aa, dd = a[seg], d[seg]  # (N, 2k, 2)
+    u = np.clip(((p[:, None] - aa) * dd).sum(-1) / np.maximum((dd * dd).sum(-1), 1e-300), 0.0, 1.0)
+    proj = aa + u[..., None] * dd
+    sq = ((p[:, None] - proj) ** 2).sum(-1)
+    j, rows = sq.argmin(1), np.arange(len(p))
+    nearest, dist = proj[rows, j], np.sqrt(sq[rows, j])
     if is_tensor:
         return torch.from_numpy(nearest).to(pts.device), torch.from_numpy(dist).to(pts.device)
     return nearest, dist

