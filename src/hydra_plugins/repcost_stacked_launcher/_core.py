@@ -47,12 +47,10 @@ def stack_key_of_job(config: DictConfig) -> str | None:
     exactly as an unstacked job does)."""
     from repcost.config import validate
     from repcost.identity import stack_key
-    from repcost.config.compose import check_experiment
 
     if config.hydra.job.chdir:  # jobs that change into their own directory cannot share a process
         return None
     try:
-        check_experiment(HydraConfig.get())
         cfg = copy.deepcopy(config)
         with read_write(cfg), open_dict(cfg):
             del cfg["hydra"]

@@ -1,17 +1,16 @@
 """Compose a run config from Python (notebooks, tests, figure scripts) with Hydra's compose API, refusing what
-`repcost-train` refuses: an unknown experiment preset, a config dir that is not a directory; and the Hydra group
-options that come from the schemas."""
+`repcost-train` refuses (a config dir that is not a directory); and the Hydra group options that come from the
+schemas."""
 
 from __future__ import annotations
 
-import importlib.resources
 from collections.abc import Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ..errors import ConfigError, RepcostError, did_you_mean
+from ..errors import RepcostError
 from ..paths import CONFIG_DIR
 
 
@@ -22,34 +21,6 @@ def check_config_dirs(dirs: Sequence[str | Path], flag: str = "config dir") -> l
         if not d.is_dir():
             raise RepcostError(f"{flag} {given}: not a directory ({'a file' if d.exists() else 'no such path'})")
     return out
-
-
-def group_options(hc: DictConfig, group: str) -> list[str]:
-    """Options of a config group in every source of this config's search path (repcost's, --config-dir,
-    hydra.searchpath); `hc` is the `hydra` node of a composed config."""
-    names: set[str] = set()
-    for src in hc.runtime.config_sources:
-        if src.schema == "file":
-            folder = Path(src.path) / group
-            names |= {p.stem for p in folder.glob("*.yaml")} if folder.is_dir() else set()
-        elif src.schema == "pkg":
-            try:
-                folder = importlib.resources.files(src.path.replace("/", ".")) / group
-                names |= {p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")}
-            except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
-                pass
-    return sorted(names)
-
-
-def check_experiment(hc: DictConfig) -> None:
-    """`experiment=<name>` must name a preset: Hydra's optional default would silently skip a typo."""
-    choice = hc.runtime.choices.get("experiment")
-    if choice in (None, "null"):
-        return
-    options = group_options(hc, "experiment")
-    if choice not in options:
-        raise ConfigError("experiment", choice, "a preset" + (did_you_mean(str(choice), options)
-                                                              or f": {', '.join(options)}"))
 
 
 def store_schema_defaults() -> None:
@@ -82,7 +53,6 @@ def compose_config(overrides: Sequence[str] = (), config_dirs: Sequence[str | Pa
         extra.append(f"hydra.searchpath=[{','.join(f'file://{d}' for d in check_config_dirs(config_dirs))}]")
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[*extra, *overrides], return_hydra_config=True)
-    check_experiment(cfg.hydra)
     with open_dict(cfg):
         del cfg["hydra"]
     return cfg

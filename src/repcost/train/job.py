@@ -22,7 +22,6 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from .. import startup, threads
 from ..analysis.hooks import descriptions
 from ..config import validate
-from ..config.compose import check_experiment
 from ..config.schema import RunSpec
 from ..errors import RepcostError
 from ..plugins import plugin_names
@@ -62,7 +61,6 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
     old run; a directory the user named (`hydra.run.dir`, `--resume`) refuses it.
     """
     hc = HydraConfig.get()
-    check_experiment(hc)
     spec = validate(cfg)
     record_plugin_sources(spec, cfg)
     run_cfg = OmegaConf.to_container(cfg, resolve=True)
