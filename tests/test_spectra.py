@@ -105,14 +105,12 @@ def test_hidden_spectra_rank_two_linear_layer():
     assert recs[0].s.shape == (8,) and recs[2].width == 12
 
 
-def test_hidden_spectra_default_post_and_io():
+def test_hidden_spectra_default_post():
     m = model("fc", depth=4, width=10)
     x = np.random.default_rng(0).standard_normal((50, 4))
     recs = hidden_spectra(m, x)
     assert [r.layer for r in recs] == [1, 2, 3] and all(r.which == "post" for r in recs)
-    io = hidden_spectra(m, x, include_io=True)
-    assert [r.layer for r in io] == [0, 1, 2, 3, 4] and io[0].numerical_rank == 4
-    assert set(io[1].row()) >= {"layer", "which", "numerical_rank", "stable_rank", "entropy_rank"}
+    assert set(recs[0].row()) >= {"layer", "which", "numerical_rank", "stable_rank", "entropy_rank"}
     with pytest.raises(ValueError):
         hidden_spectra(m, x, which="mid")
 

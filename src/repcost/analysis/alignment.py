@@ -57,8 +57,7 @@ def effective_widths(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: 
     return [len(neuron_groups(h.pre, h.post, threshold, dead_tol)[0]) for h in hs]
 
 
-def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: float = 1e-6,
-                  rcond: float = 1e-10):
+def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: float = 1e-6):
     """A new float64 `fc` network with each group of aligned neurons merged into one and dead neurons
     removed, layer by layer (input side first). Returns (merged model, widths, groups per layer).
 
@@ -81,7 +80,7 @@ def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: flo
             post = m.activation(pre)
             groups, _ = neuron_groups(pre, post, threshold, dead_tol)
             all_groups.append(groups)
-            pinv = torch.linalg.pinv(zsig_prev, rtol=rcond)
+            pinv = torch.linalg.pinv(zsig_prev, rtol=1e-10)
             new_in, new_out = [], []
             for g in groups:
                 r = g[0]

@@ -76,12 +76,9 @@ def pca_basis(m: torch.Tensor, k: int = 2, centred: bool = False) -> torch.Tenso
 def project_points_and_forces(z: torch.Tensor, forces: dict, axis: str = "data", k: int = 2) -> dict:
     """Project Z_ℓ and its forces onto the top-k PCs: axis='data' → the N columns (points in R^{n_ℓ}),
     axis='neurons' → the n_ℓ rows (points in R^N). Returns {'points', 'attraction', 'repulsion'}."""
-    if axis == "data":
-        pts, att, rep = z.T, forces["attraction"].T, forces["repulsion"].T
-    elif axis == "neurons":
-        pts, att, rep = z, forces["attraction"], forces["repulsion"]
-    else:
+    if axis not in ("data", "neurons"):
         raise ValueError(f"axis must be 'data' or 'neurons', got {axis!r}")
-    v = pca_basis(pts, k)
-    return {"points": (pts.double() @ v).numpy(), "attraction": (att.double() @ v).numpy(),
-            "repulsion": (rep.double() @ v).numpy()}
+    arrays = {"points": z, "attraction": forces["attraction"], "repulsion": forces["repulsion"]}
+    arrays = {name: (a.T if axis == "data" else a).double() for name, a in arrays.items()}
+    v = pca_basis(arrays["points"], k)
+    return {name: (a @ v).numpy() for name, a in arrays.items()}

@@ -215,14 +215,11 @@ def _options(schema: type, opts: dict[str, Any]):
 
 def analysis_points(cfg: AnalysisConfig, data) -> torch.Tensor:
     """The inputs analyses run on: the train split (default), the test split, or fresh points."""
-    where = (cfg.options or {}).get("points", "train")
-    if where == "train":
+    if (cfg.options or {}).get("points", "train") == "train":  # else test (validate_options allows no other)
         return data.x_train
-    if where == "test":
-        if not data.has_test:
-            raise RepcostError(f"analysis.options.points=test but data={data.name} has no test split")
-        return data.x_test
-    raise RepcostError(f"analysis.options.points={where!r}; allowed: train, test")
+    if not data.has_test:
+        raise RepcostError(f"analysis.options.points=test but data={data.name} has no test split")
+    return data.x_test
 
 
 class AnalysisRunner:

@@ -39,7 +39,7 @@ class PhiResult:
 DEAD_UNIT_RTOL = 1e-100
 
 
-def reduce_units(W, a, rank_rtol: float | None = None):
+def reduce_units(W, a):
     """Drop dead units and project D_a W onto its row space: returns (B_r, active, rank, V_r), B_r = D_a W V_r."""
     W, a = as_units(W, a)
     # Row norms rescaled by the largest entry, so units shrunk to ~1e-100 by weight decay do not
@@ -56,7 +56,7 @@ def reduce_units(W, a, rank_rtol: float | None = None):
     # normalisation keeps tiny-but-genuine units from being swamped by large ones.
     Bn = np.sign(a[active])[:, None] * W[active] / row_norms[active, None]
     _, s, Vt = np.linalg.svd(Bn, full_matrices=False)
-    tol = (rank_rtol if rank_rtol is not None else max(Bn.shape) * np.finfo(float).eps) * s[0]
+    tol = (max(Bn.shape) * np.finfo(float).eps) * s[0]
     r = int(np.sum(s > tol))
     Vr = Vt[:r].T
     return B @ Vr, active, r, Vr  # B_r is K' × r, of rank exactly r up to rounding
@@ -127,23 +127,13 @@ class _Objective:
                 - self.q * c * (c @ v) / phi**2 + v.sum() / t.size)
 
 
-def phi_L_solve(
-    W,
-    a,
-    L: int,
-    *,
-    n_restarts: int = 4,
-    seed: int = 0,
-    closed_form: bool = True,
-    rank_rtol: float | None = None,
-    maxiter: int = 500,
-) -> PhiResult:
+def phi_L_solve(W, a, L: int, *, n_restarts: int = 4, closed_form: bool = True) -> PhiResult:
     """Φ_L(W, a) and its optimal λ by minimising Ongie Lemma 3.4 eq. (14) (exact-Hessian Newton, restarts)."""
     if int(L) != L or L < 2:
         raise ValueError(f"depth L must be an integer >= 2, got {L}")
     W, a = as_units(W, a)
     K = W.shape[0]
-    Br, active, r, _ = reduce_units(W, a, rank_rtol)
+    Br, active, r, _ = reduce_units(W, a)
     lam_full = np.zeros(K)
     if r == 0:
         return PhiResult(0.0, lam_full, 0, active)
@@ -164,7 +154,7 @@ def phi_L_solve(
         q / (2.0 + q) * logw,  # optimum for orthonormal rows (Cor 3.7)
         np.zeros_like(logw),  # uniform weighting
     ]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(0)
     n = logw.size
     starts += [starts[i % 3] + rng.normal(size=n) for i in range(n_restarts)]
     obj = _Objective(Br, q)
@@ -172,7 +162,7 @@ def phi_L_solve(
     for t0 in starts:
         # Newton-CG in a trust region with exact Hessian-vector products: converges to ~1e-15.
         res = minimize(obj.fun, t0 - t0.mean(), jac=True, hessp=obj.hessp, method="trust-ncg",
-                       options={"gtol": 1e-12, "maxiter": maxiter})
+                       options={"gtol": 1e-12, "maxiter": 500})
         if res.fun < best_f:
             best_t, best_f = res.x, float(res.fun)
     f = obj.fun(best_t)[0] - 0.5 * n * best_t.mean() ** 2  # without the gauge term (≈ 0 at the optimum anyway)

@@ -96,9 +96,8 @@ def rank_measures(s: Any, rel_tol: float = DEFAULT_REL_TOL) -> dict:
 class Spectrum:
     """Singular values of one matrix (or a stack of them, shape (k, r)) and their rank measures.
 
-    A hidden layer's (N × n_ℓ) representation (`hidden_spectra`): layer ℓ (1 … L−1; 0 = the input and L = the
-    output when include_io), `which` 'pre' (α̃_ℓ), 'post' (α_ℓ = σ(α̃_ℓ)) or 'io' for the input/output layers,
-    `width` n_ℓ, `centred`. A weight matrix (`weight_spectra`): `name` 'W1' … for the layers (for linear_relu the
+    A hidden layer's (N × n_ℓ) representation (`hidden_spectra`): layer ℓ (1 … L−1), `which` 'pre' (α̃_ℓ) or
+    'post' (α_ℓ = σ(α̃_ℓ)), `width` n_ℓ, `centred`. A weight matrix (`weight_spectra`): `name` 'W1' … for the layers (for linear_relu the
     last is 'a', for parallel 'alpha'), and 'W_eff' for linear_relu's effective inner matrix W_{L−1}⋯W_1 (layer
     None), `shape`.
     """
@@ -136,28 +135,20 @@ def _layer_spectrum(Z: torch.Tensor, layer: int, which: str, centred: bool, rel_
 
 
 def hidden_spectra(model, x: Any, centred: bool = True, which: str = "post",
-                   rel_tol: float = DEFAULT_REL_TOL, include_io: bool = False) -> list[Spectrum]:
+                   rel_tol: float = DEFAULT_REL_TOL) -> list[Spectrum]:
     """Singular values and ranks of each hidden layer's (centred) N × n_ℓ representation (Jacot 2023 Fig 1A).
 
     One Spectrum per hidden layer (ℓ = 1 … L−1, in `model.hidden` order); with which="both",
-    two per layer, 'pre' then 'post'. include_io adds the input (ℓ = 0) and output (ℓ = L) first
-    and last. For `parallel` a hidden layer is all k sub-networks' units side by side (k·n_ℓ columns).
+    two per layer, 'pre' then 'post'. For `parallel` a hidden layer is all k sub-networks' units side by side
+    (k·n_ℓ columns).
     """
     if which not in ("pre", "post", "both"):
         raise ValueError(f"which must be 'pre', 'post' or 'both', got {which!r}")
     kinds = ("pre", "post") if which == "both" else (which,)
     m = float64_model(model)
-    X = float64_rows(m, x)
-    out: list[Spectrum] = []
     with torch.no_grad():
-        if include_io:
-            out.append(_layer_spectrum(X, 0, "io", centred, rel_tol))
-        for ell, h in enumerate(m.hidden(X), start=1):
-            for k in kinds:
-                out.append(_layer_spectrum(getattr(h, k), ell, k, centred, rel_tol))
-        if include_io:
-            out.append(_layer_spectrum(m(X), int(m.depth), "io", centred, rel_tol))
-    return out
+        hidden = m.hidden(float64_rows(m, x))
+    return [_layer_spectrum(getattr(h, k), ell, k, centred, rel_tol) for ell, h in enumerate(hidden, 1) for k in kinds]
 
 
 def module_spectra(module: torch.nn.Module, x: Any, names: list[str], centred: bool = True,
