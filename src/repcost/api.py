@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import RepcostError
-from .renamed import config_keys, summary_keys
-from .rundir import CHECKPOINT, MEMBERS, METRICS, SUMMARY
+from .renamed import config_keys
+from .rundir import CHECKPOINT, MEMBERS, METRICS, SUMMARY, load_checkpoint, read_summary
 from .sweep import read_table
 
 if TYPE_CHECKING:
@@ -37,11 +37,7 @@ def checkpoint_file(run_dir: str | Path) -> Path:
     top = run_dir / CHECKPOINT
     if top.exists() or not (run_dir / MEMBERS).is_dir() or not (run_dir / SUMMARY).exists():
         return top
-    try:
-        summary = json.loads((run_dir / SUMMARY).read_text())
-    except (OSError, ValueError) as e:
-        raise RepcostError(f"{run_dir / SUMMARY}: not readable as JSON ({e}); it names the best member") from None
-    best = summary.get("best_member") if isinstance(summary, dict) else None
+    best = read_summary(run_dir / SUMMARY).get("best_member")
     if not isinstance(best, int) or isinstance(best, bool):
         raise RepcostError(f"{run_dir / SUMMARY} names no best_member: cannot tell which member's {CHECKPOINT} to load")
     return run_dir / MEMBERS / str(best) / CHECKPOINT
@@ -75,7 +71,7 @@ class Run:
         f = self.path / SUMMARY
         if not f.exists():
             raise RepcostError(f"{f} not found: the run has not ended (or this is not a run directory)")
-        return summary_keys(json.loads(f.read_text()))
+        return read_summary(f)
 
     @cached_property
     def metrics(self) -> list[dict]:
@@ -122,8 +118,6 @@ class Run:
     @cached_property
     def checkpoint(self) -> dict:
         """checkpoint.pt as saved (plain tensors and containers); an ensemble run's best member's (checkpoint_file)."""
-        from .rundir import load_checkpoint
-
         f = checkpoint_file(self.path)
         if not f.exists():
             raise RepcostError(f"{f} not found: the run saved no checkpoint")

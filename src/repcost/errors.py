@@ -59,6 +59,11 @@ class FatalError(BaseException):
         self.code = code
 
 
+def one_line(e: Exception) -> str:
+    """An exception from reading a file as one short line (YAML and JSON errors span several)."""
+    return " ".join(str(e).split())[:200] or e.__class__.__name__
+
+
 def io_error(path: Path, e: OSError) -> RepcostError:
     """A one-line error for an output that could not be written (disk full, read-only, size limit, …)."""
     why = {errno.ENOSPC: "no space left on the device", errno.EFBIG: "file too large (a file-size limit)",

@@ -19,6 +19,7 @@ are made from their schemas (`config/compose.py`).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 import traceback
@@ -32,7 +33,6 @@ from .errors import ConfigError, RepcostError
 
 ENTRY_POINT_GROUP = "repcost.plugins"
 _imported: set[str] = set()
-_entry_points_done = False
 
 
 def plugin_names(cfg_or_names: Any) -> list[str]:
@@ -79,19 +79,16 @@ def _plugin_frame(e: BaseException) -> str:
     return f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
 
 
-def load_entry_point_plugins() -> None:
+@functools.cache
+def _load_entry_point_plugins() -> None:
     """Import every module named by an installed package's `repcost.plugins` entry point (once per process)."""
-    global _entry_points_done
-    if _entry_points_done:
-        return
-    _entry_points_done = True
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         _import(ep.value.split(":")[0], f"entry point {ep.name!r} of group {ENTRY_POINT_GROUP}")
 
 
 def load_plugins(cfg_or_names: Any = None) -> None:
     """Import the entry-point plugins and those a config's `plugins` key (or a list of names) lists."""
-    load_entry_point_plugins()
+    _load_entry_point_plugins()
     for name in plugin_names(cfg_or_names):
         _import(name, "config key plugins")
 

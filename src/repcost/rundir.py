@@ -28,15 +28,9 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from .errors import RepcostError, io_error
+from .errors import RepcostError, io_error, one_line
 from .renamed import summary_keys
-from .runio import (
-    FILE_MODE,
-    atomic_torch_save,
-    atomic_write_bytes,
-    atomic_write_json,
-    json_line,
-)
+from .runio import FILE_MODE, atomic_write_bytes, atomic_write_json, jsonable
 
 CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR, LOCK = (
     "checkpoint.pt", "summary.json", "metrics.jsonl", "FINISHED", "error.txt", ".lock")
@@ -61,6 +55,24 @@ def load_checkpoint(path: Path) -> dict:
     return ck
 
 
+def read_summary(path: Path) -> dict:
+    """summary.json as a dict, old key names mapped (`renamed.summary_keys`); RepcostError naming it if unreadable."""
+    try:
+        summary = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:  # ValueError: bad JSON or bad UTF-8 (a truncated or overwritten file)
+        raise RepcostError(f"{path}: not readable as JSON ({one_line(e)})") from None
+    if not isinstance(summary, dict):
+        raise RepcostError(f"{path}: not a JSON object (holds a {type(summary).__name__})")
+    return summary_keys(summary)
+
+
+def _torch_bytes(obj: Any) -> bytes:
+    """torch.save into memory: a full disk then fails the write of the bytes and leaves the old file."""
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
 class MetricsWriter:
     """Appends one JSON line per logged step to metrics.jsonl, flushed at once.
 
@@ -81,7 +93,7 @@ class MetricsWriter:
 
     def __call__(self, rec: dict) -> None:
         try:
-            self.f.write(json_line(rec) + "\n")
+            self.f.write(json.dumps(jsonable(rec), sort_keys=True) + "\n")
             self.f.flush()
         except OSError as e:
             raise io_error(self.path, e) from None
@@ -110,7 +122,7 @@ class RunDir:
         return any(self.file(n).exists() for n in (CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR, MEMBERS, INCOMPLETE))
 
     def summary(self) -> dict:
-        return summary_keys(json.loads(self.file(SUMMARY).read_text()))
+        return read_summary(self.file(SUMMARY))
 
     # -- writes --------------------------------------------------------------------------------
     def write_json(self, name: str, obj: Any) -> None:
@@ -129,7 +141,7 @@ class RunDir:
             self.write_bytes(".hydra/overrides.yaml", OmegaConf.to_yaml(hydra_cfg.hydra.overrides.task).encode())
 
     def save_checkpoint(self, obj: dict) -> None:
-        atomic_torch_save(self.file(CHECKPOINT), obj)
+        atomic_write_bytes(self.file(CHECKPOINT), _torch_bytes(obj))
 
     def load_checkpoint(self) -> dict:
         return load_checkpoint(self.file(CHECKPOINT))
@@ -152,10 +164,8 @@ class RunDir:
         the previous checkpoint (status running) in place and no temp file."""
         path = self.file(CHECKPOINT)
         staged = path.parent / f".{path.name}.{os.getpid()}.tmp"
-        buf = io.BytesIO()
-        torch.save(checkpoint, buf)
         try:
-            atomic_write_bytes(staged, buf.getvalue())
+            atomic_write_bytes(staged, _torch_bytes(checkpoint))
             self.write_json(SUMMARY, summary)
             self.write_bytes(FINISHED, (run_hash + "\n").encode())
             try:

@@ -31,11 +31,6 @@ def jsonable(x: Any) -> Any:
     return x
 
 
-def json_line(obj: Any) -> str:
-    """One compact JSON line for metrics.jsonl."""
-    return json.dumps(jsonable(obj), sort_keys=True)
-
-
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -77,13 +72,6 @@ def append_line(path: Path, line: str) -> None:
 def atomic_write_json(path: Path, obj: Any) -> None:
     """Write `obj` as indented JSON atomically (tensors/arrays become lists, NaN a string)."""
     atomic_write_bytes(path, (json.dumps(jsonable(obj), indent=2, sort_keys=True) + "\n").encode())
-
-
-def atomic_torch_save(path: Path, obj: Any) -> None:
-    """torch.save `obj` to `path` atomically (serialised in memory first, so a full disk leaves the old file)."""
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    atomic_write_bytes(path, buf.getvalue())
 
 
 def config_hash(cfg: dict) -> str:

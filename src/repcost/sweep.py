@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import csv
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from .errors import RepcostError
-from .renamed import summary_keys
-from .rundir import ERROR, FINISHED, SUMMARY
+from .errors import RepcostError, one_line
+from .rundir import ERROR, FINISHED, SUMMARY, read_summary
 from .runio import append_line, atomic_write_bytes, csv_bytes
 
 RUNS_CSV, LAYERS_CSV = "runs.csv", "layers.csv"
@@ -53,15 +51,19 @@ def parse_value(text: str | None) -> Any:
     return {"true": True, "false": False, "null": None}.get(text.lower(), text)
 
 
+def _csv_rows(path: Path) -> list[dict]:
+    """A CSV table's rows as dicts of text (cells past the header left out); RepcostError naming it if unreadable."""
+    try:
+        with open(path, newline="") as fh:
+            return [{k: v for k, v in row.items() if k is not None} for row in csv.DictReader(fh)]
+    except (OSError, ValueError, csv.Error) as e:
+        raise RepcostError(f"{path}: not readable as CSV ({one_line(e)})") from None
+
+
 def read_table(path: Path, text: tuple[str, ...] = ()) -> list[dict]:
     """Rows of a CSV table written by repcost (runs.csv, layers.csv) as dicts, every cell through parse_value
     but those of the `text` columns (e.g. runs.csv's job directory names, which may look like numbers)."""
-    try:
-        with open(path, newline="") as fh:
-            rows = list(csv.DictReader(fh))
-    except (OSError, ValueError, csv.Error) as e:
-        raise RepcostError(f"{path}: not readable as CSV ({_why(e)})") from None
-    return [{k: (v or "") if k in text else parse_value(v) for k, v in row.items() if k is not None} for row in rows]
+    return [{k: (v or "") if k in text else parse_value(v) for k, v in row.items()} for row in _csv_rows(path)]
 
 
 def job_dirs(sweep_dir: Path) -> list[Path]:
@@ -81,11 +83,6 @@ def _flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def _why(e: Exception) -> str:
-    """An exception from reading a file as one short line (YAML and JSON errors span several)."""
-    return " ".join(str(e).split())[:200] or e.__class__.__name__
-
-
 def job_overrides(job: Path) -> dict:
     """A job's command-line overrides (hydra.* left out) as {key: value}; RepcostError naming the file if unreadable."""
     import yaml
@@ -94,7 +91,7 @@ def job_overrides(job: Path) -> dict:
     try:
         items = yaml.safe_load(f.read_text())
     except (OSError, ValueError, yaml.YAMLError) as e:
-        raise RepcostError(f"{f}: not readable as YAML ({_why(e)})") from None
+        raise RepcostError(f"{f}: not readable as YAML ({one_line(e)})") from None
     if not isinstance(items, list):
         raise RepcostError(f"{f}: not a list of overrides (holds a {type(items).__name__})")
     out = {}
@@ -103,17 +100,6 @@ def job_overrides(job: Path) -> dict:
         if not k.startswith("hydra"):
             out[k] = parse_value(v)
     return out
-
-
-def _summary(job: Path) -> dict:
-    f = job / SUMMARY
-    try:
-        summary = json.loads(f.read_text())
-    except (OSError, ValueError) as e:  # ValueError: bad JSON or bad UTF-8 (a truncated or overwritten file)
-        raise RepcostError(f"{f}: not readable as JSON ({_why(e)})") from None
-    if not isinstance(summary, dict):
-        raise RepcostError(f"{f}: not a JSON object (holds a {type(summary).__name__})")
-    return summary_keys(summary)
 
 
 def job_record(job: Path, sweep_dir: Path) -> dict:
@@ -128,22 +114,15 @@ def job_record(job: Path, sweep_dir: Path) -> dict:
     else:
         rec.update(status="unfinished", error="")
     if (job / SUMMARY).exists() and rec["status"] != "unfinished":
-        rec.update({k: v for k, v in _flatten(_summary(job)).items() if k not in rec})
+        rec.update({k: v for k, v in _flatten(read_summary(job / SUMMARY)).items() if k not in rec})
     return rec
 
 
 def _layer_rows(job: Path, keys: dict) -> list[dict]:
     """The job's analysis/layers.csv rows under its keys (a per-layer column never overwrites an override column)."""
     table = job / "analysis" / "layers.csv"
-    if not table.exists():
-        return []
-    try:
-        with open(table, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except (OSError, ValueError, csv.Error) as e:
-        raise RepcostError(f"{table}: not readable as CSV ({_why(e)})") from None
-    return [{**keys, **{(k if k not in keys else f"layer_{k}"): v for k, v in row.items() if k is not None}}
-            for row in rows]
+    rows = _csv_rows(table) if table.exists() else []
+    return [{**keys, **{(k if k not in keys else f"layer_{k}"): v for k, v in row.items()}} for row in rows]
 
 
 def _remove_dead_writers_temp_files(sweep_dir: Path) -> None:
