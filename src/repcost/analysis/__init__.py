@@ -8,7 +8,7 @@ minimum of R2 on 1-D/2-D data by the convex program of Pilanci & Ergen 2020.
 scipy and cvxpy load inside the functions that solve with them, so importing the package loads neither.
 """
 
-from .alignment import (effective_widths, identity_input_lower_bound, identity_input_min_cost, merge_neurons,
+from .alignment import (identity_input_lower_bound, identity_input_min_cost, merge_neurons,
                         neuron_groups, optimisation_failures, plateau_start)
 from .balance import balance_summary, layer_balance, linear_layer_balance, neuron_balance
 from .convex_relu import ConvexR2Result, min_r2_interpolant

@@ -50,13 +50,6 @@ def neuron_groups(pre: torch.Tensor, post: torch.Tensor | None = None, threshold
     return groups, sorted(dead)
 
 
-def effective_widths(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: float = 1e-6) -> list[int]:
-    """Number of neuron groups (aligned rays, dead neurons excluded) in each hidden layer."""
-    with torch.no_grad():
-        hs = model.hidden(x.to(torch.float64))
-    return [len(neuron_groups(h.pre, h.post, threshold, dead_tol)[0]) for h in hs]
-
-
 def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: float = 1e-6):
     """A new float64 `fc` network with each group of aligned neurons merged into one and dead neurons
     removed, layer by layer (input side first). Returns (merged model, widths, groups per layer).

@@ -93,7 +93,7 @@ def _flat(grads, params) -> torch.Tensor:
     return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
 
 
-def _kinked(model, x, y, loss, lam, reg_scale, kink_tol: float):
+def _kinked(model, x, y, loss, lam, reg_scale):
     """(params, masks, lo, G): the trainable parameters, the kink masks per activation call (live kinks only: those
     whose activation output gets a nonzero ∂obj/∂out), per kink in mask order its least slope a (its upper one is 1),
     and G(slopes, create_graph=False), the objective's gradient as one flat tensor with the kinks at those slopes
@@ -105,7 +105,7 @@ def _kinked(model, x, y, loss, lam, reg_scale, kink_tol: float):
         with torch.enable_grad(), mode:
             return objective(model, x, y, loss, lam, reg_scale)[0], mode
 
-    finder = _Slopes(kink_tol)
+    finder = _Slopes(KINK_TOL)
     with torch.no_grad(), finder:
         model(x)
     masks = [m for m, _ in finder.found]
@@ -150,8 +150,8 @@ def _least_norm_matrix_free(G, s0: np.ndarray, lo: np.ndarray) -> np.ndarray:
 
 
 def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
-                         kink_tol: float = KINK_TOL, max_kinks: int = MAX_KINKS,
-                         exact_kinks: int = EXACT_KINKS, exact_entries: int = EXACT_ENTRIES) -> tuple[float, int]:
+                         max_kinks: int = MAX_KINKS, exact_kinks: int = EXACT_KINKS,
+                         exact_entries: int = EXACT_ENTRIES) -> tuple[float, int]:
     """(‖G(s*)‖, number of kinks): the least gradient norm over the kinks' slopes (module docstring).
 
     `model` is evaluated as it is (the certificate passes its float64 copy, on the CPU). With no
@@ -159,7 +159,7 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     solves with exact Jacobian columns, beyond that matrix-free, and with more than `max_kinks` it is NaN (not computed). Kinks
     count only where the activation receives a backward signal (module docstring).
     """
-    _, _, lo, G = _kinked(model, x, y, loss, lam, reg_scale, kink_tol)
+    _, _, lo, G = _kinked(model, x, y, loss, lam, reg_scale)
     n = lo.size
     if n > max_kinks:
         return float("nan"), n
@@ -188,10 +188,9 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     return float(min(np.linalg.norm(gradient(s)), np.linalg.norm(g0))), n
 
 
-def chain_rule_is_clarke(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
-                         kink_tol: float = KINK_TOL, exact_kinks: int = EXACT_KINKS) -> bool | None:
+def chain_rule_is_clarke(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str) -> bool | None:
     """Whether the set the measure minimises over is the Clarke subdifferential itself (True) or may be larger
-    (False); None without kinks or with more than `exact_kinks` (not checked).
+    (False); None without kinks or with more than `EXACT_KINKS` (not checked).
 
     It is the Clarke subdifferential where every kinked pre-activation z_K is a smooth function of θ (all kinks in
     one activation layer, so none reads a kinked one) whose Jacobian ∂z_K/∂θ has full row rank: z_K are then local
@@ -200,13 +199,13 @@ def chain_rule_is_clarke(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     two-layer nets). Deeper nets with kinks in several layers get an outer estimate: a least norm near 0 is
     necessary for Clarke stationarity there, not sufficient.
     """
-    params, masks, lo, _ = _kinked(model, x, y, loss, lam, reg_scale, kink_tol)
+    params, masks, lo, _ = _kinked(model, x, y, loss, lam, reg_scale)
     n = lo.size
-    if n == 0 or n > exact_kinks:
+    if n == 0 or n > EXACT_KINKS:
         return None
     if sum(bool(m.any()) for m in masks) > 1:
         return False
-    finder = _Slopes(kink_tol)
+    finder = _Slopes(KINK_TOL)
     with torch.enable_grad(), finder:
         model(x)
     z = torch.cat([zi[m] for zi, m in zip(finder.inputs, masks)])

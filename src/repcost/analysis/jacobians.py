@@ -21,11 +21,6 @@ from .spectra import DEFAULT_REL_TOL, numerical_rank, singular_values
 MEMORY_BUDGET_BYTES = 1 << 30  # default chunk keeps the transient working set under ~1 GB
 
 
-def _mode(d_in: int, d_out: int) -> str:
-    """'fwd' (jacfwd: d_in JVPs) when d_in < d_out, else 'rev' (jacrev: d_out VJPs)."""
-    return "fwd" if d_in < d_out else "rev"
-
-
 def _default_chunk(model, d_in: int, d_out: int) -> int:
     """Points per chunk so that the batched Jacobian's working set stays under MEMORY_BUDGET_BYTES.
 
@@ -60,8 +55,7 @@ def _jacobian_chunks(model, x: Any, chunk_size: Optional[int]) -> Iterator[torch
         return
     with torch.no_grad():
         d_out = int(f(X[0]).numel())
-    jac = jacfwd(f) if _mode(d_in, d_out) == "fwd" else jacrev(f)
-    batched = vmap(jac)
+    batched = vmap(jacfwd(f) if d_in < d_out else jacrev(f))  # d_in JVPs or d_out VJPs, the fewer
     chunk = int(chunk_size) if chunk_size else _default_chunk(model, d_in, d_out)
     if chunk < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size}")

@@ -131,10 +131,8 @@ def phi_L_solve(W, a, L: int, *, n_restarts: int = 4, closed_form: bool = True) 
     """Φ_L(W, a) and its optimal λ by minimising Ongie Lemma 3.4 eq. (14) (exact-Hessian Newton, restarts)."""
     if int(L) != L or L < 2:
         raise ValueError(f"depth L must be an integer >= 2, got {L}")
-    W, a = as_units(W, a)
-    K = W.shape[0]
     Br, active, r, _ = reduce_units(W, a)
-    lam_full = np.zeros(K)
+    lam_full = np.zeros(active.size)
     if r == 0:
         return PhiResult(0.0, lam_full, 0, active)
     weights = np.linalg.norm(Br, axis=1)  # |a_k| ‖w_k‖ on active units
