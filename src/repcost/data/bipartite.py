@@ -25,12 +25,9 @@ class BipartiteConfig:
 def bipartite_incidence(n: int) -> torch.Tensor:
     """Edge–vertex incidence E (N²/4 × N) of K_{N/2,N/2}: E_ev = 1 iff v ends e (Jacot 2022 Prop 13)."""
     half = n // 2
-    u = torch.arange(half).repeat_interleave(half)  # edge (u, v): u in group A = 0…N/2−1, v in B = N/2…N−1
-    v = torch.arange(half, n).repeat(half)
+    edge = torch.arange(half * half)  # edge (u, v): u = edge // (N/2) in group A = 0…N/2−1, v in B = N/2…N−1
     e = torch.zeros(half * half, n, dtype=torch.float64)
-    rows = torch.arange(half * half)
-    e[rows, u] = 1.0
-    e[rows, v] = 1.0
+    e[edge, edge // half] = e[edge, half + edge % half] = 1.0
     return e
 
 

@@ -178,17 +178,6 @@ def balanced_counts(n: int, available: np.ndarray) -> np.ndarray:
     return counts
 
 
-def _draw(perm_labels: np.ndarray, n: int, n_classes: int, balanced: bool, taken: np.ndarray) -> np.ndarray:
-    """Positions (in the shuffled pool) of n samples not yet taken: balanced per class or the first n."""
-    free = np.flatnonzero(~taken)
-    if not balanced:
-        return free[:n]
-    free_labels = perm_labels[free]
-    counts = balanced_counts(n, np.bincount(free_labels, minlength=n_classes))
-    picks = [free[free_labels == c][:counts[c]] for c in range(n_classes)]
-    return np.sort(np.concatenate(picks))  # keep the shuffled order, classes interleaved
-
-
 def _select(pool: Pool, digits: List[int], seed: int, stream: int):
     """(images, class indices) of the pool restricted to digits, shuffled with (seed, stream)."""
     images, labels = pool
@@ -199,12 +188,19 @@ def _select(pool: Pool, digits: List[int], seed: int, stream: int):
     return images[keep], lut[labels[keep]]
 
 
-def _too_many(key: str, value: int, limit: int, digits: List[int], total: int, where: str) -> ConfigError:
-    """ConfigError for a split larger than the samples available for the requested digits."""
-    more = ", or use data.source=full (after `repcost-data fetch mnist`)" if where.startswith("the embedded") else ""
-    return ConfigError(f"data.{key}", value,
-                       f"at most {limit} (digits {digits} have {total} samples in {where}); "
-                       f"lower data.n_train/data.n_test or add digits{more}")
+def _draw(cfg: MnistConfig, key: str, classes: np.ndarray, free: np.ndarray, where: str) -> np.ndarray:
+    """cfg.<key> positions among `free` (positions in the shuffled pool of `classes`): balanced per class or the
+    first ones; a ConfigError naming the key when free holds too few."""
+    n, k = getattr(cfg, key), len(cfg.digit_list())
+    if n > len(free):
+        more = ", or use data.source=full (after `repcost-data fetch mnist`)" if where.startswith("the embedded") else ""
+        raise ConfigError(f"data.{key}", n, f"at most {len(free)} (digits {cfg.digit_list()} have {len(classes)} "
+                          f"samples in {where}); lower data.n_train/data.n_test or add digits{more}")
+    if not cfg.balanced:
+        return free[:n]
+    free_classes = classes[free]
+    counts = balanced_counts(n, np.bincount(free_classes, minlength=k))
+    return np.sort(np.concatenate([free[free_classes == c][:counts[c]] for c in range(k)]))  # classes interleaved
 
 
 @DATASETS.register("mnist", MnistConfig)
@@ -214,28 +210,19 @@ def load_mnist(cfg: MnistConfig) -> DataBundle:
     k = len(digits)
     train_pool, test_pool, source = mnist_source(cfg)
     x_pool, c_pool = _select(train_pool, digits, cfg.seed, 0)
-    n_pool = len(c_pool)
-    if test_pool is None:  # one pool for both splits: n_train + n_test must fit
-        where = "the embedded 5,000 digits, shared by train and test" if source.startswith("embedded:") \
-            else "train-* (no t10k-*)"
-        if cfg.n_train + cfg.n_test > n_pool:
-            key, value = ("n_train", cfg.n_train) if cfg.n_train > n_pool else ("n_test", cfg.n_test)
-            raise _too_many(key, value, n_pool - (0 if key == "n_train" else cfg.n_train), digits, n_pool,
-                            where + f"; n_train + n_test = {cfg.n_train + cfg.n_test}")
-    elif cfg.n_train > n_pool:
-        raise _too_many("n_train", cfg.n_train, n_pool, digits, n_pool, "the train-* files")
-    taken = np.zeros(len(c_pool), dtype=bool)
-    tr = _draw(c_pool, cfg.n_train, k, cfg.balanced, taken)
-    taken[tr] = True
+    where = "the train-* files"
+    if test_pool is None:  # one pool for both splits: the test split draws from what the train split left
+        where = ("the embedded 5,000 digits, shared by train and test" if source.startswith("embedded:")
+                 else "train-* (no t10k-*)") + f"; n_train + n_test = {cfg.n_train + cfg.n_test}"
+    tr = _draw(cfg, "n_train", c_pool, np.arange(len(c_pool)), where)
     x_tr, c_tr = x_pool[tr], c_pool[tr]
     x_te = c_te = None
     if cfg.n_test > 0:
+        free = np.setdiff1d(np.arange(len(c_pool)), tr)
         if test_pool is not None:  # a pool of its own, nothing taken from it yet
             x_pool, c_pool = _select(test_pool, digits, cfg.seed, 1)
-            taken = np.zeros(len(c_pool), dtype=bool)
-            if cfg.n_test > len(c_pool):
-                raise _too_many("n_test", cfg.n_test, len(c_pool), digits, len(c_pool), "the t10k-* files")
-        te = _draw(c_pool, cfg.n_test, k, cfg.balanced, taken)
+            free, where = np.arange(len(c_pool)), "the t10k-* files"
+        te = _draw(cfg, "n_test", c_pool, free, where)
         x_te, c_te = x_pool[te], c_pool[te]
 
     x_train, x_test = (None if x is None else torch.from_numpy(x.astype(np.float64) / 255.0) for x in (x_tr, x_te))
