@@ -137,11 +137,9 @@ def balance_summary(model) -> dict[str, float]:
     model = float64_model(model)  # one float64 copy (if any) for every gap below
     na = not_applicable(model)
     out = {}
-    if "layer_gap" not in na:
-        out.update(_max_mean("layer", [b.gap for b in layer_balance(model)]))
-    if "neuron_gap" not in na:
-        out.update(_max_mean("neuron", [b.gap for b in neuron_balance(model)]))
-    out.update(_max_mean("linear", [b.gap for b in linear_layer_balance(model)]))
+    for name, gaps in (("layer", layer_balance), ("neuron", neuron_balance), ("linear", linear_layer_balance)):
+        if f"{name}_gap" not in na:
+            out.update(_max_mean(name, [b.gap for b in gaps(model)]))
     for name, gaps in family_gaps(model).items():
         out.update(_max_mean(name, [gaps]))
     return out
