@@ -153,3 +153,45 @@ def test_a_certified_run_the_critical_point_certificate_does_not_accept_says_why
                                                                  if k != "critical.clarke_stationarity"})
     unjudged = describe({**s, "critical.clarke_stationarity": math.nan, "critical.kinks": 350})
     assert "not a critical point" not in unjudged and "350 kinks is not computed: raise analysis.critical.max_kinks" in unjudged
+
+
+def test_the_last_line_names_which_of_gap_and_cost_a_run_did_not_reach():
+    """With `certify.cost_tol` the line judges C(θ)/C_min beside the gap and names the criterion missed; without it,
+    nothing about the cost."""
+    from repcost.train.certify import cost_reached, describe
+
+    s = {"certified": True, "certify.gap_rel": 1e-9, "certify.rounds": 1, "certify.steps": 3000, "critical_point": True,
+         "certify.cost_tol": 0.01, "certify.cost_over_min": 0.995}
+    assert cost_reached(s) and "within 1 % of the min-norm interpolant's cost (C/C_min = 0.9950)" in describe(s)
+    low = {**s, "certify.cost_over_min": 0.733}
+    assert cost_reached(low) is False
+    line = describe(low)
+    assert line.startswith("certified within") and "NOT within 1 %" in line and "C/C_min = 0.7330" in line
+    both = {**low, "certified": False, "certify.gap_rel": 0.05, "certify.gap_tol": 0.01, "stop_reason": "budget",
+            "certify.max_rounds": 1, "certify.budget_steps": 3000}
+    line = describe(both)
+    assert line.startswith("not certified: gap 5 %") and "NOT within 1 %" in line and "\n" not in line
+    plain = {k: v for k, v in s.items() if not k.startswith("certify.cost")}
+    assert cost_reached(plain) is None and "C_min" not in describe(plain)
+
+
+def test_the_cost_ratio_is_the_runs_cost_over_the_spline_minimum_of_its_data(tmp_path, run_cli):
+    """End to end: `certify.cost_over_min` is C(θ) over Savarese et al. 2019 Thm 3.3's minimum recomputed from the
+    saved run's data (an independent path), and a deeper net (no duality gap, not Savarese's setting) has none."""
+    from repcost.analysis import spline_min_cost
+    from repcost.api import load_run
+
+    fast = ("train=certified", "model.width=20", "data.n_points=6", "train.phases.0.steps=100",
+            "train.phases.1.steps=50", "train.certify.cost_tol=0.05")
+    d = tmp_path / "a"
+    p = run_cli("repcost-train", *fast, f"hydra.run.dir={d}", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    s = _summary(d)
+    data = load_run(d).data()
+    cmin = spline_min_cost(data.x_train.double().numpy()[:, 0], data.y_train.double().numpy()[:, 0])
+    assert s["certify.cost_tol"] == 0.05 and math.isclose(s["certify.cost_over_min"], s["cost"] / cmin, rel_tol=1e-12)
+    assert "of the min-norm interpolant's cost (C/C_min = " in p.stderr + p.stdout
+    deep = tmp_path / "deep"
+    p = run_cli("repcost-train", *fast, "model.depth=3", f"hydra.run.dir={deep}", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert _summary(deep)["certify.cost_over_min"] is None and "C_min" not in p.stderr + p.stdout

@@ -85,9 +85,12 @@ class CertifyConfig:
     `gap_tol` set, a run stops as soon as the duality gap of its objective says it is within gap_tol (relative) of
     the global minimum, checked at the end of every phase that trains the stated objective (lam_factor 1), and
     after its schedule escalates by up to `rounds` rounds of `phases`, round r with steps × step_growth^r and
-    insert_units × (r + 1). Only where the gap exists (two-layer ReLU nets on 1-D inputs, MSE, λ > 0)."""
+    insert_units × (r + 1). Only where the gap exists (two-layer ReLU nets on 1-D inputs, MSE, λ > 0). With
+    `cost_tol` set the run also judges C(θ) against the min-norm interpolant's cost (Savarese et al. 2019 Thm 3.3):
+    the gap certifies the regularised problem, C(θ)/C_min says how close its λ leaves it to the interpolation one."""
 
     gap_tol: Optional[float] = None  # null: off
+    cost_tol: Optional[float] = None  # null: off; |C(θ)/C_min − 1| ≤ cost_tol, judged at the end (1-D data)
     rounds: int = 0  # the escalation budget: at most this many rounds after the schedule
     phases: List[PhaseConfig] = field(default_factory=list)  # one escalation round
     step_growth: float = 2.0
@@ -95,6 +98,8 @@ class CertifyConfig:
     def __post_init__(self):
         check(self.gap_tol is None or 0 < self.gap_tol < 1, "certify.gap_tol", self.gap_tol,
               "null (off) or a relative duality gap in (0, 1)")
+        check(self.cost_tol is None or 0 < self.cost_tol < 1, "certify.cost_tol", self.cost_tol,
+              "null (off) or a relative tolerance in (0, 1)")
         check(self.rounds >= 0, "certify.rounds", self.rounds, "an integer >= 0")
         check(self.rounds == 0 or len(self.phases) > 0, "certify.phases", self.phases,
               "a non-empty list of phases (one escalation round) when rounds > 0")

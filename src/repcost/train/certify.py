@@ -7,22 +7,62 @@ tolerance stops there, certified. After the schedule the budget allows `certify.
 (`TrainConfig.all_phases`); a member still above the tolerance at the end of the budget is not certified and says
 so. Where no gap exists (deeper nets, other inputs or losses) nothing escalates and the run says that its
 certificate is local only (the critical-point certificate), not a global one.
+
+With `certify.cost_tol` set the run also states C(θ)/C_min, C_min the cost of the min-norm interpolant of its
+data (Savarese et al. 2019 Thm 3.3): the duality gap certifies the regularised objective, and C(θ)/C_min says
+whether its λ is small enough for that minimum to be the interpolation problem's. The run's last line names
+which of the two it did not reach.
 """
 
 from __future__ import annotations
 
 import math
 
+import torch
+
+from ..analysis.relu_1d import spline_min_cost
 from ..config.schema import TrainConfig
 
 
-def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, rounds: int, steps: int) -> dict:
-    """summary.json's record of certified stopping (empty when `train.certify` is off; gap null where none exists)."""
+def cost_over_min(cfg: TrainConfig, gap: float | None, cost: float, x: torch.Tensor, y: torch.Tensor) -> float | None:
+    """C(θ)/C_min on 1-D data with one output where `certify.cost_tol` is set and the duality gap exists (a two-layer
+    ReLU net, Savarese et al. 2019's setting); None otherwise."""
+    if cfg.certify.cost_tol is None or gap is None:
+        return None
+    xs, ys = (t.detach().double().cpu().reshape(len(t), -1).numpy() for t in (x, y))
+    return cost / spline_min_cost(xs[:, 0], ys[:, 0]) if xs.shape[1] == ys.shape[1] == 1 else None
+
+
+def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, rounds: int, steps: int,
+                   ratio: float | None = None) -> dict:
+    """summary.json's record of certified stopping (empty when `train.certify` is off; gap null where none exists;
+    with `cost_tol`, C(θ)/C_min as `certify.cost_over_min`, null where no C_min applies)."""
     if cfg.certify.gap_tol is None:
         return {}
+    cost = {} if cfg.certify.cost_tol is None else {"certify.cost_tol": cfg.certify.cost_tol,
+                                                     "certify.cost_over_min": ratio}
     return {"certified": stop_reason == "certified", "certify.gap_rel": gap,
             "certify.gap_tol": cfg.certify.gap_tol, "certify.rounds": rounds,
-            "certify.max_rounds": cfg.certify.rounds, "certify.budget_steps": cfg.total_steps, "certify.steps": steps}
+            "certify.max_rounds": cfg.certify.rounds, "certify.budget_steps": cfg.total_steps, "certify.steps": steps,
+            **cost}
+
+
+def cost_reached(summary: dict) -> bool | None:
+    """|C(θ)/C_min − 1| ≤ `certify.cost_tol` (None where the run does not judge it or has no C_min)."""
+    ratio = summary.get("certify.cost_over_min")
+    return None if ratio is None else abs(ratio - 1) <= summary["certify.cost_tol"]
+
+
+def _cost_clause(summary: dict) -> str:
+    """The cost half of the last line: C(θ)/C_min against `certify.cost_tol` ("" where not judged)."""
+    reached, ratio = cost_reached(summary), summary.get("certify.cost_over_min")
+    if reached is None:
+        return ""
+    tol = f"{100 * summary['certify.cost_tol']:.3g} %"
+    if reached:
+        return f"; C(θ) within {tol} of the min-norm interpolant's cost (C/C_min = {ratio:.4f})"
+    return (f"; C(θ) NOT within {tol} of the min-norm interpolant's cost: C/C_min = {ratio:.4f} "
+            "(train.certify.cost_tol; a smaller train.lam brings the minimum closer to interpolation)")
 
 
 def describe(summary: dict) -> str | None:
@@ -32,7 +72,8 @@ def describe(summary: dict) -> str | None:
     gap, rounds = summary["certify.gap_rel"], summary["certify.rounds"]
     after = f"after {rounds} escalation round{'s' * (rounds != 1)}, {summary['certify.steps']} steps"
     if summary["certified"]:
-        line = f"certified within {100 * gap:.3g} % of the global minimum of its objective (duality gap; {after})"
+        line = (f"certified within {100 * gap:.3g} % of the global minimum of its objective (duality gap; {after})"
+                + _cost_clause(summary))
         st = summary.get("critical.clarke_stationarity", summary.get("critical.stationarity", math.nan))
         if summary.get("critical_point") is False and math.isnan(st):  # the local certificate could not judge it
             line += (f"; the critical-point certificate did not judge it (the Clarke measure over its "
@@ -47,6 +88,6 @@ def describe(summary: dict) -> str | None:
                 "and agreement across seeds (train.ensemble_size) is the check left")
     above = f"gap {100 * gap:.3g} % (> train.certify.gap_tol {100 * summary['certify.gap_tol']:.3g} %)"
     if summary.get("stop_reason") != "budget":
-        return f"not certified: {above} when it stopped ({summary.get('stop_reason')}, {after})"
+        return f"not certified: {above} when it stopped ({summary.get('stop_reason')}, {after})" + _cost_clause(summary)
     return (f"not certified: {above} after the budget of {summary['certify.max_rounds']} escalation rounds, "
-            f"{summary['certify.budget_steps']} steps (raise train.certify.rounds)")
+            f"{summary['certify.budget_steps']} steps (raise train.certify.rounds)" + _cost_clause(summary))

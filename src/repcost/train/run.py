@@ -338,16 +338,18 @@ def run_summary(engine: Engine, i: int, result: TrainResult, job: RunJob, data_n
     """summary.json's training part: final objective terms, cost, stop reason, provenance."""
     m = engine.members[i]
     model, ev, spec = m.model, m.evaluate(), job.spec
+    cost = float(model.cost().detach())
     return {
         **ev,
         "param_sq_norm_per_depth": ev["param_sq_norm"] / model.depth,
-        "cost": float(model.cost().detach()),
+        "cost": cost,
         "depth": model.depth,
         "steps": engine.position(i).step,
         "stop_reason": result.stop_reason,
         "status": result.status,
         **certify.summary_fields(spec.train, result.stop_reason, m.gap, spec.train.round_of(engine.last_phase(i)),
-                                engine.position(i).step),
+                                 engine.position(i).step, certify.cost_over_min(spec.train, m.gap, cost, m.data.x_train,
+                                                                                m.y_train)),
         "message": result.message,
         "wall_time_s": wall,
         "device": str(torch.device(spec.device)),
