@@ -14,10 +14,9 @@ from repcost.analysis.costs import (
     phi3_lower_bound,
     phi3_lower_bound_search,
     phi3_upper_bound,
-    phi_L,
-    phi_L_solve,
 )
 from repcost.analysis.jacobians import schatten_cost
+from repcost.analysis.phi import phi_L, phi_L_solve
 from repcost.analysis.spectra import singular_values
 from repcost.analysis.sparsity import (
     active_subnetworks,
@@ -276,8 +275,8 @@ def test_spline_min_cost_matches_interpolant(seed):
     xs = np.sort(x)
     assert cost == pytest.approx(_brute_force_27(xs, y[np.argsort(x)]), abs=1e-7)
     # A ReLU net realising the interpolant with C(θ) = ½(‖a‖² + ‖w‖²) = R̄ (Thm 3.1 construction).
-    w, b, a, c = min_norm_relu_net_1d(f).weights()
-    a, c = a[0], float(c[0])
+    net = min_norm_relu_net_1d(f)
+    w, b, a, c = net.W[:, 0], net.b, net.a[:, 0], float(net.c[0])
     grid = np.linspace(-6, 6, 101)
     np.testing.assert_allclose(np.maximum(np.outer(grid, w) + b, 0) @ a + c, f(grid), atol=1e-10)
     assert 0.5 * (a @ a + w @ w) == pytest.approx(cost, abs=1e-10)

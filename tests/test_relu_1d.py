@@ -178,10 +178,12 @@ def test_the_exact_solve_meets_its_dual(n, rho, d, pair):
     cm = convex_minimum(x, y, rho)
     assert cm.dual_value <= cm.value * (1 + 1e-12)  # weak duality
     assert cm.value == pytest.approx(cm.dual_value, rel=1e-7)
-    assert cm.net.eta.shape == (len(cm.net.kinks), d) and len(cm.net.kinks) <= 2 * n
-    w, b, a, c = cm.net.weights()  # the balanced net computes the units' function
-    assert np.allclose(np.maximum(np.outer(x, w) + b, 0) @ a.T + c, cm.net(x), rtol=0, atol=1e-9 * np.abs(y).max())
-    assert 0.5 * ((a ** 2).sum() + (w ** 2).sum()) == pytest.approx(np.linalg.norm(cm.net.eta, axis=1).sum())
+    w, b, a = cm.net.W[:, 0], cm.net.b, cm.net.a
+    assert a.shape == (len(w), d) and len(w) <= 2 * n
+    assert np.allclose(np.abs(w), np.linalg.norm(a, axis=1), rtol=1e-12)  # balanced
+    # its objective, read off the balanced net's function and weights, is the value
+    fit = np.maximum(np.outer(x, w) + b, 0) @ a + cm.net.c
+    assert ((fit - y) ** 2).sum(axis=1).mean() + rho * ((a ** 2).sum() + (w ** 2).sum()) == pytest.approx(cm.value)
     if rho >= 1e-3 and d == 1:
         assert cm.value == pytest.approx(_lasso(x, y[:, 0], rho)[0], rel=1e-6)
     with pytest.raises(ValueError, match=f"at most {MAX_POINTS} points"):
@@ -206,7 +208,8 @@ def _best(x, r, rho):
     if out is None:
         return None
     unit, violation = out
-    return float(unit.kinks[0]), int(unit.signs[0]), torch.tensor(unit.eta[0]), violation
+    w = float(unit.W[0, 0])  # 0 where the step is 0: no kink to read
+    return -float(unit.b[0]) / w if w else None, int(np.sign(w)), torch.tensor(unit.a[0] * abs(w)), violation
 
 
 def test_the_feature_is_the_brute_force_argmax_and_its_step_is_the_exact_minimiser():
@@ -263,7 +266,7 @@ def test_insertion_places_the_features_balanced_and_lowers_the_objective_each_ti
     feats = insert_units(m, x, y, 3, rho)
     assert len(feats) == 3 and obj() < o_before
     # the net changed by exactly Σ η_k φ_k: the model's forward pass against the features' formula
-    expect = f_before + sum(torch.tensor(unit(grid[:, 0])) for unit, _ in feats)
+    expect = f_before + sum(torch.tensor(unit(grid.numpy())) for unit, _ in feats)
     assert torch.allclose(m(grid).detach(), expect, atol=1e-12)
     w, a = m.linear[0][:, 0].detach(), m.a[0].detach()
     new = (a != 0).nonzero()[:, 0].tolist()[2:]

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from repcost.analysis import path_norm, phi_L
-from repcost.analysis.two_rays import (TwoLayerNet, alignment_summary, angle_to_line_deg, directional_variation,
+from repcost.analysis.relu_1d import TwoLayerNet
+from repcost.analysis.two_rays import (alignment_summary, angle_to_line_deg, directional_variation,
                                        line_angle, net_from_model,
                                        live_units, projection_interpolant, prop52_margin,
                                        ray_units, two_rays_f, two_rays_g, unit_line_angles_deg)

@@ -49,10 +49,7 @@ import numpy as np
 
 from ..errors import RepcostError
 from .arrays import as_f64
-from .relu_1d import both_sides, distinct, features
-from .two_rays import TwoLayerNet
-
-__all__ = ["ConvexR2Result", "arrangement_patterns", "dual_bound", "min_r2_interpolant"]
+from .relu_1d import TwoLayerNet, both_sides, distinct, features
 
 
 @dataclass(frozen=True)

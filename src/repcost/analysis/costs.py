@@ -19,18 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from .arrays import as_matrix, as_units, as_vector
-from .phi import _Objective, phi_L, phi_L_solve, reduce_units
-
-__all__ = [
-    "path_norm",
-    "effective_matrix",
-    "cost_CL",
-    "phi_L",
-    "phi_L_solve",
-    "phi3_lower_bound",
-    "phi3_lower_bound_search",
-    "phi3_upper_bound",
-]
+from .phi import _Objective, phi_L_solve, reduce_units
 
 
 def path_norm(W, a) -> float:

@@ -21,8 +21,6 @@ import numpy as np
 
 from .arrays import apply_model, as_f64
 
-__all__ = ["DecisionGrid", "decision_grid", "grid_limits", "tripoint_mask", "Tripoints", "count_tripoints"]
-
 
 @dataclass
 class DecisionGrid:

@@ -23,8 +23,6 @@ import torch
 
 from .arrays import apply_model, as_f64, sq_distances
 
-__all__ = ["add_noise", "paired_distance", "nearest_distance", "pca_projection", "Denoising", "denoising"]
-
 
 def add_noise(clean, sigma: float, seed: int = 0) -> np.ndarray:
     """clean + N(0, sigma²) per coordinate (float64 numpy, deterministic given seed)."""

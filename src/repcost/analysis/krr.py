@@ -18,8 +18,6 @@ import numpy as np
 
 from .arrays import as_f64, sq_distances
 
-__all__ = ["KERNELS", "KRR", "fit_krr", "median_bandwidth"]
-
 
 # k(r) and k′(r)/r as functions of r² and the bandwidth h
 KERNELS = {

@@ -3,8 +3,8 @@ duality gap, and the placement of the convex minimiser into a model.
 
 Units.  A net Σ_k a_k[w_k x + b_k]₊ + c with free biases is, unit by unit, η_k[s_k(x − t_k)]₊ + c with kink
 t_k = −b_k/w_k, side s_k = sign w_k and η_k = a_k|w_k|; a balanced unit (|w_k| = ‖a_k‖) costs
-½(w_k² + ‖a_k‖²) = ‖η_k‖. Every net this module makes is a :class:`Units`; its exact function, for any depth,
-is `function_1d.deep_relu_net_1d_function`.
+½(w_k² + ‖a_k‖²) = ‖η_k‖. Every net this module makes is a balanced :class:`TwoLayerNet` (`balanced_net`); its
+exact function, for any depth, is `function_1d.deep_relu_net_1d_function`.
 
 Spline minimum (Savarese et al. 2019 Thm 3.3, eq. 27).  The least R̄ over interpolants of (x_n, y_n) is
 attained by the linear spline through the data whose end slopes l_0, l_N minimise
@@ -49,24 +49,32 @@ IDLE = 1e-3  # a unit carrying at most this fraction of the net's path mass may 
 
 
 @dataclass(frozen=True)
-class Units:
-    """f(x) = Σ_k η_k[s_k(x − t_k)]₊ + c: a two-layer ReLU net on R, unit by unit."""
+class TwoLayerNet:
+    """h(x) = Σ_k a_k [w_kᵀx + b_k]₊ + c: W (K, d) with rows the units' inner weights, b (K,), a (K,) for a scalar
+    output or (K, d_out) with c (d_out,)."""
 
-    kinks: np.ndarray  # (K,): t_k
-    signs: np.ndarray  # (K,): s_k = ±1, active right (+1) or left (−1) of the kink
-    eta: np.ndarray  # (K, d_out): the unit's output, its path mass ‖η_k‖
-    c: np.ndarray  # (d_out,)
+    W: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    c: float | np.ndarray = 0.0
 
     def __call__(self, x) -> np.ndarray:
-        """f at x (N,), as an (N, d_out) array."""
-        return features(as_f64(x).reshape(-1), self.kinks, self.signs) @ self.eta + self.c
+        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+        return np.maximum(x @ self.W.T + self.b, 0.0) @ self.a + self.c
 
-    def weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The balanced net realising f: (w (K,), b (K,), a (d_out, K), c (d_out,)) with |w_k| = ‖a_k‖ = √‖η_k‖,
-        so ½(‖a‖² + ‖w‖²) = Σ_k‖η_k‖."""
-        root = np.sqrt(np.linalg.norm(self.eta, axis=1))
-        w = self.signs * root
-        return w, -w * self.kinks, (self.eta / np.where(root > 0, root, 1.0)[:, None]).T, self.c
+    def gradient(self, x) -> np.ndarray:
+        """∇h at each row of x (N × d), scalar output: Σ_k a_k 1[w_kᵀx + b_k > 0] w_k."""
+        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+        act = (x @ self.W.T + self.b > 0).astype(np.float64)
+        return (act * self.a) @ self.W
+
+
+def balanced_net(kinks: np.ndarray, signs: np.ndarray, eta: np.ndarray, c: np.ndarray) -> TwoLayerNet:
+    """Σ_k η_k[s_k(x − t_k)]₊ + c on R (kinks t_k, sides s_k = ±1, η (K, d_out), c (d_out,)) as the balanced net:
+    w_k = s_k√‖η_k‖ = ±‖a_k‖, b_k = −w_k t_k, so ½(‖a‖² + ‖w‖²) = Σ_k‖η_k‖."""
+    root = np.sqrt(np.linalg.norm(eta, axis=1))
+    w = signs * root
+    return TwoLayerNet(w[:, None], eta / np.where(root > 0, root, 1.0)[:, None], -w * kinks, c)
 
 
 def features(x: np.ndarray, kinks: np.ndarray, signs: np.ndarray) -> np.ndarray:
@@ -123,8 +131,8 @@ def linear_spline_interpolant(x, y) -> PiecewiseLinear1D:
     return PiecewiseLinear1D(x, y, np.concatenate([[l0], l, [lN]]))
 
 
-def min_norm_relu_net_1d(f: PiecewiseLinear1D) -> Units:
-    """The units realising f with cost Σ‖η_k‖ = R̄(f) (Savarese Thm 3.1 proof, eqs. 18–22).
+def min_norm_relu_net_1d(f: PiecewiseLinear1D) -> TwoLayerNet:
+    """The balanced net realising f with cost Σ‖η_k‖ = R̄(f) (Savarese Thm 3.1 proof, eqs. 18–22).
 
     α₊ = f″ (jumps u_i); α₋ is chosen as in the proof: α₋ = t|f″| with t = S/Σ|u_i| when
     |S| ≤ Σ|u_i| (S = f′(−∞) + f′(+∞)), else α₋ = sign(S)|f″| plus a point mass S − sign(S)Σ|u_i|
@@ -149,8 +157,8 @@ def min_norm_relu_net_1d(f: PiecewiseLinear1D) -> Units:
     eta = np.concatenate([fwd, bwd])
     kinks, signs = both_sides(f.knots)
     keep = eta != 0
-    net = Units(kinks[keep], signs[keep], eta[keep, None], np.zeros(1))
-    return Units(net.kinks, net.signs, net.eta, f(f.knots[:1]) - net(f.knots[:1])[0])
+    kinks, signs, eta = kinks[keep], signs[keep], eta[keep, None]
+    return balanced_net(kinks, signs, eta, f(f.knots[:1]) - features(f.knots[:1], kinks, signs)[0] @ eta)
 
 
 def rl_cost_univariate(rbar: float, L: int) -> float:
@@ -170,7 +178,7 @@ class ConvexMinimum:
     """The minimiser `net` (nonzero units only) and `value`, its objective; `beta` a feasible dual point
     (N, d_out) and `dual_value` = D(beta) ≤ the minimum ≤ value."""
 
-    net: Units
+    net: TwoLayerNet
     value: float
     beta: np.ndarray
     dual_value: float
@@ -225,7 +233,7 @@ def convex_minimum(x: np.ndarray, y: np.ndarray, rho: float) -> ConvexMinimum:
     fit = phi[:, keep] @ eta
     c = (y - fit).mean(axis=0)  # the free offset's optimum given η
     value = float(((fit + c - y) ** 2).sum(axis=1).mean() + 2 * rho * np.linalg.norm(eta, axis=1).sum())
-    return ConvexMinimum(Units(kinks[keep], signs[keep], eta, c), value, beta, dual_value(beta, y, rho))
+    return ConvexMinimum(balanced_net(kinks[keep], signs[keep], eta, c), value, beta, dual_value(beta, y, rho))
 
 
 def gap_at(x: np.ndarray, f: np.ndarray, y: np.ndarray, rho: float, objective: float,
@@ -294,7 +302,7 @@ def duality_gap(model: RepModel, x: torch.Tensor, y: torch.Tensor, loss: str, la
 # ----------------------------------------------------------------------------------------------
 
 
-def best_unit(x: np.ndarray, residual: np.ndarray, rho: float) -> tuple[Units, float] | None:
+def best_unit(x: np.ndarray, residual: np.ndarray, rho: float) -> tuple[TwoLayerNet, float] | None:
     """The gap feature whose MSE-gradient (2/N)Φᵀr is largest, as one unit with its exact step, and its violation
     ‖(2/N)Φᵀr‖/(2ρ) of the dual constraint (> 1 where it lowers the objective; ∞ when ρ = 0); None without a gap.
 
@@ -316,7 +324,7 @@ def best_unit(x: np.ndarray, residual: np.ndarray, rho: float) -> tuple[Units, f
     violation = score / (2.0 * rho) if rho > 0 else (float("inf") if score > 0 else 0.0)
     shrink = max(0.0, 1.0 - rho * n / float(gn[j])) if gn[j] > 0 else 0.0
     eta = -g[j] / (phi[:, j] ** 2).sum() * shrink
-    return Units(kinks[j:j + 1], signs[j:j + 1], eta[None, :], np.zeros(r.shape[1])), violation
+    return balanced_net(kinks[j:j + 1], signs[j:j + 1], eta[None, :], np.zeros(r.shape[1])), violation
 
 
 def _kept_if_lower(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho: float, tensors: list[torch.Tensor],
@@ -333,13 +341,13 @@ def _kept_if_lower(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho: float
     return None
 
 
-def _write(net: Units, W: torch.Tensor, b: torch.Tensor, a: torch.Tensor, at: slice) -> None:
-    """The balanced weights of `net`'s units into the model's units `at`."""
-    for t, v in zip((W[at, 0], b[at], a[:, at]), net.weights()[:3]):
+def _write(net: TwoLayerNet, W: torch.Tensor, b: torch.Tensor, a: torch.Tensor, at: slice) -> None:
+    """`net`'s units into the model's units `at`."""
+    for t, v in zip((W[at, 0], b[at], a[:, at]), (net.W[:, 0], net.b, net.a.T)):
         t.copy_(torch.as_tensor(v, dtype=t.dtype, device=t.device))
 
 
-def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho: float) -> list[tuple[Units, float]]:
+def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho: float) -> list[tuple[TwoLayerNet, float]]:
     """Re-place up to n idle units where a new unit lowers MSE + ρΣ‖p‖² most (PhaseConfig.insert_units).
 
     Two-layer ReLU nets on 1-D inputs with free biases whose chain tensors are the parameters (`two_layer_1d`):
@@ -350,9 +358,9 @@ def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho:
     W, b, a = two_layer_1d(model, x, writable=True)
     c = model.affine_chain().biases[-1]
     c = [c] if isinstance(c, torch.nn.Parameter) else []
-    inserted: list[tuple[Units, float]] = []
+    inserted: list[tuple[TwoLayerNet, float]] = []
 
-    def place(k: int) -> tuple[Units, float] | None:
+    def place(k: int) -> tuple[TwoLayerNet, float] | None:
         if c:  # an idle unit can still add a constant a_k·[b_k]₊ (a kink beyond the data): keep it in c
             c[0] += (a[:, k:k + 1] * torch.relu(x[:, 0] * W[k, 0] + b[k])).mean(dim=1)
         a[:, k] = 0
@@ -386,7 +394,7 @@ def place_convex_minimum(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho:
     if a.shape[0] != 1 or not isinstance(c, torch.nn.Parameter):
         raise ValueError("needs a scalar output with a free output bias")
     net = convex_minimum(x[:, 0], y[:, 0], rho).net
-    k = net.kinks.size
+    k = net.a.shape[0]
     if k > W.shape[0]:
         raise ValueError(f"the minimiser has {k} units, the net {W.shape[0]}: raise model.width to at least {k}")
 

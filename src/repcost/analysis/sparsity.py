@@ -14,14 +14,6 @@ import numpy as np
 
 from .arrays import as_f64
 
-__all__ = [
-    "parallel_normalise",
-    "parallel_alpha_normalised",
-    "l2L_quasinorm",
-    "active_subnetworks",
-    "parallel_balance",
-]
-
 
 def _stack(Ws: Sequence, alpha):
     Ws, alpha = [as_f64(W) for W in Ws], as_f64(alpha).reshape(-1)

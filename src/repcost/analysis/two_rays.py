@@ -28,50 +28,12 @@ weights on unit-norm rows.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from .arrays import as_matrix, as_vector
-
-__all__ = [
-    "TwoLayerNet",
-    "line_angle",
-    "prop52_margin",
-    "ray_units",
-    "two_rays_f",
-    "two_rays_g",
-    "projection_interpolant",
-    "live_units",
-    "angle_to_line_deg",
-    "unit_line_angles_deg",
-    "directional_variation",
-    "net_from_model",
-    "alignment_summary",
-    "f_and_g_for_data",
-    "along_rays",
-]
-
-
-@dataclass(frozen=True)
-class TwoLayerNet:
-    """h(x) = Σ_k a_k [w_kᵀx + b_k]₊ + c (W is K × d, rows are units)."""
-
-    W: np.ndarray
-    a: np.ndarray
-    b: np.ndarray
-    c: float = 0.0
-
-    def __call__(self, x) -> np.ndarray:
-        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
-        return np.maximum(x @ self.W.T + self.b, 0.0) @ self.a + self.c
-
-    def gradient(self, x) -> np.ndarray:
-        """∇h at each row of x (N × d): Σ_k a_k 1[w_kᵀx + b_k > 0] w_k."""
-        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
-        act = (x @ self.W.T + self.b > 0).astype(np.float64)
-        return (act * self.a) @ self.W
+from .relu_1d import TwoLayerNet, linear_spline_interpolant, min_norm_relu_net_1d
 
 
 def line_angle(separation: float) -> float:
@@ -132,14 +94,12 @@ def projection_interpolant(x, y, u) -> TwoLayerNet:
     (:func:`repcost.analysis.relu_1d.min_norm_relu_net_1d`); raises ValueError when two samples
     with different labels project to the same point (no interpolant on span(u)).
     """
-    from .relu_1d import linear_spline_interpolant, min_norm_relu_net_1d
-
     x = as_matrix(x, "x")
     u = as_vector(u, "u")
     u = u / np.linalg.norm(u)
     p = x @ u
-    w, b, a, c = min_norm_relu_net_1d(linear_spline_interpolant(p, as_vector(y, "y"))).weights()
-    return TwoLayerNet(w[:, None] * u[None, :], a[0], b, float(c[0]))
+    net = min_norm_relu_net_1d(linear_spline_interpolant(p, as_vector(y, "y")))
+    return TwoLayerNet(net.W * u[None, :], net.a[:, 0], net.b, float(net.c[0]))
 
 
 def live_units(W, a, rel_tol: float = 1e-10) -> np.ndarray:
