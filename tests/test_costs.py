@@ -26,7 +26,7 @@ from repcost.analysis.sparsity import (
     parallel_normalise,
 )
 from repcost.analysis.function_1d import PiecewiseLinear1D, deep_relu_net_1d_function, relu_net_1d_cost
-from repcost.analysis.relu_1d import linear_spline_interpolant, min_norm_relu_net_1d, rl_cost_univariate, spline_min_cost
+from repcost.analysis.relu_1d import linear_spline_interpolant, min_norm_relu_net_1d, spline_min_cost
 
 TOL = 1e-8
 DEPTHS = [2, 3, 4, 5]
@@ -293,8 +293,6 @@ def test_spline_collinear_data_hand_check():
     f = linear_spline_interpolant(x, y)
     assert f.left_slope == pytest.approx(m / 2) and f.right_slope == pytest.approx(m / 2)
     assert spline_min_cost([1.0], [3.0]) == 0.0
-    # Ongie Thm 3.1: R_L(f) = R_2(f)^{2/L} for univariate f.
-    assert rl_cost_univariate(spline_min_cost(x, y), 4) == pytest.approx(abs(m) ** 0.5)
 
 
 def test_spline_v_shape_hand_check():

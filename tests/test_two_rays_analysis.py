@@ -11,7 +11,7 @@ from repcost.analysis import path_norm, phi_L
 from repcost.analysis.relu_1d import TwoLayerNet
 from repcost.analysis.two_rays import (alignment_summary, angle_to_line_deg, directional_variation,
                                        line_angle, net_from_model,
-                                       live_units, projection_interpolant, prop52_margin,
+                                       projection_interpolant, prop52_margin,
                                        ray_units, two_rays_f, two_rays_g, unit_line_angles_deg)
 
 
@@ -89,7 +89,6 @@ def test_alignment_helpers():
     assert angle_to_line_deg([1.0, 1.0], [-1.0, -1.0]) == pytest.approx(0.0, abs=1e-6)
     h = TwoLayerNet(np.array([[0.0, 1.0]]), np.array([1.0]), np.array([5.0]))
     assert directional_variation(h, np.zeros((3, 2)), [1.0, 0.0]) == pytest.approx(1.0)
-    assert live_units(np.array([[1.0, 0.0], [1e-200, 0.0]]), np.array([1.0, 1e-150])).tolist() == [True, False]
 
 
 def test_net_from_model_matches_linear_relu_and_prunes_dead_units():

@@ -59,9 +59,7 @@ class ConvexR2Result:
     value: float  # primal optimum Σ‖w(u_D)‖ + ‖w(v_D)‖ = path norm of `net`
     lower_bound: float  # λᵀy / M(λ): no interpolating net has a smaller path norm
     net: TwoLayerNet  # reconstructed interpolant, |a_k| = ‖w_k‖, so C(θ) = path norm
-    n_patterns: int
     max_residual: float  # max_i |net(x_i) − y_i|
-    dual: np.ndarray  # λ, scaled so that M(λ) = 1
 
     @property
     def gap(self) -> float:
@@ -79,13 +77,9 @@ def _inputs(x) -> np.ndarray:
 
 def _threshold_patterns(t: np.ndarray) -> list:
     """Patterns of affine functions of a scalar t: {t ≥ τ} and {t ≤ τ} for every τ (all and none included)."""
-    order = np.argsort(t, kind="stable")
-    out = []
-    for m in range(t.size + 1):
-        up = np.zeros(t.size, dtype=bool)
-        up[order[m:]] = True
-        out += [up, ~up]
-    return out
+    rank = np.argsort(np.argsort(t, kind="stable"), kind="stable")
+    up = rank[None, :] >= np.arange(t.size + 1)[:, None]  # row m: all but the m smallest
+    return [*up, *~up]
 
 
 def arrangement_patterns(x) -> np.ndarray:
@@ -145,8 +139,8 @@ def _sup_over_units(x: np.ndarray, lam: np.ndarray) -> float:
     return best
 
 
-def dual_bound(x, y, lam) -> tuple:
-    """(λᵀy / M(λ), λ / M(λ)) after centring λ (1ᵀλ = 0): a lower bound on R2 of every interpolant of (x, y)."""
+def dual_bound(x, y, lam) -> float:
+    """λᵀy / M(λ) after centring λ (1ᵀλ = 0): a lower bound on R2 of every interpolant of (x, y)."""
     x = _inputs(x)
     y = as_f64(y).reshape(-1)
     lam = as_f64(lam).reshape(-1)
@@ -154,9 +148,7 @@ def dual_bound(x, y, lam) -> tuple:
     if float(lam @ y) < 0:
         lam = -lam  # the bound holds for either sign (M has |·|): take the one with λᵀy ≥ 0
     M = _sup_over_units(x, lam)
-    if M <= 0:
-        return 0.0, lam
-    return float(lam @ y) / M, lam / M
+    return float(lam @ y) / M if M > 0 else 0.0
 
 
 def min_r2_interpolant(x, y, solver: str = "CLARABEL", prune_rtol: float = 1e-8) -> ConvexR2Result:
@@ -176,8 +168,7 @@ def min_r2_interpolant(x, y, solver: str = "CLARABEL", prune_rtol: float = 1e-8)
     x, y = distinct(_inputs(x), as_f64(y).reshape(-1))  # ValueError for mismatched or empty data
     N, d = x.shape
     if N == 1 or np.ptp(y) == 0:
-        return ConvexR2Result(0.0, 0.0, TwoLayerNet(np.zeros((0, d)), np.zeros(0), np.zeros(0), float(y[0])),
-                              0, 0.0, np.zeros(N))
+        return ConvexR2Result(0.0, 0.0, TwoLayerNet(np.zeros((0, d)), np.zeros(0), np.zeros(0), float(y[0])), 0.0)
     # Standardise: x' = (x − m)/sx, y' = y/sy. A unit's w' = sx·w, so R2(x, y) = sy/sx · R2(x', y').
     m, sx, sy = x.mean(axis=0), float(np.max(np.abs(x - x.mean(axis=0)))), float(np.max(np.abs(y)))
     xs, ys = (x - m) / sx, y / sy
@@ -213,6 +204,5 @@ def min_r2_interpolant(x, y, solver: str = "CLARABEL", prune_rtol: float = 1e-8)
     # Constant units (w ≈ 0, pattern all-active) were pruned; their value sits in c after this refit.
     net = TwoLayerNet(W, a, b, net.c + float(np.mean(y - net(x))))
     value = float(np.sum(np.abs(a) * np.linalg.norm(W, axis=1)))
-    lam = -np.asarray(eq.dual_value, dtype=np.float64).reshape(-1)
-    lower, lam = dual_bound(x, y, lam)
-    return ConvexR2Result(value, lower, net, P, float(np.max(np.abs(net(x) - y))), lam)
+    lower = dual_bound(x, y, -np.asarray(eq.dual_value, dtype=np.float64).reshape(-1))
+    return ConvexR2Result(value, lower, net, float(np.max(np.abs(net(x) - y))))

@@ -76,8 +76,6 @@ class Tripoints:
     count: int
     points: np.ndarray
     classes: list
-    n_blocks: int  # flagged 2 × 2 blocks before grouping (diagnostic)
-    n_rejected: int  # components discarded as slivers by min_separation
 
 
 def count_tripoints(grid: DecisionGrid, min_classes: int = 3, min_separation: float = 0.0,
@@ -95,7 +93,7 @@ def count_tripoints(grid: DecisionGrid, min_classes: int = 3, min_separation: fl
     comp, n = ndimage.label(mask, structure=np.ones((3, 3), dtype=int))
     xc, yc = 0.5 * (grid.xs[:-1] + grid.xs[1:]), 0.5 * (grid.ys[:-1] + grid.ys[1:])
     gx, gy = np.meshgrid(grid.xs, grid.ys)
-    pts, classes, rejected = [], [], 0
+    pts, classes = [], []
     for k in range(1, n + 1):
         iy, ix = np.nonzero(comp == k)
         centre = np.array([xc[ix].mean(), yc[iy].mean()])
@@ -106,8 +104,7 @@ def count_tripoints(grid: DecisionGrid, min_classes: int = 3, min_separation: fl
             disc = grid.labels[np.hypot(gx - centre[0], gy - centre[1]) <= min_separation]
             big = sum(np.mean(disc == c) >= min_area_frac for c in cls) if disc.size else 0
             if big < min_classes:
-                rejected += 1
                 continue
         pts.append(centre)
         classes.append(sorted(int(c) for c in cls))
-    return Tripoints(len(pts), np.array(pts).reshape(-1, 2), classes, int(mask.sum()), rejected)
+    return Tripoints(len(pts), np.array(pts).reshape(-1, 2), classes)

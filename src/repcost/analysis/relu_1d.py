@@ -161,13 +161,6 @@ def min_norm_relu_net_1d(f: PiecewiseLinear1D) -> TwoLayerNet:
     return balanced_net(kinks, signs, eta, f(f.knots[:1]) - features(f.knots[:1], kinks, signs)[0] @ eta)
 
 
-def rl_cost_univariate(rbar: float, L: int) -> float:
-    """R_L(f) = R_2(f)^{2/L} for univariate f (Ongie Thm 3.1, eq. 9); R_2 = R̄ of Savarese Thm 3.1."""
-    if int(L) != L or L < 2:
-        raise ValueError(f"depth L must be an integer >= 2, got {L}")
-    return float(rbar) ** (2.0 / L)
-
-
 # ----------------------------------------------------------------------------------------------
 # The convex problem, its dual and the duality gap
 # ----------------------------------------------------------------------------------------------

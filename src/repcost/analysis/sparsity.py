@@ -59,10 +59,7 @@ def l2L_quasinorm(alpha_bar, L: int) -> float:
 def active_subnetworks(Ws: Sequence, alpha, rel_tol: float = 1e-3) -> int:
     """Number of sub-networks with |ᾱ_i| > rel_tol · max_j |ᾱ_j| (‖ᾱ‖_0 of Savarese Thm C.3, with a tolerance)."""
     alpha_bar = np.abs(parallel_alpha_normalised(Ws, alpha))
-    top = alpha_bar.max(initial=0.0)
-    if top == 0:
-        return 0
-    return int(np.sum(alpha_bar > rel_tol * top))
+    return int(np.sum(alpha_bar > rel_tol * alpha_bar.max(initial=0.0)))
 
 
 def parallel_balance(Ws: Sequence, alpha) -> np.ndarray:

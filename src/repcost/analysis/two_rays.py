@@ -102,12 +102,6 @@ def projection_interpolant(x, y, u) -> TwoLayerNet:
     return TwoLayerNet(net.W * u[None, :], net.a[:, 0], net.b, float(net.c[0]))
 
 
-def live_units(W, a, rel_tol: float = 1e-10) -> np.ndarray:
-    """Mask of the units whose |a_k|‖w_k‖ > rel_tol · max (the others are dead after weight decay)."""
-    m = np.abs(as_vector(a, "a")) * np.linalg.norm(as_matrix(W, "W"), axis=1)
-    return m > rel_tol * (m.max() if m.size and m.max() > 0 else 1.0)
-
-
 def angle_to_line_deg(v, u) -> float:
     """Angle in degrees in [0, 90] between the lines spanned by v and u."""
     v, u = as_vector(v, "v"), as_vector(u, "u")
@@ -154,7 +148,8 @@ def net_from_model(model, prune: bool = True, rel_tol: float = 1e-10) -> TwoLaye
         b = model.b.detach().double().cpu().numpy()
         c = float(model.c.detach().double().cpu().numpy()[0]) if model.c is not None else 0.0
     if prune:
-        keep = live_units(W, a, rel_tol)
+        m = np.abs(a) * np.linalg.norm(W, axis=1)
+        keep = m > rel_tol * (m.max() if m.size and m.max() > 0 else 1.0)
         W, a, b = W[keep], a[keep], b[keep]
     return TwoLayerNet(W, a, b, c)
 
