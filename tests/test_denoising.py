@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from repcost.analysis.denoising import add_noise, denoising, nearest_distance, paired_distance
+from repcost.analysis.denoising import add_noise, denoising, nearest_distance
 from repcost.data.curve_2d import Curve2DConfig, curve_points, distance_to_curve
 
 
@@ -45,7 +45,7 @@ def test_nearest_and_paired_distances():
     p, data = rng.standard_normal((30, 5)), rng.standard_normal((70, 5))
     brute = np.linalg.norm(p[:, None] - data[None], axis=2).min(1)
     assert np.allclose(nearest_distance(p, data, chunk=7), brute)
-    assert np.allclose(paired_distance(p, p + 3.0), 3.0 * np.sqrt(5))
+    assert np.allclose(denoising(lambda z: z + 3.0, p, p).d_out, 3.0 * np.sqrt(5))
     a = add_noise(p, 0.5, seed=3)
     assert np.array_equal(a, add_noise(p, 0.5, seed=3)) and not np.allclose(a, p)
 

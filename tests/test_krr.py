@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from repcost.analysis.krr import fit_krr, median_bandwidth
+from repcost.analysis.krr import fit_krr
 from repcost.analysis.spectra import numerical_rank
 
 
@@ -43,4 +43,4 @@ def test_jacobian_rank_bounded_by_rank_of_Y():
 
 def test_median_bandwidth():
     x = np.array([[0.0], [1.0], [3.0]])  # pairwise distances 1, 3, 2
-    assert median_bandwidth(x) == 2.0
+    assert fit_krr(x, x).bandwidth == 2.0

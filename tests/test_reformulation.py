@@ -5,7 +5,7 @@ import copy
 import pytest
 import torch
 
-from repcost.analysis.reformulation import augment, layer_terms, reformulated_loss, representations
+from repcost.analysis.reformulation import augment, reformulated_loss, representations
 from repcost.models.fc import FC, FCConfig
 from repcost.objective import objective
 
@@ -65,9 +65,7 @@ def test_reformulation_bounds_and_equals_objective(beta, slope, loss):
 def test_terms_are_per_layer_norms_of_min_norm_weights():
     m, g = _net(1)
     x = torch.randn(30, 4, dtype=torch.float64, generator=g)  # N > n_0 + 1: Z^σ_0 has full row rank
-    with torch.no_grad():
-        zs, zsig = representations(m, x)
-    t = layer_terms(zs, zsig)
+    t = reformulated_loss(m, x, m(x).detach(), lam=1.0)["terms"]
     # first layer: the data span all of R^{n_0+1}, so the min-norm W_1 is W_1 itself
     assert float(t[0]) == pytest.approx(float(((m.weights[0] ** 2).sum() + (m.biases[0] ** 2).sum()).detach()), rel=1e-9)
     assert len(t) == m.depth and all(float(v) > 0 for v in t)

@@ -60,15 +60,6 @@ def decision_grid(f: Callable, xlim: Sequence[float], ylim: Sequence[float], n: 
     return DecisionGrid(xs, ys, labels.astype(np.int64).reshape(ny, n))
 
 
-def tripoint_mask(labels: np.ndarray, min_classes: int = 3) -> np.ndarray:
-    """(ny−1, nx−1) booleans: 2 × 2 blocks of grid vertices that carry >= min_classes distinct labels."""
-    lab = np.asarray(labels)
-    corners = np.stack([lab[:-1, :-1], lab[:-1, 1:], lab[1:, :-1], lab[1:, 1:]], axis=-1)
-    srt = np.sort(corners, axis=-1)
-    n_distinct = 1 + np.sum(srt[..., 1:] != srt[..., :-1], axis=-1)
-    return n_distinct >= min_classes
-
-
 @dataclass
 class Tripoints:
     """Tripoints found on a grid: count, locations (count, 2) and the classes meeting at each."""
@@ -89,7 +80,9 @@ def count_tripoints(grid: DecisionGrid, min_classes: int = 3, min_separation: fl
     """
     from scipy import ndimage
 
-    mask = tripoint_mask(grid.labels, min_classes)
+    lab = grid.labels  # the 2 × 2 blocks of grid vertices that carry >= min_classes distinct labels
+    srt = np.sort(np.stack([lab[:-1, :-1], lab[:-1, 1:], lab[1:, :-1], lab[1:, 1:]], axis=-1), axis=-1)
+    mask = 1 + np.sum(srt[..., 1:] != srt[..., :-1], axis=-1) >= min_classes
     comp, n = ndimage.label(mask, structure=np.ones((3, 3), dtype=int))
     xc, yc = 0.5 * (grid.xs[:-1] + grid.xs[1:]), 0.5 * (grid.ys[:-1] + grid.ys[1:])
     gx, gy = np.meshgrid(grid.xs, grid.ys)

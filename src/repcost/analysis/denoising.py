@@ -6,7 +6,7 @@ space, so it is naturally (locally) denoising: a noisy input x̃ = x + ε is map
 data than x̃ itself. We measure, for each noisy input, its distance to the clean data d_in and the
 distance d_out of the autoencoder's output to the clean data, with "the clean data" being
 
-* the clean point the noise was added to (`paired_distance`, MNIST Fig 3A),
+* the clean point the noise was added to (the default, MNIST Fig 3A),
 * the nearest of a set of clean points (`nearest_distance`), or
 * any distance function, e.g. `repcost.data.curve_2d.distance_to_curve` (Fig 3B–C).
 
@@ -28,11 +28,6 @@ def add_noise(clean, sigma: float, seed: int = 0) -> np.ndarray:
     """clean + N(0, sigma²) per coordinate (float64 numpy, deterministic given seed)."""
     c = as_f64(clean)
     return c + sigma * np.random.default_rng(seed).standard_normal(c.shape)
-
-
-def paired_distance(points, clean) -> np.ndarray:
-    """‖points_i − clean_i‖ (N,): distance to the clean point each noisy input came from."""
-    return np.linalg.norm(as_f64(points) - as_f64(clean), axis=1)
 
 
 def nearest_distance(points, data, chunk: int = 1024) -> np.ndarray:
@@ -94,14 +89,14 @@ class Denoising:
 def denoising(model: Callable, noisy, clean=None, distance: Optional[Callable] = None) -> Denoising:
     """Apply model to noisy inputs; distances of inputs and outputs to the clean data.
 
-    distance(points) -> (N,) distances to the data; default: to the paired clean points
-    (`paired_distance(points, clean)`), which needs `clean`.
+    distance(points) -> (N,) distances to the data; default: ‖points_i − clean_i‖, to the clean point each noisy
+    input came from (needs `clean`).
     """
     if distance is None:
         if clean is None:
             raise ValueError("denoising: give the clean points or a distance function")
         c = as_f64(clean)
-        distance = lambda p: paired_distance(p, c)  # noqa: E731
+        distance = lambda p: np.linalg.norm(as_f64(p) - c, axis=1)  # noqa: E731
     noisy = as_f64(noisy)
     out = apply_model(model, noisy)
     return Denoising(as_f64(distance(noisy)), as_f64(distance(out)), out)

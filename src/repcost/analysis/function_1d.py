@@ -46,13 +46,9 @@ class PiecewiseLinear1D:
         """Slope jumps u_i = f′(x_i⁺) − f′(x_i⁻) at the knots (the point masses of f″)."""
         return np.diff(self.slopes)
 
-    def tv_derivative(self) -> float:
-        """∫|f″| = Σ_i |u_i|, the total variation of f′ (first term of Savarese Thm 3.1)."""
-        return float(np.sum(np.abs(self.jumps)))
-
     def rbar(self) -> float:
-        """R̄(f) = max(∫|f″|, |f′(−∞) + f′(+∞)|) (Savarese Thm 3.1)."""
-        return float(max(self.tv_derivative(), abs(self.left_slope + self.right_slope)))
+        """R̄(f) = max(∫|f″|, |f′(−∞) + f′(+∞)|) (Savarese Thm 3.1), ∫|f″| = Σ_i |u_i| the total variation of f′."""
+        return max(float(np.sum(np.abs(self.jumps))), abs(self.left_slope + self.right_slope))
 
     def __call__(self, x):
         """Evaluate f at x (numpy in, numpy out; same shape as x)."""

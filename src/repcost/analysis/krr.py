@@ -29,13 +29,6 @@ KERNELS = {
 }
 
 
-def median_bandwidth(x) -> float:
-    """The median pairwise distance of the rows of x (a standard bandwidth choice)."""
-    x = as_f64(x)
-    d = np.sqrt(sq_distances(x, x))
-    return float(np.median(d[np.triu_indices(len(x), 1)]))
-
-
 @dataclass
 class KRR:
     """A fitted kernel ridge regressor f̂(x) = K(x, X)α (samples as rows)."""
@@ -67,12 +60,14 @@ class KRR:
 
 
 def fit_krr(x, y, kernel: str = "gaussian", bandwidth: float | None = None, ridge: float = 1e-6) -> KRR:
-    """Fit f̂ = K(·, X)(K(X, X) + ρ N I)⁻¹Y (ρ scaled by N; bandwidth None = median pairwise distance)."""
+    """Fit f̂ = K(·, X)(K(X, X) + ρ N I)⁻¹Y (ρ scaled by N; bandwidth None = the median pairwise distance of the
+    rows of x, a standard choice)."""
     if kernel not in KERNELS:
         raise ValueError(f"kernel={kernel!r}; allowed: " + ", ".join(KERNELS))
     x, y = as_f64(x), as_f64(y)
     y = y[:, None] if y.ndim == 1 else y
-    h = median_bandwidth(x) if bandwidth is None else float(bandwidth)
-    K = KERNELS[kernel][0](sq_distances(x, x), h)
+    r2 = sq_distances(x, x)
+    h = float(np.median(np.sqrt(r2)[np.triu_indices(len(x), 1)])) if bandwidth is None else float(bandwidth)
+    K = KERNELS[kernel][0](r2, h)
     alpha = np.linalg.solve(K + ridge * len(x) * np.eye(len(x)), y)
     return KRR(x, alpha, kernel, h, ridge)

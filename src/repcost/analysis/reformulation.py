@@ -13,7 +13,7 @@ with biases regularised (`model.bias_regularised=true`).
 
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List
 
 import torch
 
@@ -37,11 +37,6 @@ def representations(model, x: torch.Tensor) -> tuple[List[torch.Tensor], List[to
     return zs, zsig
 
 
-def layer_terms(zs: Sequence[torch.Tensor], zsig: Sequence[torch.Tensor], rcond: float = 1e-10) -> torch.Tensor:
-    """‖Z_ℓ (Z^σ_{ℓ−1})⁺‖²_F for ℓ = 1 … L (Moore–Penrose pseudo-inverse, relative cut-off rcond)."""
-    return torch.stack([(z @ torch.linalg.pinv(s, rtol=rcond)).pow(2).sum() for z, s in zip(zs, zsig)])
-
-
 def reformulated_loss(model, x: torch.Tensor, y: torch.Tensor, lam: float, loss: str = "mse",
                       reg_scale: str = "one", rcond: float = 1e-10) -> dict:
     """L^r at the model's own hidden representations, next to the original objective L_λ(W).
@@ -55,7 +50,8 @@ def reformulated_loss(model, x: torch.Tensor, y: torch.Tensor, lam: float, loss:
         s = reg_scale_factor(reg_scale, model.depth)
         yy = y if loss == "cross_entropy" else y.to(torch.float64)
         dl = data_loss(zs[-1].T, yy, loss)
-        terms = layer_terms(zs, zsig, rcond)
+        # ‖Z_ℓ (Z^σ_{ℓ−1})⁺‖²_F (Moore–Penrose pseudo-inverse, relative cut-off rcond)
+        terms = torch.stack([(z @ torch.linalg.pinv(s, rtol=rcond)).pow(2).sum() for z, s in zip(zs, zsig)])
         sq = sum((p.detach().double() ** 2).sum() for p in model.regularised_params())
     return {"reformulated": float(dl + lam * s * terms.sum()), "original": float(dl + lam * s * sq),
             "data_loss": float(dl), "terms": terms.tolist(), "param_sq_norm": float(sq)}

@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .arrays import as_matrix, as_vector
+from .arrays import as_f64, as_matrix, as_vector
 from .relu_1d import TwoLayerNet, linear_spline_interpolant, min_norm_relu_net_1d
 
 
@@ -137,16 +137,10 @@ def net_from_model(model, prune: bool = True, rel_tol: float = 1e-10) -> TwoLaye
     With prune, units whose |a_k|‖w_k‖ ≤ rel_tol·max are dropped (dead after weight decay; their
     contribution to every output and cost is below rounding).
     """
-    import torch
-
-    with torch.no_grad():
-        W = model.effective_matrix().detach().double().cpu().numpy()
-        a = model.a.detach().double().cpu().numpy()
-        if a.shape[0] != 1:
-            raise ValueError(f"net_from_model needs a scalar output, got {a.shape[0]} outputs")
-        a = a[0]
-        b = model.b.detach().double().cpu().numpy()
-        c = float(model.c.detach().double().cpu().numpy()[0]) if model.c is not None else 0.0
+    W, a, b = as_f64(model.effective_matrix()), as_f64(model.a), as_f64(model.b)
+    if a.shape[0] != 1:
+        raise ValueError(f"net_from_model needs a scalar output, got {a.shape[0]} outputs")
+    a, c = a[0], float(as_f64(model.c)[0]) if model.c is not None else 0.0
     if prune:
         m = np.abs(a) * np.linalg.norm(W, axis=1)
         keep = m > rel_tol * (m.max() if m.size and m.max() > 0 else 1.0)
