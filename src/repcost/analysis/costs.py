@@ -14,6 +14,7 @@ R_L(f) = R_2(f)^{2/L} (Thm 3.1, eq. 9), R_2 = R̄ of :mod:`repcost.analysis.func
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -32,13 +33,8 @@ def effective_matrix(Ws: Sequence) -> np.ndarray:
     """Effective inner matrix W = W_{L−1}⋯W_1 of a factored network (Ongie §2, h = aᵀ[W_{L−1}⋯W_1 x + b]₊ + c)."""
     if len(Ws) == 0:
         raise ValueError("Ws must hold at least one matrix W_1")
-    M = as_matrix(Ws[0], "W_1")
-    for i, Wi in enumerate(Ws[1:], start=2):
-        Wi = as_matrix(Wi, f"W_{i}")
-        if Wi.shape[1] != M.shape[0]:
-            raise ValueError(f"W_{i} has {Wi.shape[1]} columns, expected {M.shape[0]}")
-        M = Wi @ M
-    return M
+    Ws = [as_matrix(Wi, f"W_{i}") for i, Wi in enumerate(Ws, start=1)]
+    return functools.reduce(lambda M, Wi: Wi @ M, Ws[1:], Ws[0])  # W_{L−1}(⋯(W_2 W_1))
 
 
 def cost_CL(Ws: Sequence, a) -> float:

@@ -30,24 +30,12 @@ def _layer_sq_norms(Ws) -> np.ndarray:
     return np.stack([np.sum(W**2, axis=(1, 2)) for W in Ws], axis=1)
 
 
-def parallel_normalise(Ws: Sequence, alpha):
-    """(W̄s, ᾱ): each W_i^{(l)} scaled to unit Frobenius norm, ᾱ_i = α_i Π_l ‖W_i^{(l)}‖_F (Savarese Thm C.1 proof, eq. 50).
-
-    A sub-network with some zero layer computes the zero function: it gets ᾱ_i = 0 and its
-    layers are returned unchanged (they cannot be put on the sphere).
-    """
+def parallel_alpha_normalised(Ws: Sequence, alpha) -> np.ndarray:
+    """ᾱ_i = α_i Π_l ‖W_i^{(l)}‖_F, the output weights once every W_i^{(l)} is scaled onto the unit sphere (Savarese
+    Thm C.1 proof, eq. 50); 0 for a sub-network with a zero layer (it computes the zero function)."""
     Ws, alpha = _stack(Ws, alpha)
     norms = np.sqrt(_layer_sq_norms(Ws))  # (k, L−1)
-    alive = np.all(norms > 0, axis=1)
-    alpha_bar = np.where(alive, alpha * np.prod(norms, axis=1), 0.0)
-    scale = np.where(alive[:, None], 1.0 / np.where(norms > 0, norms, 1.0), 1.0)
-    Ws_bar = [W * scale[:, l, None, None] for l, W in enumerate(Ws)]
-    return Ws_bar, alpha_bar
-
-
-def parallel_alpha_normalised(Ws: Sequence, alpha) -> np.ndarray:
-    """ᾱ_i = α_i Π_l ‖W_i^{(l)}‖_F, the output weights once every sub-network layer is on the unit sphere (Savarese eq. 50)."""
-    return parallel_normalise(Ws, alpha)[1]
+    return np.where(np.all(norms > 0, axis=1), alpha * np.prod(norms, axis=1), 0.0)
 
 
 def l2L_quasinorm(alpha_bar, L: int) -> float:

@@ -1,7 +1,6 @@
 """Ongie & Willett §5.2–5.3: interpolants of samples on two rays, Prop 5.2, and unit alignment.
 
-Conventions as in :mod:`repcost.analysis.costs`: a 2-layer representation is (W, a, b, c) with
-W of shape K × d (row k = unit k's inner weight w_k), h(x) = Σ_k a_k [w_kᵀx + b_k]₊ + c.
+Every net here is a :class:`~repcost.analysis.relu_1d.TwoLayerNet` h(x) = Σ_k a_k [w_kᵀx + b_k]₊ + c.
 
 Two rays from the origin in R² with unit directions w1, w2, w1ᵀw2 < 0 (separation angle
 α ∈ (π/2, π)).  Samples on ray j are x = t·w_j, t > 0, with labels y.  On each ray we take the
