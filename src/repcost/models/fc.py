@@ -40,9 +40,7 @@ class FCConfig:
 
     def widths(self) -> list:
         """Hidden widths n_1 … n_{L-1}."""
-        if isinstance(self.width, (list, tuple)) or hasattr(self.width, "__iter__"):
-            return list(self.width)
-        return [self.width] * (self.depth - 1)
+        return list(self.width) if hasattr(self.width, "__iter__") else [self.width] * (self.depth - 1)
 
     def param_count(self, d_in: int, d_out: int) -> int:
         """Parameters of the net FC builds: every W_ℓ, and every b_ℓ when β > 0."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Optional
 
@@ -121,10 +122,7 @@ class LinearReLU(RepModel):
 
     def effective_matrix(self) -> torch.Tensor:
         """W = W_{L−1}⋯W_1, the inner matrix of the equivalent 2-layer net (Ongie §3)."""
-        W = self.linear[0]
-        for Wi in list(self.linear)[1:]:
-            W = Wi @ W
-        return W
+        return functools.reduce(lambda W, Wi: Wi @ W, list(self.linear)[1:], self.linear[0])
 
     def weight_names(self) -> list[str]:
         return [f"W{i}" for i in range(1, self.depth)] + ["a"]
