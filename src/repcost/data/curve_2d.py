@@ -61,11 +61,6 @@ def curve_param(cfg: Curve2DConfig, t: np.ndarray) -> np.ndarray:
     return np.stack([np.cos(2 * math.pi * t), np.sin(2 * math.pi * t)], axis=-1)
 
 
-def curve_length(cfg: Curve2DConfig) -> float:
-    """Length of the curve (polyline approximation on DENSE vertices)."""
-    return float(arclength(curve_param(cfg, GRID))[-1])
-
-
 def points_at_arclength(cfg: Curve2DConfig, s: np.ndarray) -> np.ndarray:
     """Exact curve points at arc-length fractions s ∈ [0, 1] (the parameter is interpolated)."""
     cum = arclength(curve_param(cfg, GRID))
@@ -122,6 +117,7 @@ def _split(cfg: Curve2DConfig, n: int, stream: int):
 @DATASETS.register("curve_2d", Curve2DConfig)
 def load_curve_2d(cfg: Curve2DConfig) -> DataBundle:
     """Autoencoder data on a plane curve: targets = clean points, inputs = points + N(0, noise²) (Jacot 2023 Fig 3)."""
-    meta = {"shape": cfg.shape, "closed": cfg.shape in CLOSED, "length": curve_length(cfg), "noise": cfg.noise}
+    length = float(arclength(curve_param(cfg, GRID))[-1])  # of the DENSE-vertex polyline
+    meta = {"shape": cfg.shape, "closed": cfg.shape in CLOSED, "length": length, "noise": cfg.noise}
     return DataBundle("curve_2d", *two_splits(lambda n, stream: _split(cfg, n, stream), cfg.n_train, cfg.n_test),
                       meta=meta)

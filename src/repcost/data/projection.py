@@ -48,12 +48,6 @@ class ProjectionConfig:
         check(self.x_max > 0, "x_max", self.x_max, "a positive number")
 
 
-def label_direction(cfg: ProjectionConfig) -> np.ndarray:
-    """The unit vector u with y = φ(uᵀx)."""
-    u = np.asarray(cfg.direction, dtype=np.float64)
-    return u / np.linalg.norm(u)
-
-
 def _inputs(cfg: ProjectionConfig, n: int, stream: int) -> torch.Tensor:
     g = rng(cfg.seed, stream)
     if cfg.x_dist == "uniform":
@@ -64,7 +58,8 @@ def _inputs(cfg: ProjectionConfig, n: int, stream: int) -> torch.Tensor:
 @DATASETS.register("projection", ProjectionConfig)
 def load_projection(cfg: ProjectionConfig) -> DataBundle:
     """x_i random in R^d, y_i = y_scale·φ(uᵀx_i) (Ongie & Willett Fig 1)."""
-    u = label_direction(cfg)
+    u = np.asarray(cfg.direction, dtype=np.float64)
+    u = u / np.linalg.norm(u)  # the label direction
 
     def labels(x):
         return torch.as_tensor(cfg.y_scale * FUNCTIONS[cfg.profile](x.numpy() @ u, cfg.frequency)).reshape(-1, 1)
