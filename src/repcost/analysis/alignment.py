@@ -19,6 +19,7 @@ Samples are rows here (N × n); Z_ℓ of the paper is the transpose.
 from __future__ import annotations
 
 import copy
+import itertools
 
 import torch
 
@@ -121,12 +122,8 @@ def plateau_start(widths, values, rel_tol: float = 0.01, log_frac: float | None 
         limit = (1 + rel_tol) * best
     else:
         limit = best * (max(v for _, v in pairs) / best) ** log_frac
-    start = None
-    for w, v in reversed(pairs):
-        if v <= limit:
-            start = w
-        else:
-            break
+    plateau = [w for w, _ in itertools.takewhile(lambda p: p[1] <= limit, reversed(pairs))]  # widest first
+    start = plateau[-1] if plateau else None
     return int(start) if start is not None and start == int(start) else start
 
 

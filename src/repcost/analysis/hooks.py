@@ -209,10 +209,6 @@ register_analysis("costs", CommonOptions, _costs, _needs_scalar_output, cheap=Fa
 register_analysis("critical", CriticalOptions, _certificate, cheap=False, describe=describe_certificate)
 
 
-def _options(schema: type, opts: dict[str, Any]):
-    return schema(**{f.name: opts[f.name] for f in dataclasses.fields(schema) if f.name in opts})
-
-
 def analysis_points(cfg: AnalysisConfig, data) -> torch.Tensor:
     """The inputs analyses run on: the train split (default), the test split, or fresh points."""
     if (cfg.options or {}).get("points", "train") == "train":  # else test (validate_options allows no other)
@@ -226,7 +222,7 @@ class AnalysisRunner:
     """Periodic scalars into metrics.jsonl; final scalars into summary.json, arrays into analysis/."""
 
     def __init__(self, cfg: AnalysisConfig, model, data, run_dir: Path, train=None):
-        self.cfg, self.data, self.run_dir = cfg, data, Path(run_dir)
+        self.cfg, self.run_dir = cfg, Path(run_dir)
         opts = validate_options(cfg)
         self.skipped = {n: why for n in cfg.analyses if (why := ANALYSES.get(n).build.applies(model, data))}
         if self.skipped and len(self.skipped) == len(cfg.analyses):  # nothing selected applies: a mistake
@@ -234,7 +230,9 @@ class AnalysisRunner:
             raise RepcostError(f"analysis '{name}' does not apply to this run: {why}")
         self.names = [n for n in cfg.analyses if n not in self.skipped]
         self.x = analysis_points(cfg, data) if cfg.analyses else None
-        self.options = {n: _options(ANALYSES.get(n).schema, opts) for n in self.names}
+        schemas = {n: ANALYSES.get(n).schema for n in self.names}
+        self.options = {n: s(**{f.name: opts[f.name] for f in dataclasses.fields(s) if f.name in opts})
+                        for n, s in schemas.items()}
         self.critical = cfg.critical.enabled and train is not None
         self.options["critical"] = cfg.critical
         y = training_targets(data, data.y_train, train.loss) if train is not None else data.y_train
