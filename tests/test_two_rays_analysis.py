@@ -9,10 +9,8 @@ import pytest
 
 from repcost.analysis import path_norm, phi_L
 from repcost.analysis.relu_1d import TwoLayerNet
-from repcost.analysis.two_rays import (alignment_summary, angle_to_line_deg, directional_variation,
-                                       line_angle, net_from_model,
-                                       projection_interpolant, prop52_margin,
-                                       ray_units, two_rays_f, two_rays_g, unit_line_angles_deg)
+from repcost.analysis.two_rays import (alignment_summary, directional_variation, line_angle, net_from_model,
+                                       projection_interpolant, prop52_margin, ray_units, two_rays_f, two_rays_g)
 
 
 def rays(alpha, t=(0.2, 0.5, 0.8, 1.0), y1=(0.2, 0.5, 0.6, 0.9), y2=(0.1, 0.2, 0.3, 0.5)):
@@ -77,16 +75,16 @@ def test_projection_interpolant_is_rank_one_and_interpolates():
     u = np.array([1.0, 0.3])
     h = projection_interpolant(x, y, u)
     assert np.allclose(h(x), y)
-    assert np.linalg.matrix_rank(h.W) == 1 and angle_to_line_deg(h.W[0], u) < 1e-6
+    assert np.linalg.matrix_rank(h.W) == 1 and alignment_summary(h, -u)["v1_angle_to_w0_deg"] < 1e-6
     assert directional_variation(h, rng.uniform(-1, 1, size=(50, 2)), u) < 1e-12
     assert phi_L(h.W, h.a, 3) == pytest.approx(path_norm(h.W, h.a) ** (2 / 3), rel=1e-8)  # Cor 3.6
 
 
 def test_alignment_helpers():
-    W = np.array([[1.0, 0.0], [0.0, 2.0], [-1.0, 0.0]])
-    ang = unit_line_angles_deg(W, [[1.0, 0.0], [0.0, 1.0]])
-    assert ang.tolist() == pytest.approx([0.0, 0.0, 90.0])
-    assert angle_to_line_deg([1.0, 1.0], [-1.0, -1.0]) == pytest.approx(0.0, abs=1e-6)
+    W = np.array([[1.0, 0.0], [0.0, 2.0], [-1.0, 0.0]])  # unit angles to the rays: 0, 0, 90 (the line, not the ray)
+    s = alignment_summary(TwoLayerNet(W, np.array([2.0, 1.0, 2.0]), np.zeros(3)), [0.0, -1.0], [[1.0, 0.0], [0.0, 1.0]])
+    assert s["unit_angle_to_rays_max_deg"] == pytest.approx(90.0) and s["unit_angle_to_rays_deg"] == pytest.approx(30.0)
+    assert s["v1_angle_to_w0_deg"] == pytest.approx(0.0, abs=1e-6)  # WᵀW = diag(2, 4): W's top direction is (0, ±1)
     h = TwoLayerNet(np.array([[0.0, 1.0]]), np.array([1.0]), np.array([5.0]))
     assert directional_variation(h, np.zeros((3, 2)), [1.0, 0.0]) == pytest.approx(1.0)
 

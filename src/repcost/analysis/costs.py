@@ -130,29 +130,18 @@ def phi3_lower_bound_search(
     return best_val, Q_full
 
 
-def phi3_upper_bound(W, a, V=None) -> float:
+def phi3_upper_bound(W, a) -> float:
     """Σ_j (Σ_k |a_k⟨w_k, v_j⟩|)^{2/3} ≥ Φ_3(W, a), V = right singular vectors of W (Ongie Thm 3.9, eq. 19b).
 
     The bound holds for any V with orthonormal columns whose span contains the row space of W
     (D_λ⁻¹D_aW = Σ_j (D_λ⁻¹D_aW v_j) v_jᵀ, triangle inequality for the nuclear norm, then the
-    Prop 3.5 argument); pass V to choose the basis when W has repeated singular values, where
-    the thin SVD is not unique and the value of (19) depends on the basis numpy returns.
+    Prop 3.5 argument); where W has repeated singular values the thin SVD is not unique and the
+    value of (19) depends on the basis numpy returns.
     """
     W, a = as_units(W, a)
-    if V is None:
-        _, s, Vt = np.linalg.svd(W, full_matrices=False)
-        if s.size == 0 or s[0] == 0:
-            return 0.0
-        r = int(np.sum(s > max(W.shape) * np.finfo(float).eps * s[0]))
-        V = Vt[:r].T
-    else:
-        V = as_matrix(V, "V")
-        if V.shape[0] != W.shape[1]:
-            raise ValueError(f"V must have {W.shape[1]} rows, got {V.shape}")
-        if not np.allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-10):
-            raise ValueError("V must have orthonormal columns")
-        resid = W - (W @ V) @ V.T
-        if np.linalg.norm(resid) > 1e-9 * max(1.0, np.linalg.norm(W)):
-            raise ValueError("span(V) must contain the row space of W")
+    _, s, Vt = np.linalg.svd(W, full_matrices=False)
+    if s.size == 0 or s[0] == 0:
+        return 0.0
+    V = Vt[: int(np.sum(s > max(W.shape) * np.finfo(float).eps * s[0]))].T
     B = a[:, None] * (W @ V)  # entry (k, j) = a_k ⟨w_k, v_j⟩ = a_k u_kj σ_j
     return float(np.sum(np.sum(np.abs(B), axis=0) ** (2.0 / 3.0)))

@@ -90,9 +90,7 @@ def count_tripoints(grid: DecisionGrid, min_classes: int = 3, min_separation: fl
     for k in range(1, n + 1):
         iy, ix = np.nonzero(comp == k)
         centre = np.array([xc[ix].mean(), yc[iy].mean()])
-        cls = set()
-        for a, b in ((0, 0), (0, 1), (1, 0), (1, 1)):
-            cls.update(np.unique(grid.labels[iy + a, ix + b]).tolist())
+        cls = set(srt[iy, ix].ravel().tolist())  # the labels at the corners of its blocks
         if min_separation > 0:
             disc = grid.labels[np.hypot(gx - centre[0], gy - centre[1]) <= min_separation]
             big = sum(np.mean(disc == c) >= min_area_frac for c in cls) if disc.size else 0

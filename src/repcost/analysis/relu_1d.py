@@ -168,12 +168,11 @@ def min_norm_relu_net_1d(f: PiecewiseLinear1D) -> TwoLayerNet:
 
 @dataclass
 class ConvexMinimum:
-    """The minimiser `net` (nonzero units only) and `value`, its objective; `beta` a feasible dual point
-    (N, d_out) and `dual_value` = D(beta) ≤ the minimum ≤ value."""
+    """The minimiser `net` (nonzero units only) and `value`, its objective; `dual_value` = D(β) ≤ the minimum ≤
+    value at the feasible dual point β made from the solver's."""
 
     net: TwoLayerNet
     value: float
-    beta: np.ndarray
     dual_value: float
 
 
@@ -226,7 +225,7 @@ def convex_minimum(x: np.ndarray, y: np.ndarray, rho: float) -> ConvexMinimum:
     fit = phi[:, keep] @ eta
     c = (y - fit).mean(axis=0)  # the free offset's optimum given η
     value = float(((fit + c - y) ** 2).sum(axis=1).mean() + 2 * rho * np.linalg.norm(eta, axis=1).sum())
-    return ConvexMinimum(balanced_net(kinks[keep], signs[keep], eta, c), value, beta, dual_value(beta, y, rho))
+    return ConvexMinimum(balanced_net(kinks[keep], signs[keep], eta, c), value, dual_value(beta, y, rho))
 
 
 def gap_at(x: np.ndarray, f: np.ndarray, y: np.ndarray, rho: float, objective: float,

@@ -101,22 +101,6 @@ def projection_interpolant(x, y, u) -> TwoLayerNet:
     return TwoLayerNet(net.W * u[None, :], net.a[:, 0], net.b, float(net.c[0]))
 
 
-def angle_to_line_deg(v, u) -> float:
-    """Angle in degrees in [0, 90] between the lines spanned by v and u."""
-    v, u = as_vector(v, "v"), as_vector(u, "u")
-    v, u = v / np.linalg.norm(v), u / np.linalg.norm(u)
-    dot = float(v @ u)
-    return float(np.degrees(np.arctan2(np.linalg.norm(v - dot * u), abs(dot))))  # accurate near 0
-
-
-def unit_line_angles_deg(W, directions) -> np.ndarray:
-    """For each unit, the angle in degrees from its w_k to the nearest *ray* among `directions` (signed, in [0, 180])."""
-    W = as_matrix(W, "W")
-    D = np.stack([as_vector(d, "direction") / np.linalg.norm(d) for d in directions])
-    cos = (W / np.linalg.norm(W, axis=1, keepdims=True)) @ D.T
-    return np.degrees(np.arccos(np.clip(cos.max(axis=1), -1.0, 1.0)))
-
-
 def directional_variation(net: TwoLayerNet, x, u) -> float:
     """RMS over x of |u⊥ᵀ∇h| / RMS of ‖∇h‖ (d = 2): how much h varies perpendicular to u (0 = h(x) = φ(uᵀx))."""
     x = as_matrix(x, "x")
@@ -148,16 +132,20 @@ def net_from_model(model, prune: bool = True, rel_tol: float = 1e-10) -> TwoLaye
 
 
 def alignment_summary(net: TwoLayerNet, w0=None, rays: Sequence = ()) -> dict:
-    """Singular values of W, s2/s1, the angle (deg) from W's top right singular vector to the line of w0,
-    and the mean angle (deg) from each unit to its nearest ray direction weighted by |a_k|‖w_k‖."""
+    """Singular values of W, s2/s1, the angle (deg, in [0, 90]) from W's top right singular vector to the line of
+    w0, and the angle (deg, in [0, 180]) from each unit's w_k to its nearest *ray* among `rays`: their mean weighted
+    by |a_k|‖w_k‖ and their max over the units that carry mass."""
     W = net.W
     _, s, Vt = np.linalg.svd(W, full_matrices=False)
     out = {"n_units": int(W.shape[0]), "s": s, "s2_over_s1": float(s[1] / s[0]) if s.size > 1 and s[0] > 0 else 0.0}
     if w0 is not None:
-        out["v1_angle_to_w0_deg"] = angle_to_line_deg(Vt[0], w0)
+        v, u = Vt[0] / np.linalg.norm(Vt[0]), as_vector(w0, "w0") / np.linalg.norm(w0)
+        dot = float(v @ u)
+        out["v1_angle_to_w0_deg"] = float(np.degrees(np.arctan2(np.linalg.norm(v - dot * u), abs(dot))))  # accurate near 0
     if len(rays):
         wts = np.abs(net.a) * np.linalg.norm(W, axis=1)
-        ang = unit_line_angles_deg(W, rays)
+        D = np.stack([as_vector(d, "direction") / np.linalg.norm(d) for d in rays])
+        ang = np.degrees(np.arccos(np.clip(((W / np.linalg.norm(W, axis=1, keepdims=True)) @ D.T).max(axis=1), -1, 1)))
         out["unit_angle_to_rays_deg"] = float(np.sum(wts * ang) / np.sum(wts))
         out["unit_angle_to_rays_max_deg"] = float(np.max(ang[wts > 1e-3 * wts.max()]))
     return out
