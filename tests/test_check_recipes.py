@@ -110,11 +110,12 @@ def test_near_duplicates_are_pairs_with_different_labels():
 
 def test_blocks_are_disjoint_and_each_heldout_ten_is_judged_alone():
     assert set(check_recipes.DEV).isdisjoint(check_recipes.HELDOUT) and len(check_recipes.HELDOUT) == 20
-    rows = [{"study": "1d", "dataset": i, "passed": i not in (21, 22)} for i in check_recipes.HELDOUT]
-    blocks = check_recipes._tens(rows)
-    # 18/20 overall, yet block 20–29 has 8/10: the target (≥ 9/10 per block) is missed there
-    assert [sum(r["passed"] for r in b) for b in blocks] == [8, 10]
-    assert check_recipes._by_ten(rows) == "20–29: 8/10, 30–39: 10/10"
+    rows = [{"study": "1d", "family": "uniform", "dataset": i, "passed": i not in (21, 22)} for i in check_recipes.HELDOUT]
+    rows += [{"study": "rays_L2", "family": "two_rays", "dataset": i, "passed": True} for i in range(85, 95)]
+    blocks = check_recipes.blocks(rows)
+    # 18/20 overall, yet block 20–29 has 8/10: the target (≥ 9/10 per block) is missed there; two rays: one block
+    assert {t: sum(r["passed"] for r in b) for t, b in blocks["uniform"].items()} == {20: 8, 30: 10}
+    assert [len(b) for b in blocks["rays_L2"].values()] == [10]
 
 
 def test_a_1d_row_passes_only_on_both_criteria_and_names_those_it_misses():

@@ -47,7 +47,7 @@ Writes figures/recipes.csv and figures/recipes.png; prints one line per dataset 
 criteria it misses), then per 1-D family the pass, certified and cost counts with the gap and C/C_min ranges and
 the median and largest wall time per dataset, and the two-rays pass rates.
 Usage: python -m repcost.studies.check_recipes [--only 1d|rays|rays_L2|rays_L3] [--family NAME|all]
-       [--block dev|heldout] [--start 90] [--n 10] [--datasets 0,3] [--jobs 2] [--out outputs/recipes]
+       [--block dev|heldout|N] [--start 90] [--n 10] [--datasets 0,3] [--jobs 2] [--out outputs/recipes]
        [--csv figures/recipes.csv] [--set OVERRIDE ...]
 """
 
@@ -229,7 +229,6 @@ def certificate(summary: dict) -> dict:
 COLUMNS = ("study", "family", "block", "dataset", "L", "n_points", "C", "C_min", "ratio", "spread", "loss_over_var",
            "certificate_gap", "global_gap_rel", "certify_rounds", "steps", "wall_s", "critical_point",
            "cert_stationarity", "cert_clarke_stationarity", "cert_unit_gap", "passed", "run_dir")  # recipes.csv
-EXTRA: list[str] = []  # --set overrides, appended to every run (exploring variants of a recipe)
 
 
 def _row(s: dict, y: np.ndarray, path: Path, **values) -> dict:
@@ -240,18 +239,19 @@ def _row(s: dict, y: np.ndarray, path: Path, **values) -> dict:
     return {k: row[k] for k in COLUMNS}
 
 
-def case_1d(family: str, i: int, out: Path) -> dict:
-    """Train the 1-D recipe on dataset i of a family; its certificate and C against the spline minimum."""
+def case_1d(family: str, i: int, out: Path, extra: list[str] = ()) -> dict:
+    """Train the 1-D recipe (with overrides `extra`) on dataset i of a family; its certificate and C against the
+    spline minimum."""
     from repcost.analysis import spline_min_cost
     from repcost.errors import RepcostError
 
     x, y = family_1d(family, i)
     run_dir = out / f"1d_{family}_{i}"
     cmin = spline_min_cost(x, y)
-    block = "dev" if i in DEV else "heldout" if i in HELDOUT else "other"
+    block = "dev" if i in DEV else "heldout" if i in HELDOUT else f"{i // 10 * 10}–{i // 10 * 10 + 9}"
     head = {"study": "1d", "family": family, "block": block, "dataset": i, "L": 2, "n_points": len(x), "C_min": cmin}
     try:
-        s = train(["experiment=min_norm_1d", f"data.x={_fmt(x)}", f"data.y={_fmt(y)}", *EXTRA], run_dir)
+        s = train(["experiment=min_norm_1d", f"data.x={_fmt(x)}", f"data.y={_fmt(y)}", *extra], run_dir)
     except RepcostError as e:  # a run that failed (e.g. diverged) is a dataset not certified, never dropped
         nan = math.nan
         failed = {"train_loss": nan, "steps": nan, "script_wall_s": nan}
@@ -268,15 +268,16 @@ def missed_1d(row: dict) -> list[str]:
                                   ("C within 1 %", abs(row["ratio"] - 1) <= COST_TOL)) if not ok]
 
 
-def case_rays(i: int, L: int, out: Path) -> dict:
-    """Train the two-rays recipe at depth L on held-out dataset i and judge it (module docstring)."""
+def case_rays(i: int, L: int, out: Path, extra: list[str] = ()) -> dict:
+    """Train the two-rays recipe (with overrides `extra`) at depth L on held-out dataset i and judge it (module
+    docstring)."""
     from repcost.analysis import min_r2_interpolant, phi_L
     from repcost.analysis.two_rays import f_and_g_for_data
     from repcost.config import compose_config, validate
     from repcost.data import load_data
 
     ov = ["experiment=min_norm_two_rays"] + [f"data.{k}={_fmt(v)}" for k, v in heldout_rays(i).items()]
-    cfg = validate(compose_config(ov + EXTRA))
+    cfg = validate(compose_config(ov + list(extra)))
     data = load_data(cfg.data)
     x, y = data.x_train.double().numpy(), data.y_train.double().numpy()[:, 0]
     run_dir = out / f"rays_L{L}_{i}"
@@ -284,14 +285,14 @@ def case_rays(i: int, L: int, out: Path) -> dict:
             "global_gap_rel": math.nan, "certify_rounds": 0}
     if L == 2:
         ref = min_r2_interpolant(x, y)
-        s = train(ov + ["model.depth=2", *EXTRA], run_dir)
+        s = train(ov + ["model.depth=2", *extra], run_dir)
         ratio = s["cost"] / ref.value
         return _row(s, y, run_dir, **head, C=s["cost"], C_min=ref.value, ratio=ratio, certificate_gap=ref.gap,
                     passed=bool(abs(ratio - 1) <= TOL))
     f, g, _ = f_and_g_for_data(data)
     ref = min(phi_L(f.W, f.a, 3), phi_L(g.W, g.a, 3))
     K = int(cfg.train.ensemble_size)
-    s = train(ov + ["model.depth=3", f"train.ensemble_size={5 * K}", *EXTRA], run_dir)
+    s = train(ov + ["model.depth=3", f"train.ensemble_size={5 * K}", *extra], run_dir)
     members = [json.loads((run_dir / "members" / str(m) / "summary.json").read_text()) for m in range(5 * K)]
     costs = [min(members[j * K:(j + 1) * K], key=lambda r: r["objective"])["cost"] for j in range(5)]
     spread = (max(costs) - min(costs)) / min(costs)
@@ -299,63 +300,51 @@ def case_rays(i: int, L: int, out: Path) -> dict:
                 passed=bool(spread <= TOL and max(costs) <= ref))
 
 
-def _case(args):
-    kind, i, out, extra = args
-    EXTRA[:] = extra
-    if kind.startswith("1d:"):
-        return case_1d(kind[3:], i, out)
-    return case_rays(i, int(kind[-1]), out)
-
-
 def _jobs(a, out: Path) -> list[tuple]:
-    """(kind, dataset, out, overrides) per run: kind `1d:FAMILY`, `rays_L2` or `rays_L3`."""
+    """(function, *arguments) per run: the 1-D recipe per family and dataset, the two-rays recipe per depth."""
     given = [int(v) for v in a.datasets.split(",")] if a.datasets else None
     jobs = []
     if a.only in ("1d", "all"):
         families = FAMILIES if a.family == "all" else [a.family]
-        idx = given or list(DEV if a.block == "dev" else HELDOUT)
-        jobs += [(f"1d:{f}", i, out, a.set) for f in families for i in idx]
+        jobs += [(case_1d, f, i, out, a.set) for f in families for i in given or a.block]
     if a.only != "1d":
-        kinds = ["rays_L2", "rays_L3"] if a.only in ("rays", "all") else [a.only]
-        idx = given or list(range(a.start, a.start + a.n))
-        jobs += [(k, i, out, a.set) for k in kinds for i in idx]
+        depths = [2, 3] if a.only in ("rays", "all") else [int(a.only[-1])]
+        jobs += [(case_rays, i, L, out, a.set) for L in depths for i in given or range(a.start, a.start + a.n)]
     return jobs
 
 
 def _line(r: dict) -> str:
+    """A dataset's printed line: its numbers and verdict (a failing 1-D one names the criteria it misses)."""
+    one_d = r["study"] == "1d"
+    head = f"{r['family'] if one_d else r['study']:14s} #{r['dataset']:<2d} N={r['n_points']:3d}  "
     if r["run_dir"].startswith("failed"):
-        return f"{r['family']:14s} #{r['dataset']:<2d} N={r['n_points']:3d}  FAIL: not certified, the run {r['run_dir']}"
-    if r["study"] == "1d":
-        return (f"{r['family']:14s} #{r['dataset']:<2d} N={r['n_points']:3d}  gap={r['global_gap_rel']:.1e}  "
-                f"C/C_min={r['ratio']:.4f}  loss/var={r['loss_over_var']:.1e}  rounds={r['certify_rounds']}  "
-                f"steps={r['steps']}  {r['wall_s']:.0f}s  "
-                + ("PASS" if r["passed"] else "FAIL: not " + " and not ".join(missed_1d(r))))
-    return (f"{r['study']:14s} #{r['dataset']:<2d} N={r['n_points']:3d}  C={r['C']:10.4f}  C_ref={r['C_min']:10.4f}  "
-            f"C/C_ref={r['ratio']:.4f}  spread={r['spread']:.4f}  loss/var={r['loss_over_var']:.1e}  "
-            f"gap={r['certificate_gap']:.1e}  critical={'yes' if r['critical_point'] else 'no'}  "
-            f"stationarity={r['cert_stationarity']:.1e} (at kinks {r['cert_clarke_stationarity']:.1e})  "
-            f"unit_gap={r['cert_unit_gap']:.1e}  steps={r['steps']}  {r['wall_s']:.0f}s  "
-            f"{'PASS' if r['passed'] else 'FAIL'}")
+        return head + f"FAIL: the run {r['run_dir']}"
+    if one_d:
+        body = (f"gap={r['global_gap_rel']:.1e}  C/C_min={r['ratio']:.4f}  loss/var={r['loss_over_var']:.1e}  "
+                f"rounds={r['certify_rounds']}")
+    else:
+        body = (f"C={r['C']:10.4f}  C_ref={r['C_min']:10.4f}  C/C_ref={r['ratio']:.4f}  spread={r['spread']:.4f}  "
+                f"loss/var={r['loss_over_var']:.1e}  gap={r['certificate_gap']:.1e}  "
+                f"critical={'yes' if r['critical_point'] else 'no'}  stationarity={r['cert_stationarity']:.1e} "
+                f"(at kinks {r['cert_clarke_stationarity']:.1e})  unit_gap={r['cert_unit_gap']:.1e}")
+    verdict = "PASS" if r["passed"] else "FAIL" + (": not " + " and not ".join(missed_1d(r)) if one_d else "")
+    return head + body + f"  steps={r['steps']}  {r['wall_s']:.0f}s  {verdict}"
 
 
-def _tens(sel: list[dict]) -> list[list[dict]]:
-    """A 1-D family's rows by block of ten datasets (20–29, 30–39, …); two rays: one block."""
-    if sel[0]["study"] != "1d":
-        return [sel]
-    return [[r for r in sel if r["dataset"] // 10 == t] for t in sorted({r["dataset"] // 10 for r in sel})]
+def blocks(rows: list[dict]) -> dict[str, dict[int, list[dict]]]:
+    """Rows by 1-D family or two-rays study (in run order), then by judged block: a 1-D family's blocks of ten
+    datasets (20–29, 30–39, …; keyed by the first), a two-rays study's one block."""
+    out: dict[str, dict[int, list[dict]]] = {}
+    for r in rows:
+        one_d = r["study"] == "1d"
+        key = (r["family"] if one_d else r["study"], r["dataset"] // 10 * 10 if one_d else 0)
+        out.setdefault(key[0], {}).setdefault(key[1], []).append(r)
+    return out
 
 
-def _by_ten(sel: list[dict]) -> str:
-    """Certified counts per block of ten datasets (20–29: 9/10, …)."""
-    return ", ".join(f"{b[0]['dataset'] // 10 * 10}–{b[0]['dataset'] // 10 * 10 + 9}: "
-                     f"{sum(r['passed'] for r in b)}/{len(b)}" for b in _tens(sel))
-
-
-def _groups(rows: list[dict]) -> dict[str, list[dict]]:
-    """Rows by 1-D family (in FAMILIES' order) and by two-rays study."""
-    keys = [f for f in FAMILIES if any(r["study"] == "1d" and r["family"] == f for r in rows)]
-    keys += sorted({r["study"] for r in rows if r["study"] != "1d"})
-    return {k: [r for r in rows if (r["family"] if r["study"] == "1d" else r["study"]) == k] for k in keys}
+def _block(v: str) -> range:
+    """--block: dev (datasets 0–19), heldout (20–39) or N (the ten datasets N … N + 9)."""
+    return {"dev": DEV, "heldout": HELDOUT}[v] if v in ("dev", "heldout") else range(int(v), int(v) + 10)
 
 
 def main(argv=None) -> int:
@@ -365,8 +354,8 @@ def main(argv=None) -> int:
     p = OneLineParser(prog="check_recipes", description=__doc__.splitlines()[0])
     p.add_argument("--only", choices=["all", "1d", "rays", "rays_L2", "rays_L3"], default="all")
     p.add_argument("--family", choices=["all", *FAMILIES], default="all", help="1-D family (default: all)")
-    p.add_argument("--block", choices=["dev", "heldout"], default="heldout",
-                   help="1-D block: dev = datasets 0–19, heldout = 20–39")
+    p.add_argument("--block", type=_block, default=HELDOUT,
+                   help="1-D datasets: dev = 0–19, heldout = 20–39 (default), N = N … N + 9")
     p.add_argument("--n", type=int, default=10, help="two rays: number of datasets")
     p.add_argument("--start", type=int, default=90, help="two rays: first dataset index (0–9: the development set)")
     p.add_argument("--jobs", type=int, default=2)
@@ -375,17 +364,16 @@ def main(argv=None) -> int:
     p.add_argument("--datasets", default=None, help="comma-separated dataset indices (default: the block / --start, --n)")
     p.add_argument("--set", nargs="*", default=[], help="extra overrides for every run (variants of the recipe)")
     a = p.parse_args(argv)
-    out = (REPO / a.out).resolve()
-    jobs = _jobs(a, out)
     t0 = time.perf_counter()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     with ProcessPoolExecutor(max_workers=a.jobs) as ex:
         rows = []
-        for r in ex.map(_case, jobs):
-            rows.append(r)
-            print(_line(r), flush=True)
-    groups = _groups(rows)
-    for k, sel in groups.items():
+        for run in [ex.submit(*job) for job in _jobs(a, (REPO / a.out).resolve())]:
+            rows.append(run.result())
+            print(_line(rows[-1]), flush=True)
+    groups = blocks(rows)
+    for k, tens in groups.items():
+        sel = [r for b in tens.values() for r in b]
         col = lambda c: [r[c] for r in sel]  # noqa: E731
         one_d, failed = sel[0]["study"] == "1d", sum(r["run_dir"].startswith("failed") for r in sel)
         misses = [m for r in sel if one_d for m in missed_1d(r)]
@@ -396,14 +384,15 @@ def main(argv=None) -> int:
               + (f"; gap {np.nanmin(col('global_gap_rel')):.1e}–{np.nanmax(col('global_gap_rel')):.1e}; "
                  f"C/C_min {np.nanmin(col('ratio')):.4f}–{np.nanmax(col('ratio')):.4f}" if one_d else "")
               + (f"; {failed} run(s) failed" if failed else "")
-              + (f"; by block of ten: {_by_ten(sel)}" if one_d and len(sel) > 10 else ""))
+              + ("; by block of ten: " + ", ".join(f"{t}–{t + 9}: {sum(r['passed'] for r in b)}/{len(b)}"
+                                                   for t, b in tens.items()) if len(tens) > 1 else ""))
     print(f"total {time.perf_counter() - t0:.0f} s with {a.jobs} jobs")
     csv_path = REPO / a.csv
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(csv_path, csv_bytes(rows))
-    _figure(groups, csv_path.with_suffix(".png"))
+    _figure({k: [r for b in tens.values() for r in b] for k, tens in groups.items()}, csv_path.with_suffix(".png"))
     # the target: at least 9 of every 10 (each 1-D block of ten, each two-rays study)
-    return 0 if all(sum(r["passed"] for r in b) >= 0.9 * len(b) for sel in groups.values() for b in _tens(sel)) else 1
+    return 0 if all(sum(r["passed"] for r in b) >= 0.9 * len(b) for t in groups.values() for b in t.values()) else 1
 
 
 def _figure(groups: dict[str, list[dict]], path: Path) -> None:

@@ -40,8 +40,9 @@ def middle_max_ratio(model: torch.nn.Module, x: torch.Tensor, k: int) -> float:
     return max(ratio(sp.s, k) for sp in spectra if L / 4 <= sp.layer <= 3 * L / 4)
 
 
-def describe(model, x, y, train, k: int | None) -> str:
-    """Objective terms, certificate and (rank-k data) the middle-layer ratio at the model's parameters."""
+def describe(model, x, y, train, k: int | None) -> tuple[float, str]:
+    """The objective at the model's parameters, and a line of its terms, the certificate and (rank-k data) the
+    middle-layer ratio."""
     c = critical_point_certificate(model, x, y, train.loss, train.lam, train.reg_scale)
     with torch.no_grad():
         obj, dl, sq = (float(v) for v in objective(model, x, y, train.loss, train.lam, train.reg_scale))
@@ -50,7 +51,7 @@ def describe(model, x, y, train, k: int | None) -> str:
         parts.append(f"Clarke {c['clarke_stationarity']:.3g} ({c['kinks']} kinks)")
     if k is not None:
         parts.append(f"middle max s{k + 1}/s{k} {middle_max_ratio(model, x, k):.4f}")
-    return ", ".join(parts)
+    return obj, ", ".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,15 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     x = data.x_train.double()
     y = data.y_train.double() if data.y_train.is_floating_point() else data.y_train
     k = data.meta.get("k") if hasattr(model, "hidden") else None
-    print(f"end of run: {describe(model, x, y, train, k)}", flush=True)
+    d0, line = describe(model, x, y, train, k)
+    print(f"end of run: {line}", flush=True)
     t0 = time.time()
 
     def progress(done: int, m: torch.nn.Module, obj: float) -> None:
-        print(f"L-BFGS {done} evaluations: {describe(m, x, y, train, k)}, decrease {d0 - obj:.4g} "
+        print(f"L-BFGS {done} evaluations: {describe(m, x, y, train, k)[1]}, decrease {d0 - obj:.4g} "
               f"({(d0 - obj) / abs(d0):.3g} relative; {time.time() - t0:.0f} s)", flush=True)
 
-    with torch.no_grad():
-        d0 = float(objective(model, x, y, train.loss, train.lam, train.reg_scale)[0])
     lbfgs_descent(model, x, y, train.loss, train.lam, train.reg_scale, a.evals, every=a.every, on_progress=progress)
     return 0
 
