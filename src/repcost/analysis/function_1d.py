@@ -64,10 +64,8 @@ def relu_net_1d_cost(w, b, a, c: float = 0.0) -> float:
 
 
 def _merge_close(t: np.ndarray, rel_tol: float) -> np.ndarray:
-    """Sorted unique knots, dropping a knot within rel_tol·max(1, |t|) of the previous kept one."""
+    """Sorted unique knots (at least one), dropping a knot within rel_tol·max(1, |t|) of the previous kept one."""
     t = np.unique(t)
-    if t.size <= 1:
-        return t
     keep = [0]
     for i in range(1, t.size):
         if t[i] - t[keep[-1]] > rel_tol * max(1.0, abs(t[keep[-1]])):
@@ -157,7 +155,5 @@ def model_1d_function(model) -> PiecewiseLinear1D:
         chain = float64_model(model).affine_chain()
     except NotImplementedError as e:
         raise ValueError(f"model_1d_function: {e}") from None
-    Ws = [as_f64(W) for W in chain.weights]
-    bs = [as_f64(b) for b in chain.biases] if chain.biases is not None else None
-    return deep_relu_net_1d_function(Ws, bs, slope=chain.slope)
+    return deep_relu_net_1d_function(chain.weights, chain.biases, slope=chain.slope)
 
