@@ -26,6 +26,7 @@ from .. import startup
 from ..errors import FatalError, RepcostError
 from ..places import check_interpolated_names, check_plain_name, check_run_place, check_sweep_place
 from ..runio import append_line
+from . import refused
 
 OUTCOMES = ".sweep_outcomes"  # <OUTCOMES>.<launch>: start time and job count, then per ended job "ok|failed<TAB>dir<TAB>error"
 LAUNCH = "REPCOST_SWEEP_LAUNCH"  # the launch's id (its pid), in the environment its job processes inherit
@@ -82,7 +83,9 @@ class GuardsCallback(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _fatal(_check_names, config, "hydra.run.dir")
-        startup.note_run_dir(_fatal(check_run_place, OmegaConf.select(config, "hydra.run.dir", default=None)))
+        run_dir = _fatal(check_run_place, OmegaConf.select(config, "hydra.run.dir", default=None))
+        startup.note_run_dir(run_dir)
+        refused.note(run_dir)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.hydra.mode == RunMode.MULTIRUN:

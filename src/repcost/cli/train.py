@@ -25,7 +25,7 @@ from ..startup import startup_guard
 from ..train.preempt import Interrupted
 
 from .hydra_errors import clean_exit
-from .refused import forget_refused_run, snapshot
+from .refused import forget_refused_run
 from .train_args import check_argv
 from .train_help import help_text
 
@@ -44,16 +44,13 @@ def _app(cfg: DictConfig):
             raise out
         return out
     except Exception as e:
-        if HydraConfig.get().mode != RunMode.MULTIRUN:
-            if isinstance(e, RepcostError):
-                forget_refused_run(Path(HydraConfig.get().runtime.output_dir), _existing_dirs)
-                print(f"repcost-train: error: {e}", file=sys.stderr)
-                sys.exit(2)
-            raise
-        return job_failed(e, cfg, HydraConfig.instance().cfg)
-
-
-_existing_dirs: set | None = None  # refused.snapshot of this command, taken before Hydra creates the run dir
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            return job_failed(e, cfg, HydraConfig.instance().cfg)
+        if isinstance(e, RepcostError):  # here: raised on, Hydra would print "Error executing job" first
+            forget_refused_run(Path(HydraConfig.get().runtime.output_dir))
+            print(f"repcost-train: error: {e}", file=sys.stderr)
+            sys.exit(2)
+        raise
 
 
 def _resume_argv(argv: list[str]) -> list[str]:
@@ -119,8 +116,6 @@ def _main() -> None:
             print(f"repcost-train {repcost_version()} (Hydra {version('hydra-core')})")
             return
         _import_torch()
-        global _existing_dirs
-        _existing_dirs = snapshot(sys.argv[1:])
         store_schema_defaults()  # model=<name>, data=<name> and the analysis defaults, from the schemas
         _app()
 
