@@ -76,9 +76,9 @@ def test_command_line_misuse_is_one_line_naming_the_fix(tmp_path, run_cli):
         check_argv(["seed=1", "--config-dir", "/c", "seed=2"])
     with pytest.raises(RepcostError, match="unknown option --confg-dir; did you mean --config-dir"):
         check_argv(["--confg-dir", "/c"])
-    with pytest.raises(RepcostError, match="--config-dir needs a value"):
+    with pytest.raises(RepcostError, match="--config-dir/-cd: expected one argument"):
         check_argv(["--config-dir"])
-    with pytest.raises(RepcostError, match="cannot be combined"):
+    with pytest.raises(RepcostError, match="--cfg/-c: not allowed with argument --multirun/-m"):
         check_argv(["-m", "--cfg", "job"])
     check_argv(["--config-dir", "/c", "-m", "seed=1", "seed=2"])  # the right order passes
     check_argv(["seed=1", "-m"])  # options after all the overrides: argparse reads these

@@ -105,10 +105,10 @@ def _main() -> None:
         if sys.argv[1:2] == ["--resume"]:
             sys.argv = [sys.argv[0], *_resume_argv(sys.argv[1:])]
         options = check_argv(sys.argv[1:])
-        if "--help" in options:
-            print(help_text(options.get("--config-dir")))
+        if options.help:
+            print(help_text(options.config_dir))
             return
-        if "--version" in options:
+        if options.version:
             from importlib.metadata import version
 
             from ..provenance import repcost_version
