@@ -31,7 +31,8 @@ REANALYSIS = "reanalysis"  # RUN_DIR/reanalysis/: the only place inside a run di
 
 
 def apply_overrides(cfg, overrides: list[str], config_dirs: list[Path] = ()):
-    """The run's saved config with group choices (k=option, searched in `config_dirs` first) and dotted keys applied."""
+    """The run's saved config with group choices (k=option, composed as repcost-train composes them, `config_dirs`
+    searched first; `analysis=spectra` for a run that analysed nothing) and then the dotted keys applied."""
     cfg = OmegaConf.create(OmegaConf.to_container(cfg))
     for o in overrides:
         key, eq, value = o.partition("=")
@@ -39,11 +40,13 @@ def apply_overrides(cfg, overrides: list[str], config_dirs: list[Path] = ()):
             raise RepcostError(f"override {o!r} is not key=value")
         if key == "model" and cfg.model.name != value:
             raise RepcostError(f"model={value}: the checkpoint holds a {cfg.model.name} model")
-        if key in GROUPS:  # the option as repcost-train composes it (the user's config dirs searched first)
-            cfg[key] = compose_config([o], config_dirs)[key]
-        else:
-            cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist([o]))
-    return cfg
+    groups = [o for o in overrides if o.partition("=")[0] in GROUPS]
+    if cfg.analysis.name == "none" and not cfg.analysis.analyses and not any(o.startswith("analysis=") for o in groups):
+        groups.append("analysis=spectra")  # a sensible default, then the overrides
+    composed = compose_config(groups, config_dirs) if groups else {}
+    for o in groups:
+        cfg[o.partition("=")[0]] = composed[o.partition("=")[0]]
+    return OmegaConf.merge(cfg, OmegaConf.from_dotlist([o for o in overrides if o not in groups]))
 
 
 def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, config_dirs: list[Path] = ()) -> dict:
@@ -62,8 +65,6 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, co
         raise RepcostError(f"{run_dir} is not a repcost run directory (needs .hydra/config.yaml and {CHECKPOINT})")
     target = check_out(Path(out_dir)) if out_dir else _new_reanalysis_dir(run_dir)
     cfg = OmegaConf.create(config_keys(OmegaConf.to_container(OmegaConf.load(cfg_path))))
-    if cfg.analysis.name == "none" and not cfg.analysis.analyses and not any(o.startswith("analysis=") for o in overrides):
-        cfg.analysis = compose_config(["analysis=spectra"]).analysis  # a sensible default, then the overrides
     cfg = apply_overrides(cfg, overrides, check_config_dirs(config_dirs, "--config-dir"))
     cfg.device = "cpu"  # the analyses run on the CPU, whatever device the run trained on
     spec = validate(cfg)
