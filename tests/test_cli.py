@@ -94,3 +94,13 @@ def test_the_finished_line_states_the_clarke_measure(tmp_path, caplog, clarke, s
         _report(summary, tmp_path)
     line = next(r.getMessage() for r in caplog.records if "critical point" in r.getMessage())
     assert f"stationarity 0.5, {says}, unit gap 0.001" in line and "nan" not in line
+
+
+def test_a_sweeps_job_count_is_the_product_of_its_lists_the_command_line_over_the_sweeper_params():
+    from omegaconf import OmegaConf
+
+    from repcost.cli.guards import count_jobs
+
+    config = OmegaConf.create({"hydra": {"sweeper": {"params": {"model.width": "2,3", "train.lam": "1,2,3,4"}},
+                                         "overrides": {"task": ["seed=0,1,2", "model.width=4", "+extra=[1,2]"]}}})
+    assert count_jobs(config) == 3 * 1 * 4  # seeds × the command line's one width × the params' four λ

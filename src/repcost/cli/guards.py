@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -40,17 +41,11 @@ def count_jobs(config: DictConfig) -> int:
     """Jobs of a basic-sweeper multirun: the product of the sweep lists (command line over hydra.sweeper.params)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    lines = {}
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    for k, v in params.items():
-        lines[str(k)] = f"{k}={v}"
-    for o in config.hydra.overrides.task:
-        lines[str(o).split("=", 1)[0].lstrip("+~")] = str(o)
-    total = 1
-    for o in OverridesParser.create().parse_overrides(list(lines.values())):
-        if o.is_sweep_override():
-            total *= max(1, len(list(o.sweep_string_iterator())))
-    return total
+    lines = {str(k): f"{k}={v}" for k, v in params.items()}
+    lines.update({str(o).split("=", 1)[0].lstrip("+~"): str(o) for o in config.hydra.overrides.task})
+    sweeps = [o for o in OverridesParser.create().parse_overrides(list(lines.values())) if o.is_sweep_override()]
+    return math.prod(max(1, len(list(o.sweep_string_iterator()))) for o in sweeps)
 
 
 def _progress_line(outcomes: Path) -> str:

@@ -54,16 +54,12 @@ def one_line(exc: BaseException) -> str:
     """A one-line description of a config/composition error."""
     if isinstance(exc, OverrideParseException):
         return parse_error(exc, sys.argv[1:])
-    if isinstance(exc, MissingConfigException):
-        m = re.search(r"Could not find '([^']+)/([^'/]+)'", str(exc))  # group (maybe nested) / option
-        opts = getattr(exc, "options", None) or []
-        if m:
-            near = did_you_mean(m.group(2), opts)
-            allowed = ", ".join(opts) or "(none)"
-            hint = (f"; a plugin's? its {m.group(1)}/{m.group(2)}.yaml goes in a --config-dir and its module in "
-                    "plugins=[mypkg.module]") if m.group(1) in ("model", "data") and not near else ""
-            return (f"unknown {m.group(1)} '{m.group(2)}'"
-                    + (f"{near} (allowed: {allowed})" if near else f"; allowed: {allowed}") + hint)
+    if isinstance(exc, MissingConfigException) and exc.options is not None:  # a group's option (maybe nested)
+        group, _, name = str(exc.missing_cfg_file).rpartition("/")
+        near, allowed = did_you_mean(name, exc.options), ", ".join(exc.options) or "(none)"
+        hint = (f"; a plugin's? its {group}/{name}.yaml goes in a --config-dir and its module in "
+                "plugins=[mypkg.module]") if group in ("model", "data") and not near else ""
+        return f"unknown {group} '{name}'" + (f"{near} (allowed: {allowed})" if near else f"; allowed: {allowed}") + hint
     m = re.search(r"Could not override '([^']+)'", str(exc))
     if m and "not in struct" in str(exc.__cause__ or ""):
         return f"invalid config: {m.group(1)} is not a key of this config{_near_key(m.group(1), exc.__cause__)}"

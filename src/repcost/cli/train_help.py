@@ -49,16 +49,9 @@ def group_lines(dirs: list[Path]) -> list[str]:
 
 def top_level_lines() -> list[str]:
     """The top-level keys of config.yaml with their comments (between the defaults list and `hydra:`)."""
-    lines, started = [], False
-    for line in (Path(CONFIG_DIR) / "config.yaml").read_text().splitlines():
-        if line.startswith("hydra:"):
-            break
-        if started and line.strip():
-            lines.append("  " + line)
-        elif line and not line[0].isspace() and not line.startswith(("#", "defaults")):
-            started = True
-            lines.append("  " + line)
-    return lines
+    lines = (Path(CONFIG_DIR) / "config.yaml").read_text().split("\nhydra:")[0].splitlines()
+    first = next(i for i, line in enumerate(lines) if line[:1].isalpha() and not line.startswith("defaults"))
+    return ["  " + line for line in lines[first:] if line.strip()]
 
 
 def help_text(config_dir: str | None) -> str:
