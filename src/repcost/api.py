@@ -9,8 +9,7 @@ Everything is read lazily from the run directory, so loading a run is cheap unti
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ import numpy as np
 
 from .errors import RepcostError
 from .renamed import config_keys
-from .rundir import CHECKPOINT, MEMBERS, METRICS, SUMMARY, load_checkpoint, read_summary
+from .rundir import CHECKPOINT, MEMBERS, METRICS, SUMMARY, load_checkpoint, read_metrics, read_summary
 from .sweep import read_table
 
 if TYPE_CHECKING:
@@ -48,7 +47,6 @@ class Run:
     """A run directory (or an ensemble member's directory) of repcost-train."""
 
     path: Path
-    _model_cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)  # Run("outputs/...") from a notebook
@@ -61,9 +59,7 @@ class Run:
         saved = self.path / ".hydra" / "config.yaml"
         if saved.exists():
             return config_keys(OmegaConf.to_container(OmegaConf.load(saved), resolve=True))
-        if checkpoint_file(self.path).exists():
-            return config_keys(dict(self.checkpoint["config"]))
-        raise RepcostError(f"{self.path}: no .hydra/config.yaml nor {CHECKPOINT}: not a repcost run directory")
+        return config_keys(dict(self.checkpoint["config"]))
 
     @cached_property
     def summary(self) -> dict:
@@ -77,20 +73,7 @@ class Run:
     def metrics(self) -> list[dict]:
         """metrics.jsonl: one dict per logged step (step, phase, lr, objective, losses, …)."""
         f = self.path / METRICS
-        if not f.exists():
-            return []
-        out = []
-        for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as e:
-                raise RepcostError(f"{f} line {i}: not a JSON record ({e.__class__.__name__}: {e})") from None
-            if not isinstance(rec, dict) or "step" not in rec:
-                raise RepcostError(f"{f} line {i}: not a metrics record (no step)")
-            out.append(rec)
-        return out
+        return read_metrics(f) if f.exists() else []
 
     def metric(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         """(steps, values) of one logged metric, for a quick `plt.plot(*run.metric("objective"))`."""
@@ -149,17 +132,11 @@ class Run:
         """
         import torch
 
+        from .data import load_data
         from .models import build_model
 
-        dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        own = spec is None and data is None
-        if own and dtype in self._model_cache:
-            return self._model_cache[dtype]
         spec = spec if spec is not None else self.spec
-        if data is None:
-            from .data import load_data
-
-            data = load_data(spec.data)
+        data = data if data is not None else load_data(spec.data)
         ckpt, where = self.checkpoint, checkpoint_file(self.path)
         if ckpt.get("family", spec.model.name) != spec.model.name:
             raise RepcostError(f"{where} holds a {ckpt['family']} model, the config a {spec.model.name} model")
@@ -171,10 +148,7 @@ class Run:
             model.load_state_dict(state)
         except RuntimeError as e:
             raise RepcostError(f"{where} does not fit the configured model: {str(e).splitlines()[0]}") from None
-        model = model.to(dtype).eval()
-        if own:
-            self._model_cache[dtype] = model
-        return model
+        return model.to(getattr(torch, dtype) if isinstance(dtype, str) else dtype).eval()
 
     def members(self) -> list[Run]:
         """The members of a `train.ensemble_size=K` run (members/<i>/), each a Run; [] for a single run."""

@@ -31,10 +31,6 @@ class ConfigError(RepcostError):
         self.key, self.value, self.allowed = key, value, allowed
         super().__init__(f"invalid config: {key}={value!r}; allowed: {allowed}")
 
-    def with_prefix(self, prefix: str) -> "ConfigError":
-        """The same error with the key qualified by its config section (e.g. `model.`)."""
-        return ConfigError(f"{prefix}.{self.key}" if prefix else self.key, self.value, self.allowed)
-
 
 def check(ok: bool, key: str, value, allowed: str) -> None:
     """Raise ConfigError(key, value, allowed) unless `ok`."""

@@ -19,31 +19,22 @@ from pathlib import Path
 from typing import Any
 
 from .config.schema import TrackingConfig
-from .runio import atomic_write_json
+from .runio import atomic_write_json, leaves
 
 IDS = "trackers.json"  # {tracker: its run id} of a run directory, so a resumed run continues the same tracker run
 
 log = logging.getLogger("repcost")
 
 
-def _leaves(d: dict, sep: str, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """(joined key, value) of every leaf of a nested dict."""
-    for k, v in d.items():
-        if isinstance(v, dict):
-            yield from _leaves(v, sep, f"{prefix}{k}{sep}")
-        else:
-            yield f"{prefix}{k}", v
-
-
 def _scalars(d: dict) -> dict[str, float]:
     """The numbers of a (nested) dict, keys joined by '/' (the trackers' grouping)."""
-    return {k: float(v) for k, v in _leaves(d, "/") if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {k: float(v) for k, v in leaves(d, "/") if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def _hparam_values(config: dict) -> dict[str, Any]:
     """A run config flattened to dotted keys; trackers' hyper-parameters take only numbers, strings and bools, so
     lists (widths, phases) go as text."""
-    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in _leaves(config, ".")
+    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in leaves(config, ".")
             if v is not None}
 
 
@@ -68,8 +59,8 @@ class TensorBoardLogger:
         # imported here: tensorboard is an optional extra
         from torch.utils.tensorboard import SummaryWriter
 
-        self.log_dir, self.cfg = Path(run_dir) / "tensorboard", cfg or {}
-        self._writer = SummaryWriter(log_dir=str(self.log_dir))
+        self.cfg = cfg or {}
+        self._writer = SummaryWriter(log_dir=str(Path(run_dir) / "tensorboard"))
 
     def log(self, rec: dict) -> None:
         """Every number of one metrics record (`rec["step"]` is the x axis; nested dicts become groups)."""

@@ -66,6 +66,26 @@ def read_summary(path: Path) -> dict:
     return summary_keys(summary)
 
 
+def read_metrics(path: Path) -> list[dict]:
+    """metrics.jsonl's records, one dict per logged step; RepcostError naming the line that is not one."""
+    out = []
+    for i, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError as e:
+            raise RepcostError(f"{path} line {i}: not a JSON record ({e.__class__.__name__}: {e})") from None
+        if not isinstance(rec, dict) or "step" not in rec:
+            raise RepcostError(f"{path} line {i}: not a metrics record (no step)")
+        out.append(rec)
+    return out
+
+
+def _json_line(rec: dict) -> str:
+    return json.dumps(jsonable(rec), sort_keys=True) + "\n"
+
+
 def _torch_bytes(obj: Any) -> bytes:
     """torch.save into memory: a full disk then fails the write of the bytes and leaves the old file."""
     buf = io.BytesIO()
@@ -82,10 +102,8 @@ class MetricsWriter:
 
     def __init__(self, path: Path, keep_before: int = 0):
         self.path = Path(path)
-        keep = []
-        if self.path.exists():  # resuming: drop lines logged after the checkpoint
-            keep = [ln for ln in self.path.read_text().splitlines() if ln and json.loads(ln)["step"] < keep_before]
-        atomic_write_bytes(self.path, "".join(k + "\n" for k in keep).encode())
+        keep = read_metrics(self.path) if self.path.exists() else []  # resuming: lines of later steps are dropped
+        atomic_write_bytes(self.path, "".join(_json_line(r) for r in keep if r["step"] < keep_before).encode())
         try:
             self.f = open(self.path, "a")
         except OSError as e:
@@ -93,7 +111,7 @@ class MetricsWriter:
 
     def __call__(self, rec: dict) -> None:
         try:
-            self.f.write(json.dumps(jsonable(rec), sort_keys=True) + "\n")
+            self.f.write(_json_line(rec))
             self.f.flush()
         except OSError as e:
             raise io_error(self.path, e) from None

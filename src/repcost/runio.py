@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,15 @@ def jsonable(x: Any) -> Any:
     if isinstance(x, float) and not np.isfinite(x):
         return str(x)  # JSON has no NaN/inf
     return x
+
+
+def leaves(d: dict, sep: str = ".", prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(joined key, value) of every leaf of a nested dict (lists are leaves)."""
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from leaves(v, sep, f"{prefix}{k}{sep}")
+        else:
+            yield f"{prefix}{k}", v
 
 
 def _umask() -> int:

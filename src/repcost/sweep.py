@@ -9,7 +9,7 @@ from typing import Any
 
 from .errors import RepcostError, one_line
 from .rundir import ERROR, FINISHED, SUMMARY, read_summary
-from .runio import append_line, atomic_write_bytes, csv_bytes
+from .runio import append_line, atomic_write_bytes, csv_bytes, leaves
 
 RUNS_CSV, LAYERS_CSV = "runs.csv", "layers.csv"
 LAST_JOBS = "last_sweep_jobs.txt"  # the job dirs of the latest multirun into a sweep dir, one per line
@@ -72,17 +72,6 @@ def job_dirs(sweep_dir: Path) -> list[Path]:
                   if ".submitit" not in p.parts and not any(".stale-" in part for part in p.parts))
 
 
-def _flatten(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, key + "."))
-        elif isinstance(v, (int, float, str, bool)) or v is None:
-            out[key] = v
-    return out
-
-
 def job_overrides(job: Path) -> dict:
     """A job's command-line overrides (hydra.* left out) as {key: value}; RepcostError naming the file if unreadable."""
     import yaml
@@ -114,7 +103,8 @@ def job_record(job: Path, sweep_dir: Path) -> dict:
     else:
         rec.update(status="unfinished", error="")
     if (job / SUMMARY).exists() and rec["status"] != "unfinished":
-        rec.update({k: v for k, v in _flatten(read_summary(job / SUMMARY)).items() if k not in rec})
+        rec.update({k: v for k, v in leaves(read_summary(job / SUMMARY))
+                    if k not in rec and (isinstance(v, (int, float, str, bool)) or v is None)})
     return rec
 
 

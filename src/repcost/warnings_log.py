@@ -10,18 +10,14 @@ that configures repcost's job logging (joblib and submitit job processes too) ca
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 WARNINGS_LOGGER = "py.warnings"
 FILE_ONLY = "repcost.file"  # records for the run's log file only (its provenance header)
 
 
-class _NotWarnings(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.name not in (WARNINGS_LOGGER, FILE_ONLY)
-
-
-def console_filter() -> logging.Filter:
+def console_filter() -> Callable[[logging.LogRecord], bool]:
     """The console handler's filter (a dictConfig factory): warnings are captured, and kept off the console, as
     are the records of the FILE_ONLY logger."""
     logging.captureWarnings(True)
-    return _NotWarnings()
+    return lambda record: record.name not in (WARNINGS_LOGGER, FILE_ONLY)

@@ -307,7 +307,7 @@ def _section(prefix: str, schema: type, node) -> Any:
         merged = OmegaConf.merge(OmegaConf.structured(schema), node)
         return OmegaConf.to_object(merged)
     except ConfigError as e:
-        raise e.with_prefix(prefix) from None
+        raise ConfigError(f"{prefix}.{e.key}" if prefix else e.key, e.value, e.allowed) from None
     except ConfigKeyError as e:
         names = [f.name for f in dataclasses.fields(schema)]
         hint = did_you_mean(str(e.key), names, f"{prefix}.")
