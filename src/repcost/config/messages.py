@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import typing
 from typing import Any
 
 from ..errors import ConfigError
 
+
 def _describe(tp: Any) -> str:
     """A type annotation in words: int -> 'an integer', Optional[float] -> 'a number or null', ..."""
-    if isinstance(tp, str):  # postponed annotations
-        tp = {"int": int, "float": float, "bool": bool, "str": str}.get(tp, Any)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Union:
         inner = [a for a in args if a is not type(None)]
@@ -23,35 +21,26 @@ def _describe(tp: Any) -> str:
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(tp, "a value of its type")
 
 
-# values of the right type that a schema's range checks usually refuse: probing with them finds the check's words
-_PROBES = {int: (-(10**9), 0), float: (-1e300, math.nan, 0.0), str: ("\x00not-an-option",)}
+# values that a schema's range checks usually refuse (lists first: a list check often refuses a number in other
+# words): probing with them finds the check's words
+PROBES = ([-(10**9)], ["\x00not-an-option"], -(10**9), 0, -1e300, math.nan, 0.0, "\x00not-an-option")
 
 
 def type_allowed(schema: type, key: str) -> str:
     """What `key` of dataclass `schema` allows, in the schema's own words where its checks say them.
 
     A value of the wrong type never reaches the schema's `__post_init__` checks, so they are probed with
-    values of the right type that such checks refuse (e.g. depth = 0 -> "an integer >= 2"); without a check
-    for the key, the type itself in words ("an integer", "a number or null")."""
-    fields = {f.name: f for f in dataclasses.fields(schema)}
-    f = fields.get(key)
-    if f is None:
-        return "a value of its type"
-    try:
-        hints = typing.get_type_hints(schema)
-    except Exception:  # an annotation that cannot be resolved: the plain text
-        hints = {}
-    tp = hints.get(key, f.type)
-    base = next((a for a in typing.get_args(tp) if a is not type(None)), tp) if typing.get_origin(tp) is typing.Union else tp
-    probes = _PROBES.get(base, ())
-    if typing.get_origin(base) in (list, typing.List):
-        probes = ([-(10**9)], ["\x00not-an-option"])
-    for probe in probes:
+    values that such checks refuse (e.g. depth = 0 -> "an integer >= 2"); without a check for the key, the
+    type itself in words ("an integer", "a number or null")."""
+    for probe in PROBES:
         try:
             schema(**{key: probe})
         except ConfigError as e:
             if e.key == key:
                 return e.allowed
-        except Exception:  # the probe broke something else: no words from here
-            break
-    return _describe(tp)
+        except Exception:  # a probe of another type than the check expects
+            pass
+    try:
+        return _describe(typing.get_type_hints(schema)[key])
+    except Exception:  # an annotation that cannot be resolved
+        return "a value of its type"
