@@ -91,10 +91,6 @@ def plot_curves(run_dirs: list[Path], x: str, y: str, logx: bool, logy: bool, **
                          **labels), len(curves), skipped
 
 
-def _is_sweep(path: Path) -> bool:
-    return (path / "runs.csv").exists()
-
-
 def check_out(out: Path) -> None:
     """A RepcostError unless `out` is a file name repcost-plot can write: a known format, not a directory,
     not below a file."""
@@ -118,7 +114,7 @@ def run(a: argparse.Namespace) -> tuple[str, list[str], int]:
         if not p.is_dir():
             raise RepcostError(f"{p}: no such directory")
     labels = {"xlabel": a.xlabel, "ylabel": a.ylabel, "title": a.title}
-    if len(a.paths) == 1 and _is_sweep(a.paths[0]):
+    if len(a.paths) == 1 and (a.paths[0] / "runs.csv").exists():
         if a.x is None or a.y is None:
             raise RepcostError("a sweep plot needs --x COLUMN and --y COLUMN (and optionally --hue COLUMN)")
         fig, n, skipped = plot_sweep(a.paths[0], a.x, a.y, a.hue, a.logx, a.logy, **labels)
@@ -126,7 +122,7 @@ def run(a: argparse.Namespace) -> tuple[str, list[str], int]:
     else:
         if a.hue is not None:
             raise RepcostError("--hue is for a sweep directory (one with runs.csv); curves are one line per run")
-        sweeps = [p for p in a.paths if _is_sweep(p)]
+        sweeps = [p for p in a.paths if (p / "runs.csv").exists()]
         if sweeps:
             raise RepcostError(f"{sweeps[0]} is a sweep directory: give it alone (with --x/--y) or give run directories")
         fig, n, skipped = plot_curves(a.paths, a.x or "step", a.y or "objective", a.logx, a.logy, **labels)
