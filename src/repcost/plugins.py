@@ -23,11 +23,10 @@ import functools
 import importlib
 import re
 import traceback
-from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import ListConfig, OmegaConf
 
 from .errors import ConfigError, RepcostError
 
@@ -35,16 +34,14 @@ ENTRY_POINT_GROUP = "repcost.plugins"
 _imported: set[str] = set()
 
 
-def plugin_names(cfg_or_names: Any) -> list[str]:
-    """The module names a config's `plugins` key (or a plain list of names) asks for."""
-    names = cfg_or_names.get("plugins", None) if isinstance(cfg_or_names, (DictConfig, dict)) else cfg_or_names
-    if names is None:
-        return []
+def plugin_names(cfg: Any) -> list[str]:
+    """The module names a config's `plugins` key asks for (the config a DictConfig or a plain dict)."""
+    names = cfg.get("plugins", None)
     if isinstance(names, ListConfig):
         names = OmegaConf.to_container(names)
-    if isinstance(names, str) or not isinstance(names, Iterable) or not all(isinstance(n, str) for n in names):
+    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
         raise ConfigError("plugins", names, "a list of importable module names, e.g. [mypkg.repcost_plugin]")
-    return list(names)
+    return names or []
 
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -86,10 +83,10 @@ def _load_entry_point_plugins() -> None:
         _import(ep.value.split(":")[0], f"entry point {ep.name!r} of group {ENTRY_POINT_GROUP}")
 
 
-def load_plugins(cfg_or_names: Any = None) -> None:
-    """Import the entry-point plugins and those a config's `plugins` key (or a list of names) lists."""
+def load_plugins(cfg: Any) -> None:
+    """Import the entry-point plugins and those a config's `plugins` key lists."""
     _load_entry_point_plugins()
-    for name in plugin_names(cfg_or_names):
+    for name in plugin_names(cfg):
         _import(name, "config key plugins")
 
 

@@ -143,9 +143,6 @@ class RunDir:
         return read_summary(self.file(SUMMARY))
 
     # -- writes --------------------------------------------------------------------------------
-    def write_json(self, name: str, obj: Any) -> None:
-        atomic_write_json(self.file(name), obj)
-
     def write_bytes(self, name: str, data: bytes) -> None:
         atomic_write_bytes(self.file(name), data)
 
@@ -171,7 +168,7 @@ class RunDir:
     def fail(self, checkpoint: dict, summary: dict, why: str) -> RepcostError:
         """A failed run's files (checkpoint, summary, error.txt); returns the error the run ends with."""
         self.save_checkpoint(checkpoint)
-        self.write_json(SUMMARY, summary)
+        atomic_write_json(self.file(SUMMARY), summary)
         self.record_failure(why)
         return RepcostError(f"run failed: {why}; summary and checkpoint in {self.path} (a relaunch starts over)")
 
@@ -184,7 +181,7 @@ class RunDir:
         staged = path.parent / f".{path.name}.{os.getpid()}.tmp"
         try:
             atomic_write_bytes(staged, _torch_bytes(checkpoint))
-            self.write_json(SUMMARY, summary)
+            atomic_write_json(self.file(SUMMARY), summary)
             self.write_bytes(FINISHED, (run_hash + "\n").encode())
             try:
                 os.replace(staged, path)
@@ -208,9 +205,6 @@ class RunDir:
         with suppress(RepcostError, OSError):  # an unreadable checkpoint claims nothing
             if ck.exists() and load_checkpoint(ck).get("status") == "finished":
                 os.replace(ck, self.file(INCOMPLETE))
-
-    def metrics(self, keep_before: int = 0) -> MetricsWriter:
-        return MetricsWriter(self.file(METRICS), keep_before)
 
     # -- hygiene -------------------------------------------------------------------------------
     def remove_temp_files(self) -> None:

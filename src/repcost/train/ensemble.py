@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..config.schema import RunSpec
 from ..identity import member_config
-from ..rundir import MEMBERS, METRICS, SUMMARY, RunDir
+from ..rundir import MEMBERS, METRICS, SUMMARY, RunDir, read_metrics
 
 log = logging.getLogger("repcost")
 AGREEMENT = 0.01  # members within 1 % of the best objective agree with it
@@ -81,11 +81,7 @@ def aggregate(rd: RunDir, cfg_dict: dict, chash: str, seeds: Sequence[int], resu
 
 def _member_metrics(members: Sequence[RunDir], seeds: Sequence[int]) -> bytes:
     """Every member's metrics.jsonl lines, tagged with `member` and `seed`, member by member."""
-    lines = []
-    for i, md in enumerate(members):
-        path = md.file(METRICS)
-        for line in (path.read_text().splitlines() if path.exists() else []):
-            if line.strip():
-                lines.append(json.dumps({**json.loads(line), "member": i, "seed": seeds[i]}))
+    lines = [json.dumps({**rec, "member": i, "seed": seeds[i]}) for i, md in enumerate(members)
+             if md.file(METRICS).exists() for rec in read_metrics(md.file(METRICS))]
     return ("\n".join(lines) + "\n").encode() if lines else b""
 

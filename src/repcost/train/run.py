@@ -28,7 +28,7 @@ from ..data import load_data
 from ..errors import RepcostError, io_error
 from ..identity import check_stackable, run_hash
 from ..models import build_model
-from ..rundir import CHECKPOINT, ERROR, SUMMARY, RunDir
+from ..rundir import CHECKPOINT, ERROR, METRICS, SUMMARY, MetricsWriter, RunDir
 from ..provenance import identity_changes, provenance
 from .. import startup, threads
 from . import certify
@@ -240,7 +240,7 @@ def _load_data(spec: RunSpec):
 
 def _metrics(job: RunJob):
     """(metrics writer, the run's trackers or None, the record sink): every record goes to both (repcost.loggers)."""
-    metrics = job.rd.metrics(keep_before=job.start[2])
+    metrics = MetricsWriter(job.rd.file(METRICS), keep_before=job.start[2])
     if not job.spec.logger:
         return metrics, None, metrics
     from ..loggers import Trackers
