@@ -90,10 +90,9 @@ def _split(cfg: SCurvesConfig, n: int, stream: int):
     u = np.tile(np.linspace(0.0, 1.0, n), (k, 1)) if cfg.sampling == "even" else gen.uniform(0.0, 1.0, size=(k, n))
     t = arclength_params(curve, u)
     x = np.concatenate([curve(t[c]) + np.array([dx, 0.0]) for c, dx in enumerate(class_offsets(cfg))])
-    ys = [np.full(n, c, dtype=np.int64) for c in range(k)]
     if cfg.noise > 0:
         x = x + cfg.noise * gen.standard_normal(x.shape)
-    return torch.from_numpy(x), torch.from_numpy(np.concatenate(ys))
+    return torch.from_numpy(x), torch.from_numpy(np.repeat(np.arange(k, dtype=np.int64), n))
 
 
 @DATASETS.register("s_curves", SCurvesConfig)

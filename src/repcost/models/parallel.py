@@ -50,10 +50,8 @@ class Parallel(RepModel):
     def _subnet_layers(self, x: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """(pre, post) activations of every sub-network layer, each (k, N, n_l)."""
         out = []
-        h = torch.einsum("nd,kmd->knm", x, self.sub[0])
-        out.append((h, torch.relu(h)))
-        for W in list(self.sub)[1:]:
-            h = torch.einsum("knm,kpm->knp", out[-1][1], W)
+        for i, W in enumerate(self.sub):
+            h = torch.einsum("nd,kmd->knm", x, W) if i == 0 else torch.einsum("knm,kpm->knp", out[-1][1], W)
             out.append((h, torch.relu(h)))
         return out
 
