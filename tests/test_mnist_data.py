@@ -168,6 +168,11 @@ def test_mnist_bad_root_is_a_clear_error(tmp_path):
     (tmp_path / "magic" / "train-labels-idx1-ubyte").write_bytes(b"hello world")
     with pytest.raises(RepcostError, match="magic"):
         dataset("mnist", root=str(tmp_path / "magic"), n_train=5, n_test=0)
+    _fake_mnist(tmp_path / "shape", n_train=20)
+    _idx(tmp_path / "shape" / "train-labels-idx1-ubyte", np.arange(19, dtype=np.uint8) % 10, gz=False)  # 19 for 20
+    with pytest.raises(RepcostError, match=r"one label 0\.\.9 each") as err:
+        dataset("mnist", root=str(tmp_path / "shape"), n_train=5, n_test=0)
+    assert "(20, 28, 28) images and (19,) labels" in str(err.value)
 
 
 BAD = [

