@@ -51,12 +51,14 @@ class Balance:
     """One balance statement of layer ℓ: its sides u (incoming) and v (outgoing) and their relative gap; for a layer
     pair (ℓ, ℓ+1) u = ‖W_ℓ‖²_F + ‖b_ℓ‖² (bias iff regularised), v = ‖W_{ℓ+1}‖²_F; for the units of hidden layer ℓ
     arrays, one entry per unit in `model.hidden(x)[ℓ−1]` column order (for parallel, sub-network i's unit j is entry
-    i·n_ℓ + j): u = ‖W_ℓ[i,:]‖² (+ b_ℓ[i]² iff regularised), v = ‖W_{ℓ+1}[:,i]‖²."""
+    i·n_ℓ + j): u = ‖W_ℓ[i,:]‖² (+ b_ℓ[i]² iff regularised), v = ‖W_{ℓ+1}[:,i]‖²; for a linear_relu pair (ℓ, ℓ+1)
+    u = W_ℓW_ℓᵀ, v = W_{ℓ+1}ᵀW_{ℓ+1} (their diagonals if diag_only) and gap = ‖u − v‖ / max(‖u‖, ‖v‖)."""
 
     layer: int
     u: Any
     v: Any
     gap: Any
+    diag_only: bool = False
 
 
 def layer_balance(model) -> list[Balance]:
@@ -94,16 +96,7 @@ def neuron_balance(model) -> list[Balance]:
     return out
 
 
-@dataclass
-class LinearBalance:
-    """linear_relu pair (ℓ, ℓ+1): gap = ‖A − B‖ / max(‖A‖, ‖B‖) with A = W_ℓW_ℓᵀ, B = W_{ℓ+1}ᵀW_{ℓ+1} (diagonals only if diag_only)."""
-
-    layer: int
-    gap: float
-    diag_only: bool
-
-
-def linear_layer_balance(model) -> list[LinearBalance]:
+def linear_layer_balance(model) -> list[Balance]:
     """linear_relu: ‖W_ℓW_ℓᵀ − W_{ℓ+1}ᵀW_{ℓ+1}‖_F / max of the two norms, the deep-linear-net balancedness at weight-decay critical points (Ongie & Willett §3 architecture).
 
     Pairs ℓ = 1 … L−2 are linear-linear and compare full matrices. The last pair (W_{L−1}, a)
@@ -118,7 +111,7 @@ def linear_layer_balance(model) -> list[LinearBalance]:
         else:
             A, B = W @ W.T, V.T @ V
         top = max(np.linalg.norm(A), np.linalg.norm(B))
-        out.append(LinearBalance(ell, float(np.linalg.norm(A - B) / top) if top > 0 else 0.0, diag_only))
+        out.append(Balance(ell, A, B, float(np.linalg.norm(A - B) / top) if top > 0 else 0.0, diag_only))
     return out
 
 
