@@ -142,14 +142,10 @@ def min_norm_relu_net_1d(f: PiecewiseLinear1D) -> TwoLayerNet:
     u = f.jumps
     S = f.left_slope + f.right_slope
     U = float(np.sum(np.abs(u)))
-    alpha_minus = np.zeros_like(u)
-    extra = 0.0
     if abs(S) <= U:
-        if U > 0:
-            alpha_minus = (S / U) * np.abs(u)
+        alpha_minus, extra = (S / U) * np.abs(u) if U > 0 else np.zeros_like(u), 0.0
     else:
-        alpha_minus = np.sign(S) * np.abs(u)
-        extra = S - np.sign(S) * U
+        alpha_minus, extra = np.sign(S) * np.abs(u), S - np.sign(S) * U
     fwd = 0.5 * (u + alpha_minus)
     bwd = 0.5 * (u - alpha_minus)
     fwd[0] += 0.5 * extra
