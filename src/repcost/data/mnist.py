@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gzip
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -82,6 +83,13 @@ def _embedded_path() -> Path:
     return path
 
 
+def full_dir() -> Path:
+    """Where `repcost-data fetch mnist` writes and `data.source=full` reads the IDX files: $REPCOST_DATA/mnist, else
+    $XDG_CACHE_HOME/repcost/mnist, else ~/.cache/repcost/mnist."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "repcost"
+    return Path(os.environ.get("REPCOST_DATA") or cache).expanduser() / "mnist"
+
+
 def _find_idx(root: Path, split: str, kind: str) -> Optional[Path]:
     """The IDX file for split (train/t10k) and kind (images/labels) under root, or None."""
     ndim = 3 if kind == "images" else 1
@@ -140,8 +148,6 @@ def mnist_source(cfg: MnistConfig) -> Tuple[Pool, Optional[Pool], str]:
         path = str(_embedded_path())
         return read_pool(path, path), None, f"embedded:{EMBEDDED}"
     if cfg.root is None:
-        from .mnist_fetch import full_dir  # the fetch command's target folder
-
         root, what, hint = full_dir(), "data.source=full", FETCH_HINT
     else:
         root, what, hint = Path(cfg.root).expanduser(), "data.root", IDX_HINT

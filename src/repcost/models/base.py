@@ -32,9 +32,7 @@ def zeros_param(shape) -> nn.Parameter:
 def chain_weights(d_in: int, width: int, hidden: int, d_out: int) -> int:
     """Entries of the weight matrices of a chain d_in → width (`hidden` layers of it) → d_out, in closed form (a
     config's parameter count stays cheap at any depth)."""
-    if hidden == 0:
-        return d_in * d_out
-    return d_in * width + (hidden - 1) * width * width + width * d_out
+    return d_in * d_out if hidden == 0 else d_in * width + (hidden - 1) * width * width + width * d_out
 
 
 @dataclass
