@@ -108,7 +108,7 @@ def read_idx(path: Path) -> np.ndarray:
         raise RepcostError(f"MNIST: {path} is not an unsigned-byte IDX file (bad magic number); {IDX_HINT}")
     header = 4 + 4 * raw[3]
     dims = [int.from_bytes(raw[i:i + 4], "big") for i in range(4, header, 4)]
-    if len(raw) < header or len(raw) != header + math.prod(dims):
+    if len(raw) != header + math.prod(dims):  # a header cut short too
         raise RepcostError(f"MNIST: {path} is truncated or corrupt ({len(raw)} bytes, its header {dims} needs "
                            f"{header + math.prod(dims)}); {IDX_HINT}")
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
