@@ -80,6 +80,8 @@ def test_command_line_misuse_is_one_line_naming_the_fix(tmp_path, run_cli):
         check_argv(["--config-dir"])
     with pytest.raises(RepcostError, match="--cfg/-c: not allowed with argument --multirun/-m"):
         check_argv(["-m", "--cfg", "job"])
+    with pytest.raises(RepcostError, match="--cfg/-c: invalid choice: 'jb'"):
+        check_argv(["--cfg", "jb"])
     check_argv(["--config-dir", "/c", "-m", "seed=1", "seed=2"])  # the right order passes
     check_argv(["seed=1", "-m"])  # options after all the overrides: argparse reads these
     p = run_cli("repcost-train", "seed=1", "--config-dir", str(tmp_path), "model.width=3", cwd=tmp_path)

@@ -35,8 +35,9 @@ def check_argv(args: list[str], prog: str = "repcost-train") -> argparse.Namespa
     mode = p.add_mutually_exclusive_group()  # Hydra runs one of these
     for names in (("--run", "-r"), ("--multirun", "-m"), ("--shell-completion", "-sc")):
         mode.add_argument(*names, action="store_true")
-    mode.add_argument("--cfg", "-c")
-    mode.add_argument("--info", "-i", nargs="?", const="all")
+    mode.add_argument("--cfg", "-c", choices=("job", "hydra", "all"))
+    mode.add_argument("--info", "-i", nargs="?", const="all",
+                      choices=("all", "config", "defaults", "defaults-tree", "plugins", "searchpath"))
     p.add_argument("overrides", nargs="*")
     try:
         return p.parse_args(args)
