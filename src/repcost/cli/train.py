@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..config.compose import store_schema_defaults
 from ..config import resolvers  # noqa: F401  (registers ${repcost_job_dir:})
-from ..errors import RepcostError
+from ..errors import FatalError, RepcostError
 from ..paths import CONFIG_DIR
 from ..renamed import override
 from ..startup import startup_guard
@@ -46,10 +46,9 @@ def _app(cfg: DictConfig):
     except Exception as e:
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             return job_failed(e, cfg, HydraConfig.instance().cfg)
-        if isinstance(e, RepcostError):  # here: raised on, Hydra would print "Error executing job" first
+        if isinstance(e, RepcostError):  # a FatalError passes Hydra, which would print "Error executing job" first
             forget_refused_run(Path(HydraConfig.get().runtime.output_dir))
-            print(f"repcost-train: error: {e}", file=sys.stderr)
-            sys.exit(2)
+            raise FatalError(str(e)) from None
         raise
 
 
