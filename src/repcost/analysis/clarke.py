@@ -47,9 +47,9 @@ MAX_ITER = 300  # L-BFGS-B iterations of the matrix-free solve
 class _Slopes(TorchFunctionMode):
     """ReLU / leaky ReLU calls with the kinked entries' slopes taken from `slopes` (None: find the kinks)."""
 
-    def __init__(self, kink_tol: float, masks: list | None = None, slopes: torch.Tensor | None = None):
+    def __init__(self, masks: list | None = None, slopes: torch.Tensor | None = None):
         super().__init__()
-        self.kink_tol, self.masks, self.slopes = kink_tol, masks, slopes
+        self.masks, self.slopes = masks, slopes
         self.found: list[tuple[torch.Tensor, float]] = []  # per call: kink mask, lower slope
         self.inputs: list[torch.Tensor] = []  # per call (without masks): the pre-activations (on the graph if any)
         self.outputs: list[torch.Tensor] = []  # per call (with masks): the activation's output
@@ -68,7 +68,7 @@ class _Slopes(TorchFunctionMode):
         if self.masks is None:
             a = z.detach().abs()
             scale = a.reshape(-1, a.shape[-1]).amax(0) if a.dim() > 1 else a.amax()
-            self.found.append((a <= self.kink_tol * scale, lo))
+            self.found.append((a <= KINK_TOL * scale, lo))
             self.inputs.append(z)
             return out
         if self.call >= len(self.masks):  # a ReLU outside the model's forward (in the loss, say): as it is
@@ -101,11 +101,11 @@ def _kinked(model, x, y, loss, lam, reg_scale):
     params = [p for p in model.parameters() if p.requires_grad]
 
     def run(masks, slopes) -> tuple[torch.Tensor, _Slopes]:
-        mode = _Slopes(0.0, masks, slopes)
+        mode = _Slopes(masks, slopes)
         with torch.enable_grad(), mode:
             return objective(model, x, y, loss, lam, reg_scale)[0], mode
 
-    finder = _Slopes(KINK_TOL)
+    finder = _Slopes()
     with torch.no_grad(), finder:
         model(x)
     masks = [m for m, _ in finder.found]
@@ -205,7 +205,7 @@ def chain_rule_is_clarke(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
         return None
     if sum(bool(m.any()) for m in masks) > 1:
         return False
-    finder = _Slopes(KINK_TOL)
+    finder = _Slopes()
     with torch.enable_grad(), finder:
         model(x)
     z = torch.cat([zi[m] for zi, m in zip(finder.inputs, masks)])
