@@ -55,7 +55,7 @@ def test_projection_autoencoder_jacobian_is_k_ones_and_the_panels_draw():
     from matplotlib.figure import Figure
 
     from repcost.analysis.jacobians import jacobian_spectra
-    from repcost.plots.jacot23 import autoencoder_jacobian_axes, ratio_vs_depth_axes
+    from repcost.figures.jacot23_fig3 import autoencoder_jacobian_axes, ratio_vs_depth_axes
 
     d, k = 12, 3
     U = np.linalg.qr(np.random.default_rng(0).standard_normal((d, k)))[0]

@@ -13,7 +13,6 @@ skips the finished jobs and a figure script can be rerun cheaply to redraw.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from ..api import load_run, load_sweep
+from ..api import Run, load_run, load_sweep
 from ..errors import RepcostError
 from ..paths import REPO_ROOT
 from ..runio import atomic_write_bytes, csv_bytes
@@ -39,9 +38,9 @@ def is_full(args, fig_id: str) -> bool:
     return bool(args.full) or fig_id in (getattr(args, "full_only", None) or ())
 
 
-def sweep_for(fig_id: str, args, sort_by: str | None = None) -> list[dict]:
+def sweep_for(fig_id: str, args) -> list[dict]:
     """Run `repcost-train -m experiment=<preset> name=<sweep> SET` (finished jobs are skipped) as a figure script's
-    parsed `figure_args` say (--full, --set, --workdir, --launcher); the rows of runs.csv, sorted numerically by `sort_by`.
+    parsed `figure_args` say (--full, --set, --workdir, --launcher); the rows of its runs.csv.
 
     The sweep directory outputs/sweeps/<name> is the preset's name, plus a hash of the --set overrides when there
     are any, so that it holds exactly the jobs of this kind of invocation.
@@ -57,8 +56,7 @@ def sweep_for(fig_id: str, args, sort_by: str | None = None) -> list[dict]:
     p = subprocess.run(cmd, cwd=args.workdir)
     if p.returncode not in (0, 1):  # 1: some jobs failed, which finished_rows names with their errors
         raise RepcostError(f"sweep for {fig_id} failed (exit {p.returncode})")
-    rows = finished_rows(Path(args.workdir) / "outputs" / "sweeps" / name)
-    return sorted(rows, key=lambda r: float(r[sort_by])) if sort_by else rows
+    return finished_rows(Path(args.workdir) / "outputs" / "sweeps" / name)
 
 
 def finished_rows(sweep_dir: Path) -> list[dict]:
@@ -87,6 +85,14 @@ class LoadedRun:
         """The run in `path` through the notebook API (its one checkpoint loader): the model in float64."""
         run = load_run(path)
         return cls(run.model("float64"), run.data(), run.summary, run.spec, path=str(path))
+
+
+def load_runs(fig_id: str, args) -> list[LoadedRun]:
+    """The finished runs of a figure's sweep (`sweep_for`), loaded; a sweep without any is a RepcostError."""
+    runs = [LoadedRun.load(r["path"]) for r in sweep_for(fig_id, args)]
+    if not runs:
+        raise RepcostError(f"{fig_id}: no finished runs in its sweep")
+    return runs
 
 
 @dataclass
@@ -136,13 +142,8 @@ def figure_main(module, description: str) -> None:
     PNG and CSV (with a verdict column). A RepcostError (bad input, unfinished sweep) ends with one line and exit 2."""
     try:
         args = figure_args(description).parse_args()
-        if hasattr(module, "inputs"):  # an analysis-only figure (no training) builds its own inputs
-            inputs = module.inputs(args)
-        else:
-            rows = sweep_for(module.FIG_ID, args, sort_by=getattr(module, "SORT_BY", None))
-            inputs = [LoadedRun.load(r["path"]) for r in rows]
-            if not inputs:
-                raise RepcostError(f"{module.FIG_ID}: no finished runs in its sweep")
+        # a figure of several sweeps, or of none (analysis only), builds its own inputs
+        inputs = module.inputs(args) if hasattr(module, "inputs") else load_runs(module.FIG_ID, args)
         rows = module.compute(inputs)
         v = module.verdict(rows, full=is_full(args, module.FIG_ID))
         for r in rows:
@@ -190,19 +191,13 @@ def save_figure(fig, fig_id: str, rows: list[dict], args=None) -> tuple[Path, Pa
 def width_curve(rows: list[dict]):
     """(rows sorted by model.width, widths, objectives, trial widths, trial objectives) of a width sweep.
 
-    Trials are the members/<i>/summary.json of `train.ensemble_size` runs (the min-over-trials protocol
+    Trials are the members (members/<i>/) of `train.ensemble_size` runs (the min-over-trials protocol
     of Jacot et al. 2022 Fig 2); a single run has none.
     """
     rows = sorted(rows, key=lambda r: int(r["model.width"]))
     widths = [int(r["model.width"]) for r in rows]
-    tw, tv = [], []
-    for w, r in zip(widths, rows):
-        members = Path(r["path"]) / "members"
-        dirs = sorted(members.iterdir(), key=lambda d: int(d.name)) if members.is_dir() else []
-        for d in dirs:
-            tw.append(w)
-            tv.append(float(json.loads((d / "summary.json").read_text())["objective"]))
-    return rows, widths, [float(r["objective"]) for r in rows], tw, tv
+    trials = [(w, float(m.summary["objective"])) for w, r in zip(widths, rows) for m in Run(r["path"]).members()]
+    return rows, widths, [float(r["objective"]) for r in rows], [w for w, _ in trials], [v for _, v in trials]
 
 
 def figure_args(description: str):
@@ -220,10 +215,3 @@ def figure_args(description: str):
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="extra overrides for every job")
     return ap
 
-
-def eval_1d(model, grid):
-    """A 1-D-input, scalar-output net evaluated on a grid by its own forward pass (float64 numpy)."""
-    import torch
-
-    with torch.no_grad():
-        return model(torch.as_tensor(grid, dtype=torch.float64)[:, None])[:, 0].numpy()

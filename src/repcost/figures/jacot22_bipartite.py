@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from ..analysis.alignment import identity_input_lower_bound, identity_input_min_cost, plateau_start
 from ..data.bipartite import bipartite_incidence
-from ..plots.jacot22 import plateau_figure
-from . import Verdict, quick_verdict, sweep_for, width_curve
+from . import Verdict, jacot22_fig2, quick_verdict, sweep_for, width_curve
 
 FIG_ID = "jacot22-bipartite"
 REL_TOL = 0.01
@@ -69,8 +68,7 @@ def compute(inp: tuple[list[dict], list[dict]]) -> list[dict]:
     return out
 
 
-def plot(rows: list[dict]):
-    return plateau_figure(rows[0]["_panels"])
+plot = jacot22_fig2.plot  # the loss-against-width panels of the first row's `_panels`, as Fig 2's
 
 
 def verdict(rows: list[dict], full: bool) -> Verdict:

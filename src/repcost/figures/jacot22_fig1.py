@@ -11,13 +11,14 @@ rule, the verdict is the pass rate, and the plot shows the first seed.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+from matplotlib.figure import Figure
 
 from ..analysis.alignment import merge_neurons, neuron_groups
 from ..analysis.forces import layer_forces, project_points_and_forces
 from ..analysis.reformulation import reformulated_loss
 from ..errors import RepcostError
-from ..plots.jacot22 import forces_figure
 from . import Verdict, most_seeds
 
 FIG_ID = "jacot22-fig1"
@@ -82,7 +83,32 @@ def _run_rows(run) -> list[dict]:
 
 
 def plot(rows: list[dict]):
-    return forces_figure(rows[0]["_panels"])
+    """The first seed's panels: 2-D projected points, attraction (green) and repulsion (red) arrows scaled to the
+    longest at 15 % of the cloud's extent, rays (grey dashed) of the groups of aligned neurons."""
+    panels = rows[0]["_panels"]
+    fig = Figure(figsize=(4.2 * len(panels), 4))
+    for ax, p in zip(fig.subplots(1, len(panels)), panels):
+        pts, att, rep = p["points"], p["attraction"], p["repulsion"]
+        k = 0.15 * (float(np.ptp(pts, axis=0).max()) or 1.0) / (max(float(np.linalg.norm(f, axis=1).max())
+                                                                    for f in (att, rep)) or 1.0)
+        if "labels" in p:
+            for name, lab in zip(p["label_names"], np.unique(p["labels"])):
+                ax.scatter(*pts[p["labels"] == lab].T, s=14, zorder=3, label=name)
+            ax.legend(fontsize=7, loc="best")
+        else:
+            ax.scatter(pts[:, 0], pts[:, 1], s=14, c="k", zorder=3)
+        for f, col in ((att, "tab:green"), (rep, "tab:red")):
+            ax.quiver(pts[:, 0], pts[:, 1], k * f[:, 0], k * f[:, 1], color=col, angles="xy", scale_units="xy",
+                      scale=1.0, width=0.004, alpha=0.8)
+        r = float(np.abs(pts).max()) * 1.1
+        for d in p.get("rays", ()):
+            d = np.asarray(d, dtype=float) / (np.linalg.norm(d) or 1.0)
+            ax.plot([0, r * d[0]], [0, r * d[1]], ls="--", c="grey", lw=0.8, zorder=1)
+        ax.scatter([0], [0], marker="+", c="grey", s=30)
+        ax.set_title(p["title"], fontsize=9)
+        ax.set(xlabel="PC 1", ylabel="PC 2")
+    fig.tight_layout()
+    return fig
 
 
 def _seed_verdict(rows: list[dict]) -> tuple[bool, list[str]]:

@@ -7,17 +7,20 @@ Left: MNIST (N = 1000 in the paper), cross-entropy, two values of λ. Right: tea
 which every wider net's train objective is within REL_TOL of the best over all widths (and, second rule,
 within LOG_FRAC of the curve's log-scale range of the best). Widths whose objective is above a narrower
 width's by more than FAIL_TOL are reported as not at their minimum (a zero-padded narrower net matches
-it), with the plateau start recomputed without them.
+it), with the plateau start recomputed without them. jacot22_bipartite draws its loss-against-width panels
+with this module's `plot`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 from omegaconf import OmegaConf
 
 from ..analysis.alignment import optimisation_failures, plateau_start
-from ..plots.jacot22 import plateau_figure
 from . import Verdict, is_full, sweep_for, width_curve
 
 FIG_ID = "jacot22-fig2"
@@ -73,10 +76,6 @@ def compute(inp) -> list[dict]:
     return out
 
 
-def plot(rows: list[dict]):
-    return plateau_figure(rows[0]["_panels"])
-
-
 def verdict(rows: list[dict], full: bool) -> Verdict:
     """Every curve's plateau (objective within 5 % of the best) starts by width PLATEAU_BY."""
     lines, ok = [], True
@@ -90,3 +89,43 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
                      + ", ".join(f"{r['width']}: {r['objective']:.4g}" for r in rr)
                      + (f"; not at their minimum: {bad}" if bad else ""))
     return Verdict(bool(ok), "\n".join(lines))
+
+
+def plateau_panel(ax, series: Sequence[dict], title: str = "", ylabel: str = "loss", marks: Sequence[float] = (),
+                  yscale: str = "log"):
+    """Loss against width (log x). Each series: widths, values, label, style ('-' train, '--' test),
+    optional trials=(widths, values) drawn as small dots. `marks`: vertical dotted lines (e.g. N²/4).
+    yscale: log, or symlog (linear below 1, log above: for relative excesses in % that reach 0)."""
+    for s in series:
+        line, = ax.plot(s["widths"], s["values"], s.get("style", "-"), marker="o", ms=3, label=s["label"],
+                        color=s.get("color"))
+        if s.get("trials") is not None:
+            tw, tv = s["trials"]
+            ax.plot(tw, tv, ".", ms=3, color=line.get_color(), alpha=0.5)
+    for m in marks:
+        ax.axvline(m, ls=":", c="grey")
+    ax.set_xscale("log")
+    if yscale == "symlog":
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(bottom=-0.1)  # the quantities are ≥ 0 up to rounding
+    else:
+        ax.set_yscale(yscale)
+    ticks = sorted({float(w) for s in series for w in s["widths"]} | {float(m) for m in marks})
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.set_xlabel("width")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return ax
+
+
+def plot(rows: list[dict]) -> Figure:
+    """Fig 2 / Prop 14–15: one `plateau_panel` per dict of the first row's `_panels` (keys: series, title, ylabel,
+    marks, yscale), in a row."""
+    panels = rows[0]["_panels"]
+    fig = Figure(figsize=(5.0 * len(panels), 4))
+    for ax, p in zip(fig.subplots(1, len(panels)), panels):
+        plateau_panel(ax, **p)
+    fig.tight_layout()
+    return fig

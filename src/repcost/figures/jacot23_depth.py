@@ -12,16 +12,13 @@ rule, the verdict is the pass rate, and the plot shows the first seed.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
+from matplotlib.figure import Figure
 
-from ..analysis.hooks import analysis_points
 from ..analysis.krr import fit_krr
 from ..analysis.spectra import numerical_rank
-from ..data.rank_k import true_jacobian_ranks
-from ..plots.jacot23 import depth_figure
 from . import Verdict, most_seeds
+from .jacot23_fig1 import spectra
 
 FIG_ID = "jacot23-depth"
 TAU = 1e-2  # rank threshold on s_i/s_1 (the summary's numerical ranks use 1e-3, also reported)
@@ -43,15 +40,12 @@ def compute(runs) -> list[dict]:
     for run in sorted(runs, key=lambda r: (r.spec.seed, r.data.x_train.shape[0], r.model.depth)):
         model, data, summ, spec = run.model, run.data, run.summary, run.spec
         L, N, k = model.depth, data.x_train.shape[0], data.meta["k"]
-        z = {n: np.load(Path(run.path) / "analysis" / f"{n}.npz") for n in ("hidden", "jacobian")}
-        hidden = [z["hidden"][f"s_post{ell}"] for ell in range(1, L)]
+        hidden, _, jac, true_r = spectra(run)
         ranks = [numerical_rank(s, TAU) for s in hidden]
         b = int(np.argmin(ranks))
-        jac = z["jacobian"]["jacobian_s"]
         jac_r = numerical_rank(jac, TAU)
         with np.errstate(divide="ignore", invalid="ignore"):  # a net of rank < k has s_k = 0: the gap is nan
             jac_gap = float(np.median(jac[:, k] / jac[:, k - 1]))
-        true_r = true_jacobian_ranks(spec.data, analysis_points(spec.analysis, data)[: len(jac)])
         if N not in krr:
             krr[N] = _krr(data, spec.analysis.n_points, k)
         kr, kr3, kgap, ktest = krr[N]
@@ -71,10 +65,26 @@ def compute(runs) -> list[dict]:
 
 
 def plot(rows: list[dict]):
-    """Norms and ranks against depth, with the KRR baseline, of the first seed (the quick preset trains three)."""
-    first = [t for t in rows if t.get("seed") == rows[0].get("seed")]
-    return depth_figure(first, rows[0]["k"])
-
+    """‖θ‖²/L, the bottleneck layer's rank and the Jacobian rank against depth (one line per N), with the KRR
+    baseline's Jacobian rank as a horizontal line, of the first seed (the quick preset trains three)."""
+    k = rows[0]["k"]
+    fig = Figure(figsize=(12, 4))
+    ax1, ax2 = fig.subplots(1, 2)
+    for j, N in enumerate(sorted({r["N"] for r in rows})):
+        rr = sorted([r for r in rows if r["N"] == N and r.get("seed") == rows[0].get("seed")], key=lambda r: r["depth"])
+        d = [r["depth"] for r in rr]
+        ax1.plot(d, [r["norm_per_depth"] for r in rr], "o-", color=f"C{j}", label=f"N={N}")
+        ax2.plot(d, [r["bottleneck_rank"] for r in rr], "o-", color=f"C{j}", label=f"bottleneck layer, N={N}")
+        ax2.plot(d, [r["jacobian_rank"] for r in rr], "s--", color=f"C{j}", label=f"Jacobian (max), N={N}")
+        ax2.axhline(rr[0]["krr_jacobian_rank"], color=f"C{j}", ls=":", label=f"KRR Jacobian, N={N}")
+    ax1.axhline(k, color="grey", ls=":", label=f"true rank k={k}")
+    ax1.set(xlabel="depth L", ylabel="‖θ‖²/L", title="rescaled parameter norm", yscale="log")
+    ax1.legend(fontsize=7)
+    ax2.axhline(k, color="grey", ls="-", lw=0.8)
+    ax2.set(xlabel="depth L", ylabel="rank", title="rank recovery vs depth", yscale="log")
+    ax2.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
 
 def _seed_verdict(rows: list[dict]) -> tuple[bool, list[str]]:
     """One seed's rows: a deeper net recovers f*'s Jacobian ranks at every point, the shallowest overestimates

@@ -8,8 +8,11 @@ A tripoint = a point where >= 3 class regions meet, counted on a grid (repcost.a
 
 from __future__ import annotations
 
+import numpy as np
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+
 from ..analysis.decision import count_tripoints, decision_grid, grid_limits
-from ..plots.jacot23 import decision_figure
 from . import Verdict, quick_verdict
 
 FIG_ID = "jacot23-fig2"
@@ -53,8 +56,26 @@ def compute(runs) -> list[dict]:
 
 def plot(rows: list[dict]):
     """Decision regions, a row per depth and a column per λ, tripoints marked."""
-    return decision_figure([r["_panel"] for r in rows], ncols=len({r["lam"] for r in rows}))
-
+    ncols = len({r["lam"] for r in rows})
+    nrows = -(-len(rows) // ncols)
+    fig = Figure(figsize=(5 * ncols, 3.2 * nrows))
+    axes = np.atleast_1d(fig.subplots(nrows, ncols)).ravel()
+    for ax, p in zip(axes, [r["_panel"] for r in rows]):
+        k = p["n_classes"]
+        cmap = ListedColormap([f"C{c}" for c in range(k)])
+        ax.imshow(p["labels"], origin="lower", extent=p["extent"], cmap=cmap, vmin=-0.5, vmax=k - 0.5,
+                  alpha=0.35, aspect="auto", interpolation="nearest")
+        ax.scatter(p["x"][:, 0], p["x"][:, 1], c=p["y"], cmap=cmap, vmin=-0.5, vmax=k - 0.5, s=6)
+        tp = np.asarray(p["tripoints"]).reshape(-1, 2)
+        if len(tp):
+            ax.plot(tp[:, 0], tp[:, 1], "k*", ms=12, mfc="yellow", label=f"{len(tp)} tripoint(s)")
+            ax.legend(loc="lower left", fontsize=7)
+        ax.set_title(p["title"], fontsize=9)
+        ax.set_xticks([]), ax.set_yticks([])
+    for ax in axes[len(rows):]:
+        ax.axis("off")
+    fig.tight_layout()
+    return fig
 
 def verdict(rows: list[dict], full: bool) -> Verdict:
     """Reproduced when every shallowest net has a tripoint and no deepest net has one (wide window)."""

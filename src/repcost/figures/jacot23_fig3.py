@@ -22,8 +22,7 @@ from ..analysis.denoising import add_noise, denoising, nearest_distance, pca_pro
 from ..analysis.jacobians import jacobian_spectra
 from ..analysis.spectra import numerical_rank
 from ..data.curve_2d import curve_points, distance_to_curve
-from ..plots.jacot23 import autoencoder_jacobian_axes, curve_denoising_axes, mnist_rows_axes, ratio_vs_depth_axes
-from . import LoadedRun, Verdict, is_full, most_seeds, sweep_for
+from . import Verdict, is_full, load_runs, most_seeds
 
 FIG_ID = "jacot23-fig3"
 MNIST_SIGMAS = (0.1, 0.2, 0.4)  # per-pixel noise std (pixels in [0, 1]); 0.2 is the headline
@@ -42,8 +41,7 @@ CLAIM = ("Paper: deep autoencoders are naturally denoising, shallow ones are not
 def inputs(args):
     """The MNIST and curve sweeps' runs (by depth) and which of them ran at paper size."""
     def runs(name):
-        loaded = [LoadedRun.load(r["path"]) for r in sweep_for(name, args, sort_by="model.depth")]
-        return sorted(loaded, key=lambda r: (r.spec.seed, r.model.depth))
+        return sorted(load_runs(name, args), key=lambda r: (r.spec.seed, r.model.depth))
     mode = {t: "full" if is_full(args, f"{FIG_ID}-{t}") else "quick" for t in ("mnist", "curve")}
     return runs(f"{FIG_ID}-mnist"), runs(f"{FIG_ID}-curve"), mode
 
@@ -66,11 +64,9 @@ def _mnist(runs, rows: list[dict], plot: dict) -> None:
             rows.append({"panel": "A mnist", "seed": run.spec.seed, "depth": L, "sigma": sigma, **d.summary(),
                          "nearest_train_ratio": near.ratio, "clean_recon_err": float(recon.d_out.mean()), **js,
                          **{k: summ.get(k) for k in RUN_KEYS}})
-            if sigma == MNIST_SIGMA and run.spec.seed == runs[0].spec.seed:
-                if not plot["img_rows"]:
-                    plot["img_rows"], plot["img_labels"] = [noisy[:N_SHOW]], [f"noisy σ={sigma}"]
-                plot["img_rows"].append(d.outputs[:N_SHOW])
-                plot["img_labels"].append(f"L={L} output")
+            if sigma == MNIST_SIGMA and run.spec.seed == runs[0].spec.seed:  # a row of images each: label -> images
+                plot["images"].setdefault(f"noisy σ={sigma}", noisy[:N_SHOW])
+                plot["images"][f"L={L} output"] = d.outputs[:N_SHOW]
     if data is None:
         return
     # linear baseline: the projection onto the training images' top-k principal directions (one data config)
@@ -103,7 +99,7 @@ def _curve(runs, rows: list[dict], plot: dict) -> None:
 def compute(inp) -> list[dict]:
     """Rows per (net, σ), the PCA baselines and the curve nets; the first row carries the plot's arrays (`_plot`)."""
     mnist, curve, mode = inp
-    rows, plot = [], {"jac": {}, "img_rows": [], "img_labels": [], "curves": [], "mode": mode}
+    rows, plot = [], {"jac": {}, "images": {}, "curves": [], "mode": mode}
     _mnist(mnist, rows, plot)
     _curve(curve, rows, plot)
     rows[0]["_plot"] = plot
@@ -115,9 +111,16 @@ def plot(rows: list[dict]):
     p = rows[0]["_plot"]
     fig = Figure(figsize=(max(14, 4.2 * len(p["curves"])), 9), layout="constrained")
     gs = fig.add_gridspec(2, max(len(p["curves"]), 2), height_ratios=[1.0, 1.4])
-    if p["img_rows"]:
+    if p["images"]:
         top = gs[0, :].subgridspec(1, 3, width_ratios=[2.6, 1, 1], wspace=0.25)
-        mnist_rows_axes(fig, top[0, 0], p["img_rows"], p["img_labels"])
+        cells = top[0, 0].subgridspec(len(p["images"]), N_SHOW, wspace=0.02, hspace=0.05)
+        for i, (label, imgs) in enumerate(p["images"].items()):
+            for j, img in enumerate(imgs):
+                ax = fig.add_subplot(cells[i, j])
+                ax.imshow(np.clip(img.reshape(28, 28), 0, 1), cmap="gray_r", vmin=0, vmax=1)
+                ax.set_xticks([]), ax.set_yticks([])
+                if j == 0:
+                    ax.set_ylabel(label, fontsize=7, rotation=0, ha="right", va="center")
         autoencoder_jacobian_axes(fig.add_subplot(top[0, 1]), p["jac"],
                                   f"MNIST: singular values of Jf(x),\nmean over {N_JAC} clean test images")
         ratio_vs_depth_axes(fig.add_subplot(top[0, 2]),
@@ -127,13 +130,48 @@ def plot(rows: list[dict]):
                             {f"σ={sg}": min(q["ratio"] for q in rows if q["panel"] == "A mnist PCA" and q["sigma"] == sg)
                              for sg in MNIST_SIGMAS}, "MNIST: denoising ratio (dashed: best PCA-k)")
     for j, (train_y, pts, uni, out, title) in enumerate(p["curves"]):
+        # the training data (blue) on the curve, random inputs (green) with arrows to their images (orange)
         ax = fig.add_subplot(gs[1, j])
-        curve_denoising_axes(ax, train_y, pts, uni, out, title)
+        ax.plot(pts[:, 0], pts[:, 1], "-", color="lightgrey", lw=1)
+        ax.scatter(train_y[:, 0], train_y[:, 1], s=8, color="C0", label="training data")
+        ax.quiver(uni[:, 0], uni[:, 1], out[:, 0] - uni[:, 0], out[:, 1] - uni[:, 1], angles="xy", scale_units="xy",
+                  scale=1, width=0.003, color="grey", alpha=0.7)
+        ax.scatter(uni[:, 0], uni[:, 1], s=8, color="C2", label="inputs")
+        ax.scatter(out[:, 0], out[:, 1], s=8, color="C1", label="outputs")
+        ax.set_aspect("equal")
+        ax.set_title(title, fontsize=9)
         if j == 0:
             ax.legend(fontsize=7, loc="lower right")
     fig.suptitle(f"MNIST ({p['mode']['mnist']}) σ={MNIST_SIGMA} (top); curve ({p['mode']['curve']}), random inputs "
                  "in [-1.2, 1.2]² and their images (bottom)")
     return fig
+
+
+def autoencoder_jacobian_axes(ax, spectra: dict, title: str = "") -> None:
+    """Singular values s_i of an autoencoder's Jacobian Jf(x), averaged over clean data points, one line per
+    label: a rank-k projection onto the data's tangent space (Jacot 2023 §5) is k ones, then zeros."""
+    for j, (label, s) in enumerate(spectra.items()):
+        s = np.asarray(s)
+        ax.semilogy(np.arange(1, len(s) + 1), np.maximum(s, 1e-6), "-", color=f"C{j}", label=label)
+    ax.axhline(1.0, color="grey", ls=":", lw=1)
+    top = max((int(np.sum(np.asarray(s) > 1e-3 * np.max(s))) for s in spectra.values()), default=1)
+    ax.set(xlabel="i", ylim=(1e-3, None), xlim=(0, 1.15 * top + 1))
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+
+
+def ratio_vs_depth_axes(ax, curves: dict, baselines: dict, title: str = "") -> None:
+    """Denoising ratio against depth, one line per label (curves[label] = [(depth, ratio), ...]), each label's
+    baseline (the best linear projection) as a dashed line in its colour, and the 0.5 target dotted."""
+    for j, (label, pts) in enumerate(curves.items()):
+        pts = sorted(pts)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=f"C{j}", label=label)
+        if label in baselines:
+            ax.axhline(baselines[label], color=f"C{j}", ls="--", lw=1)
+    ax.axhline(0.5, color="grey", ls=":", lw=1)
+    ax.set(xlabel="depth L", ylabel="ratio (output / input distance)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
 
 
 def _compare(what: str, ratios: dict) -> tuple[bool, str]:
@@ -147,22 +185,20 @@ def _compare(what: str, ratios: dict) -> tuple[bool, str]:
                 f"{'reproduced' if ok else 'NOT reproduced'}")
 
 
-def _mnist_checks(rows: list[dict]) -> list[tuple[bool, str]]:
-    """One seed's MNIST comparisons, at each σ."""
-    checks = []
-    for sigma in MNIST_SIGMAS:
-        pca = [q for q in rows if q["panel"] == "A mnist PCA" and q["sigma"] == sigma]
-        best = f"; best PCA-{min(pca, key=lambda q: q['ratio'])['pca_k']}: {min(q['ratio'] for q in pca):.3f}" if pca else ""
-        checks.append(_compare(f"mnist (σ={sigma} noise{best})",
-                               {q["depth"]: q["ratio"] for q in rows if q["panel"] == "A mnist" and q["sigma"] == sigma}))
-    return checks
-
-
-def _curve_checks(rows: list[dict]) -> list[tuple[bool, str]]:
-    """One seed's curve comparisons: with noise and with random inputs."""
-    curve = [q for q in rows if q["panel"] == "B/C curve"]
-    return [_compare(f"curve (σ={CURVE_SIGMA} noise)", {q["depth"]: q["ratio"] for q in curve}),
-            _compare("curve (random inputs, the paper's panels B, C)", {q["depth"]: q["uniform_ratio"] for q in curve})]
+def _judge(rows: list[dict]) -> tuple[bool, list[str]]:
+    """One seed's nets of one panel (and the PCA baselines): MNIST compared at each σ, the curve with noise and with
+    random inputs; reproduced when every comparison meets the target."""
+    nets = [q for q in rows if q["panel"] != "A mnist PCA"]
+    if nets[0]["panel"] == "B/C curve":
+        checks = [_compare(f"curve (σ={CURVE_SIGMA} noise)", {q["depth"]: q["ratio"] for q in nets}),
+                  _compare("curve (random inputs, the paper's panels B, C)", {q["depth"]: q["uniform_ratio"] for q in nets})]
+    else:
+        checks = []
+        for sigma in MNIST_SIGMAS:
+            pca = [q for q in rows if q["panel"] == "A mnist PCA" and q["sigma"] == sigma]
+            best = f"; best PCA-{min(pca, key=lambda q: q['ratio'])['pca_k']}: {min(q['ratio'] for q in pca):.3f}" if pca else ""
+            checks.append(_compare(f"mnist (σ={sigma} noise{best})", {q["depth"]: q["ratio"] for q in nets if q["sigma"] == sigma}))
+    return all(ok for ok, _ in checks), [line for _, line in checks]
 
 
 def verdict(rows: list[dict], full: bool) -> Verdict:
@@ -170,13 +206,7 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     quick presets three each): a seed reproduces a panel when every comparison of that panel meets the target,
     a panel is reproduced when most of its seeds are, the figure when both panels are. The PCA baselines
     depend on the data only and serve every seed."""
-    def panel(name: str, checks, claim: str) -> Verdict:
-        def judge(seed_rows: list[dict]) -> tuple[bool, list[str]]:
-            c = checks(seed_rows)
-            return all(ok for ok, _ in c), [line for _, line in c]
-
-        return most_seeds([q for q in rows if q["panel"] == name], judge, claim,
-                          common=[q for q in rows if q["panel"] == "A mnist PCA"])
-
-    parts = [panel("A mnist", _mnist_checks, "MNIST reproduced"), panel("B/C curve", _curve_checks, "curve reproduced")]
+    pca = [q for q in rows if q["panel"] == "A mnist PCA"]
+    parts = [most_seeds([q for q in rows if q["panel"] == panel], _judge, f"{name} reproduced", common=pca)
+             for panel, name in (("A mnist", "MNIST"), ("B/C curve", "curve"))]
     return Verdict(all(v.passed for v in parts), "\n".join(v.text for v in parts))

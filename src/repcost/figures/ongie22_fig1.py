@@ -16,7 +16,7 @@ import numpy as np
 
 from ..analysis import path_norm, phi_L
 from ..analysis.two_rays import alignment_summary, directional_variation, net_from_model
-from ..plots.ongie import add_bar_panel, grid_values, surfaces_figure
+from ..plots.ongie import grid_values, surfaces_figure
 from . import Verdict, quick_verdict
 
 FIG_ID = "ongie22-fig1"
@@ -50,29 +50,35 @@ def plot(rows: list[dict]):
     shown = {}
     for r in rows:  # rows are sorted by (L, seed): the first row of each L is its lowest seed
         shown.setdefault(r["L"], r)
-    Ls = sorted(shown)
-    u, ncols = shown[Ls[0]]["_u"], len(Ls) + 1
-    titles = [f"L = {L}: s2/s1 = {shown[L]['s2_over_s1']:.2g}, perp. variation = {shown[L]['perp_variation']:.2g}"
-              for L in Ls]
-    fig = surfaces_figure([shown[L]["_surface"] for L in Ls], titles, shown[Ls[0]]["_x"], shown[Ls[0]]["_y"],
-                          arrows=[(u, "r", "label direction u"), (np.array([-u[1], u[0]]), "b", "u⊥")], ncols=ncols,
-                          suptitle="Ongie & Willett Fig 1: learned interpolants, y = sin(π uᵀx)")
-    add_bar_panel(fig, (1, ncols, ncols), {f"L = {L}": shown[L]["_s"] / shown[L]["_s"][0] for L in Ls},
-                  "singular values of W = W_{L−1}⋯W_1 (s_i / s_1)", "s_i / s_1")
-    return fig
+    u = rows[0]["_u"]
+    panels = [dict(surface=r["_surface"], x=r["_x"], y=r["_y"],
+                   title=f"L = {L}: s2/s1 = {r['s2_over_s1']:.2g}, perp. variation = {r['perp_variation']:.2g}",
+                   arrows=[(u, "r", "label direction u"), (np.array([-u[1], u[0]]), "b", "u⊥")])
+              for L, r in shown.items()]
+
+    def bars(ax):
+        width = 0.8 / len(shown)
+        for j, (L, r) in enumerate(shown.items()):
+            ax.bar(np.arange(r["_s"].size) + j * width, r["_s"] / r["_s"][0], width=width, label=f"L = {L}")
+        n = max(r["_s"].size for r in shown.values())
+        ax.set_xticks(np.arange(n) + 0.4 - width / 2, [f"$s_{i + 1}$" for i in range(n)])
+        ax.set_title("singular values of W = W_{L−1}⋯W_1 (s_i / s_1)", fontsize=9)
+        ax.set(ylabel="s_i / s_1", yscale="log")
+        ax.legend(fontsize=7)
+
+    return surfaces_figure(panels + [bars], len(shown) + 1,
+                           "Ongie & Willett Fig 1: learned interpolants, y = sin(π uᵀx)")
 
 
 def verdict(rows: list[dict], full: bool) -> Verdict:
     """The mean perpendicular variation over seeds decreases with L."""
-    Ls = sorted({r["L"] for r in rows})
-    lines = []
+    Ls, pv, lines = sorted({r["L"] for r in rows}), [], []
     for L in Ls:
         rr = [r for r in rows if r["L"] == L]
+        pv.append(np.mean([r["perp_variation"] for r in rr]))
         lines.append(f"  L = {L}: mean s2/s1 = {np.mean([r['s2_over_s1'] for r in rr]):.3g}, mean perp. variation = "
-                     f"{np.mean([r['perp_variation'] for r in rr]):.3g}, max train loss "
-                     f"{max(r['train_loss'] for r in rr):.1e}, critical points {sum(bool(r['critical_point']) for r in rr)}"
-                     f"/{len(rr)}")
-    pv = [np.mean([r["perp_variation"] for r in rows if r["L"] == L]) for L in Ls]
+                     f"{pv[-1]:.3g}, max train loss {max(r['train_loss'] for r in rr):.1e}, critical points "
+                     f"{sum(bool(r['critical_point']) for r in rr)}/{len(rr)}")
     ok = len(Ls) > 1 and all(b <= a for a, b in zip(pv, pv[1:]))
     lines.append(f"  perpendicular variation decreases with L: {'yes' if ok else 'NO'}")
     return quick_verdict(ok, lines, full, FIG_ID)

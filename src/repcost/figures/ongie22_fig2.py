@@ -15,9 +15,7 @@ import dataclasses
 from ..analysis import path_norm, phi_L
 from ..analysis.two_rays import f_and_g_for_data
 from ..data import load_data
-from . import LoadedRun, Verdict, is_full, preset_data, sweep_for
-from .ongie22_fig3 import table
-from .two_rays_panels import analyse_runs, draw
+from . import Verdict, is_full, load_runs, ongie22_fig3, preset_data
 
 FIG_ID = "ongie22-fig2"
 CLAIM = ("Paper (Fig 2): at 0.55π R3(g) < R3(f) (the aligned interpolant is the cheaper in R3); at 0.52π "
@@ -26,14 +24,13 @@ CLAIM = ("Paper (Fig 2): at 0.55π R3(g) < R3(f) (the aligned interpolant is the
 
 def inputs(args):
     """The sweep's trained runs, and the Fig 4 preset's clean data config for the f-vs-g check."""
-    runs = [LoadedRun.load(r["path"]) for r in sweep_for(FIG_ID, args)]
-    return runs, preset_data("ongie22-fig4", is_full(args, FIG_ID))
+    return load_runs(FIG_ID, args), preset_data("ongie22-fig4", is_full(args, FIG_ID))
 
 
 def compute(inp) -> list[dict]:
     """The trained nets' and constructed f, g rows (as Fig 3), then per angle f and g on the clean Fig 4 data."""
     runs, f4 = inp
-    rows = analyse_runs(runs)
+    rows = ongie22_fig3.compute(runs)
     for key in sorted(rows[0]["_per_angle"], reverse=True):
         f, g, _ = f_and_g_for_data(load_data(dataclasses.replace(f4, angle_pi=key)))
         rows.append({"kind": "clean f vs g", "angle_pi": key, "R3_f": phi_L(f.W, f.a, 3), "R3_g": phi_L(g.W, g.a, 3),
@@ -42,7 +39,7 @@ def compute(inp) -> list[dict]:
 
 
 def plot(rows: list[dict]):
-    return draw(rows, "Ongie & Willett Fig 2: rays at 0.55π (top) and 0.52π (middle) — learned "
+    return ongie22_fig3.plot(rows, "Ongie & Willett Fig 2: rays at 0.55π (top) and 0.52π (middle) — learned "
                                        "(L = 2, 3) and constructed (f, g) interpolants; red line = span(w0)")
 
 
@@ -50,7 +47,7 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     """On the clean data: R3(g) < R3(f) above 0.535π, R3(f) < R3(g) below, and R2(f) < R2(g) everywhere."""
     clean = [r for r in rows if r["kind"] == "clean f vs g"]
     ok = all(((r["R3_g"] < r["R3_f"]) == (r["angle_pi"] > 0.535)) and r["R2_f"] < r["R2_g"] for r in clean)
-    lines = table([r for r in rows if r["kind"] != "clean f vs g"])
+    lines = ongie22_fig3.table([r for r in rows if r["kind"] != "clean f vs g"])
     lines += [f"  clean data, rays {r['angle_pi']:g}π: R3(f) = {r['R3_f']:.4f}, R3(g) = {r['R3_g']:.4f}; "
               f"R2(f) = {r['R2_f']:.4f}, R2(g) = {r['R2_g']:.4f}" for r in clean]
     return Verdict(ok, "\n".join(lines))

@@ -15,11 +15,11 @@ import math
 from typing import Any
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from ..analysis import path_norm, phi_L
 from ..analysis.two_rays import f_and_g_for_data, line_angle, prop52_margin
 from ..data import load_data
-from ..plots.ongie import costs_vs_angle_figure
 from . import Verdict, is_full, preset_data, preset_name
 
 FIG_ID = "ongie22-fig4"
@@ -55,9 +55,21 @@ def compute(inp: tuple[str, Any, np.ndarray]) -> list[dict]:
 
 def plot(rows: list[dict]):
     """R2 and R3 of f and g against the angle, the region where Prop 5.2's condition holds shaded."""
-    col = lambda k: np.array([r[k] for r in rows])  # noqa: E731
-    return costs_vs_angle_figure(col("angle_pi"), col("R2_f"), col("R2_g"), col("R3_f"), col("R3_g"),
-                                 col("prop52_holds"), title=rows[0]["_title"])
+    a, holds = np.array([r["angle_pi"] for r in rows]), np.array([r["prop52_holds"] for r in rows], dtype=int)
+    dx = (a[1] - a[0]) / 2 if a.size > 1 else 0.0
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], holds, [0]])))  # starts, then ends, of the runs where it holds
+    fig = Figure(figsize=(10, 3.8))
+    for i, (key, name) in enumerate((("R2", "$R_2$"), ("R3", "$R_3$"))):
+        ax = fig.add_subplot(1, 2, i + 1)
+        for k, (lo, hi) in enumerate(zip(edges[::2], edges[1::2] - 1)):
+            ax.axvspan(a[lo] - dx, a[hi] + dx, color="gold", alpha=0.3, label=None if k else "Prop 5.2 condition holds")
+        ax.plot(a, [r[f"{key}_f"] for r in rows], "C0-", label=f"{name}(f), units along rays")
+        ax.plot(a, [r[f"{key}_g"] for r in rows], "C3--", label=f"{name}(g), units along ±$w_0$")
+        ax.set_xlabel("angle between rays / π")
+        ax.set_ylabel(f"{name} cost")
+        ax.legend(fontsize=8)
+    fig.suptitle(rows[0]["_title"], fontsize=10)
+    return fig
 
 
 def verdict(rows: list[dict], full: bool) -> Verdict:

@@ -18,7 +18,7 @@ import numpy as np
 from ..analysis import path_norm, phi_L
 from ..analysis.two_rays import f_and_g_for_data, projection_interpolant
 from ..data import load_data
-from ..plots.ongie import grid_values, subspace_panels_figure
+from ..plots.ongie import grid_values, surfaces_figure
 from . import Verdict, is_full, preset_data
 
 FIG_ID = "ongie22-fig5"
@@ -72,9 +72,9 @@ def compute(inp) -> list[dict]:
                (unit(worst["phi_deg"]), "m"), worst),
               (f"S near span(w1), φ = {phi_w1:.1f}° (Fig 7)", nets[phi_w1], (unit(phi_w1), "c"), r_w1)]
     rows[0]["_plot"] = {
-        "surfaces": [grid_values(h) for _, h, _, _ in panels],
-        "titles": [f"{t}\nR3 = {r['R3']:.3g}, units = {r['n_units']}" for t, _, _, r in panels],
-        "x": x, "y": y, "phis": phis, "lines": [None] + [p[2] for p in panels[1:]],
+        "panels": [dict(surface=grid_values(h), title=f"{t}\nR3 = {r['R3']:.3g}, units = {r['n_units']}", x=x, y=y,
+                        span=span) for t, h, span, r in panels],
+        "phis": phis,
         "marks": {f"span(w0), R3 = {at_w0['R3']:.3g}": (phi_w0, at_w0["R3"]),
                   f"largest finite, R3 = {worst['R3']:.3g}": (worst["phi_deg"], worst["R3"]),
                   f"near span(w1), R3 = {r_w1['R3']:.3g}": (phi_w1, r_w1["R3"])}}
@@ -84,11 +84,21 @@ def compute(inp) -> list[dict]:
 
 
 def plot(rows: list[dict]):
+    """The interpolants on R², span(w0) and two poor subspaces, then R3 against the angle of u."""
     p = rows[0]["_plot"]
     r3 = np.array([r["R3"] for r in rows[:-1]], dtype=float)
-    return subspace_panels_figure(p["surfaces"], p["titles"], p["x"], p["y"], p["phis"],
-                                  np.where(np.isfinite(r3), r3, np.nan), p["marks"], lines=p["lines"],
-                                  suptitle="Ongie & Willett Figs 5/7: interpolants on 1-D subspaces span(u) vs R²")
+
+    def r3_curve(ax):
+        ax.semilogy(p["phis"], np.where(np.isfinite(r3), r3, np.nan), "k.-", lw=0.8, ms=3,
+                    label="$R_3$ of the min-$R_2$ interpolant on span(u)")
+        for k, (label, (phi, val)) in enumerate(p["marks"].items()):
+            ax.semilogy([phi], [val], "o", ms=8, color=f"C{k}", label=label)
+        ax.set_xlabel("angle of u (degrees)")
+        ax.set_ylabel("$R_3$ cost")
+        ax.legend(fontsize=8)
+
+    return surfaces_figure(p["panels"], len(p["panels"]),
+                           "Ongie & Willett Figs 5/7: interpolants on 1-D subspaces span(u) vs R²", [r3_curve])
 
 
 def verdict(rows: list[dict], full: bool) -> Verdict:

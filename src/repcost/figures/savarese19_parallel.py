@@ -9,14 +9,13 @@ always, by AM–GM) and the Cor C.2 balance gap of the active sub-networks.
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from ..analysis.arrays import as_f64
 from ..analysis.sparsity import l2L_quasinorm, parallel_alpha_normalised, parallel_balance
-from ..plots.savarese import parallel_sparsity_figure
-from . import Verdict
+from . import Verdict, quick_verdict
 
 FIG_ID = "savarese19-parallel"
-SORT_BY = "model.depth"
 REL_TOL = 1e-3  # a sub-network is active when |ᾱ_i| > REL_TOL · max_j |ᾱ_j|
 CLAIM = ("Paper (App. C): Thm C.3 — an optimum has ‖ᾱ‖₀ ≤ N (all optima when L ≥ 3); Thm C.1 — at a minimiser "
          "C_L(θ) = ‖ᾱ‖_{2/L}^{2/L}; Cor C.2 — ‖W_i^(1)‖² = … = ‖W_i^(L−1)‖² = α_i² in every sub-network; "
@@ -26,7 +25,7 @@ CLAIM = ("Paper (App. C): Thm C.3 — an optimum has ‖ᾱ‖₀ ≤ N (all opt
 def compute(runs) -> list[dict]:
     """One row per depth; `_bar` (normalised α) and `_gap` (active sub-networks' Cor C.2 gaps) for the plot."""
     rows = []
-    for run in runs:
+    for run in sorted(runs, key=lambda r: r.spec.model.depth):
         model, data, summary, spec = run.model, run.data, run.summary, run.spec
         N, L = data.x_train.shape[0], spec.model.depth
         Ws, alpha = [as_f64(w) for w in model.sub], as_f64(model.alpha)[0]
@@ -50,10 +49,28 @@ def compute(runs) -> list[dict]:
 
 
 def plot(rows: list[dict]):
-    """Normalised output weights per depth, with the active count against N, and the balance gaps."""
-    return parallel_sparsity_figure([r["depth_L"] for r in rows], [r["_bar"] for r in rows],
-                                    [r["active_subnets"] for r in rows], rows[0]["n_points_N"],
-                                    [r["_gap"] for r in rows], rel_tol=REL_TOL)
+    """Sorted |ᾱ_i|/max|ᾱ| per depth L (log scale), ‖ᾱ‖₀ against L with the Thm C.3 bound N, and the Cor C.2
+    balance gaps of the active sub-networks."""
+    depths, active, N = [r["depth_L"] for r in rows], [r["active_subnets"] for r in rows], rows[0]["n_points_N"]
+    fig = Figure(figsize=(13, 3.6))
+    a1, a2, a3 = fig.subplots(1, 3)
+    for r in rows:
+        v = np.sort(np.abs(r["_bar"]))[::-1]
+        v = v / v[0] if v.size and v[0] > 0 else v
+        a1.semilogy(np.arange(1, v.size + 1), np.maximum(v, 1e-16), "o-", ms=3, label=f"L = {r['depth_L']}")
+    a1.axhline(REL_TOL, color="0.5", ls=":", lw=1, label=f"active threshold {REL_TOL:g}")
+    a1.axvline(N, color="k", ls="--", lw=1, label=f"N = {N}")
+    a1.set(xlabel="sub-network (sorted)", ylabel=r"$|\bar\alpha_i| / \max_j |\bar\alpha_j|$")
+    a1.legend(fontsize=7)
+    a2.plot(depths, active, "o-", label=r"active $\|\bar\alpha\|_0$")
+    a2.axhline(N, color="k", ls="--", lw=1, label=f"Thm C.3 bound N = {N}")
+    a2.set(xlabel="depth L", ylabel="active sub-networks", xticks=depths, ylim=(0, max(*active, N) * 1.15 + 1))
+    a2.legend(fontsize=7)
+    a3.boxplot([r["_gap"] if r["_gap"].size else np.zeros(1) for r in rows], positions=depths)
+    a3.set(xlabel="depth L", ylabel="Cor C.2 gap (max−min)/max")
+    a3.set_title("balance of active sub-networks", fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
 def verdict(rows: list[dict], full: bool) -> Verdict:
@@ -64,9 +81,5 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
              f"max = {r['balance_gap_max_active']:.2g}, critical point: {r['critical_point']}" for r in rows]
     bound = all(r["C_L"] >= r["l2L_quasinorm"] * (1 - 1e-9) for r in rows)
     sparse = all(r["active_subnets"] <= N for r in rows if r["depth_L"] >= 3)
-    ok = bound and sparse
-    if not full and not ok:
-        return Verdict(None, "\n".join(lines + ["  (the quick variant stops before the sparse minimum: "
-                                                "make fig-savarese19-parallel FULL=1)"]))
-    return Verdict(ok, "\n".join(lines + [f"  C_L ≥ ‖ᾱ‖ at every depth: {'yes' if bound else 'NO'}; "
-                                          f"≤ N active for L ≥ 3: {'yes' if sparse else 'NO'}"]))
+    lines.append(f"  C_L ≥ ‖ᾱ‖ at every depth: {'yes' if bound else 'NO'}; ≤ N active for L ≥ 3: {'yes' if sparse else 'NO'}")
+    return quick_verdict(bound and sparse, lines, full, FIG_ID)

@@ -84,12 +84,6 @@ def aggregate(rows: Sequence[dict], x: str, y: str, hue: str | None = None) -> l
     return out
 
 
-def n_text(n: np.ndarray) -> str:
-    """Runs per point for a legend: "n=3", or "n=1–3" where points differ."""
-    lo, hi = int(n.min()), int(n.max())
-    return f"n={lo}" if lo == hi else f"n={lo}–{hi}"
-
-
 def _integer_ticks(ax, x: bool, y: bool) -> None:
     """Integer ticks on the asked axes (MaxNLocator), or the single value itself where an axis has only one."""
     from matplotlib.ticker import FixedLocator, MaxNLocator
@@ -117,8 +111,9 @@ def sweep_figure(series: Sequence[Series], x: str, y: str, logx: bool = False, l
 
     for i, s in enumerate(series):
         xs = [pos(v) for v in s.x]
-        (line,) = ax.plot(xs, s.mean, label=f"{s.label} ({n_text(s.n)})", markersize=6, fillstyle="none",
-                          **line_style(i))
+        lo, hi = int(s.n.min()), int(s.n.max())  # runs per point, e.g. n=3 or, where points differ, n=1–3
+        (line,) = ax.plot(xs, s.mean, label=f"{s.label} (n={lo}{f'–{hi}' if hi > lo else ''})", markersize=6,
+                          fillstyle="none", **line_style(i))
         if (s.n > 1).any():
             ax.fill_between(xs, s.lo, s.hi, color=line.get_color(), alpha=0.15, linewidth=0)
         ax.scatter([pos(p[0]) for p in s.points], [p[1] for p in s.points], s=8, color=line.get_color(), alpha=0.6)

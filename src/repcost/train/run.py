@@ -387,7 +387,7 @@ def _plot_fit(model, data, path: Path, summary: dict) -> None:
     """figures/fit.png: the learned 1-D function over the data range (and a margin), the points and the
     min-norm linear spline through them. A file that cannot be written is a warning (train.log and the console)."""
     from ..analysis.relu_1d import linear_spline_interpolant
-    from ..plots.learned_function import learned_function_figure  # matplotlib: only once the run is finished
+    from ..plots.learned_function import function_panels  # matplotlib: only once the run is finished
 
     x = data.x_train[:, 0].detach().cpu().double()
     lo, hi = float(x.min()), float(x.max())
@@ -398,7 +398,7 @@ def _plot_fit(model, data, path: Path, summary: dict) -> None:
     y = data.y_train[:, 0].cpu().double().numpy()
     g = grid.cpu().double().numpy()
     title = f"{model.family} L={model.depth}: train loss {summary['train_loss']:.3g}, cost {summary['cost']:.4g}"
-    fig = learned_function_figure(g, f, x.numpy(), y, title, linear_spline_interpolant(x.numpy(), y)(g))
+    fig = function_panels(x.numpy(), y, g, [f], [title], linear_spline_interpolant(x.numpy(), y)(g))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=110)
