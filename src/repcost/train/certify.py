@@ -47,19 +47,13 @@ def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, rounds
             **cost}
 
 
-def cost_reached(summary: dict) -> bool | None:
-    """|C(θ)/C_min − 1| ≤ `certify.cost_tol` (None where the run does not judge it or has no C_min)."""
-    ratio = summary.get("certify.cost_over_min")
-    return None if ratio is None else abs(ratio - 1) <= summary["certify.cost_tol"]
-
-
 def _cost_clause(summary: dict) -> str:
-    """The cost half of the last line: C(θ)/C_min against `certify.cost_tol` ("" where not judged)."""
-    reached, ratio = cost_reached(summary), summary.get("certify.cost_over_min")
-    if reached is None:
+    """The cost half of the last line: C(θ)/C_min against `certify.cost_tol` ("" where the run does not judge it)."""
+    ratio = summary.get("certify.cost_over_min")
+    if ratio is None:
         return ""
     tol = f"{100 * summary['certify.cost_tol']:.3g} %"
-    if reached:
+    if abs(ratio - 1) <= summary["certify.cost_tol"]:
         return f"; C(θ) within {tol} of the min-norm interpolant's cost (C/C_min = {ratio:.4f})"
     return (f"; C(θ) NOT within {tol} of the min-norm interpolant's cost: C/C_min = {ratio:.4f} "
             "(train.certify.cost_tol; a smaller train.lam brings the minimum closer to interpolation)")
