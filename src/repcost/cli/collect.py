@@ -1,19 +1,14 @@
-"""`repcost-collect SWEEP_DIR`: one tidy CSV row per sweep job, and the Hydra callback that runs it."""
+"""`repcost-collect SWEEP_DIR`: one tidy CSV row per sweep job (also written at the end of every multirun)."""
 
 from __future__ import annotations
 
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
-
-from hydra.experimental.callback import Callback
-from hydra.types import RunMode
-from omegaconf import DictConfig
 
 from ..errors import OneLineParser, RepcostError, report_left_out
 from .hydra_errors import clean_exit
-from ..sweep import LAYERS_CSV, RUNS_CSV, add_last_job, collect, start_last_jobs
+from ..sweep import LAYERS_CSV, RUNS_CSV, collect
 
 
 def _report(sweep_dir: Path, rows: list, layers: list) -> str:
@@ -28,28 +23,18 @@ def _report(sweep_dir: Path, rows: list, layers: list) -> str:
     return out
 
 
-class CollectCallback(Callback):
-    """Records the multirun's jobs (`sweep.last_jobs`); writes runs.csv (and layers.csv) at the end."""
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        start_last_jobs(Path(config.hydra.sweep.dir))
-
-    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if config.hydra.mode == RunMode.MULTIRUN:
-            add_last_job(Path(config.hydra.sweep.dir), Path(config.hydra.runtime.output_dir))
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        sweep_dir = Path(config.hydra.sweep.dir)
-        try:
-            rows, layers, skipped = collect(sweep_dir)
-        except RepcostError as e:
-            print(f"repcost-collect: {e}", file=sys.stderr)
-            return
-        for line in skipped:
-            print(f"repcost-collect: warning: {line}", file=sys.stderr)
-        print("sweep: " + _report(sweep_dir, rows, layers))
-        failed = [r for r in rows if r["status"] == "failed"]
-        for r in failed:
+def report_sweep(sweep_dir: Path) -> None:
+    """At the end of a multirun: write the sweep's runs.csv (and layers.csv) and say what it holds."""
+    try:
+        rows, layers, skipped = collect(sweep_dir)
+    except RepcostError as e:
+        print(f"repcost-collect: {e}", file=sys.stderr)
+        return
+    for line in skipped:
+        print(f"repcost-collect: warning: {line}", file=sys.stderr)
+    print("sweep: " + _report(sweep_dir, rows, layers))
+    for r in rows:
+        if r["status"] == "failed":
             print(f"  failed: {r['job']}: {r['error']}", file=sys.stderr)
 
 

@@ -1,4 +1,4 @@
-"""A Hydra callback that guards what Hydra does outside repcost's task function.
+"""The Hydra callback that guards and records what Hydra does outside repcost's task function.
 
 * Before Hydra creates a run's or a sweep's directory (`on_run_start`, `on_multirun_start`): the directory is
   checked (`repcost.places`): names taken into it are plain names, `hydra.run.dir` is not empty, no run inside a
@@ -9,6 +9,8 @@
   `on_multirun_end` (in the launching process) tallies them, so `repcost-train -m` can exit non-zero with one line
   when any job failed; as each job ends, the launch's progress is printed (`sweep: k/n jobs done, elapsed, ETA`).
   Two launches into one sweep at once each count their own jobs.
+* A multirun's jobs are recorded as they start (`sweep.last_jobs`) and collected into runs.csv at its end, before
+  the tally.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from .. import startup
 from ..errors import FatalError, RepcostError
 from ..places import check_interpolated_names, check_plain_name, check_run_place, check_sweep_place
 from ..runio import append_line
+from ..sweep import add_last_job, start_last_jobs
+from .collect import report_sweep
 from . import refused
 
 OUTCOMES = ".sweep_outcomes"  # <OUTCOMES>.<launch>: start time and job count, then per ended job "ok|failed<TAB>dir<TAB>error"
@@ -74,7 +78,8 @@ def _fatal(fn, *args) -> Any:
 
 
 class GuardsCallback(Callback):
-    """Checks the places of runs and sweeps before Hydra creates them; tallies a multirun's failed jobs."""
+    """Checks the places of runs and sweeps before Hydra creates them; records, collects and tallies a multirun's
+    jobs."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _fatal(_check_names, config, "hydra.run.dir")
@@ -85,6 +90,7 @@ class GuardsCallback(Callback):
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.hydra.mode == RunMode.MULTIRUN:
             startup.note_run_dir(config.hydra.runtime.output_dir)
+            add_last_job(Path(config.hydra.sweep.dir), Path(config.hydra.runtime.output_dir))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _fatal(_check_names, config, "hydra.sweep.dir")
@@ -99,6 +105,7 @@ class GuardsCallback(Callback):
             _outcomes(sweep, os.environ[LAUNCH]).write_text(f"{time.time()} {total}\n")
         except OSError as e:
             raise FatalError(f"cannot create or write {e.filename or sweep}: {e.strerror or e}") from None
+        start_last_jobs(sweep)
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
         if config.hydra.mode != RunMode.MULTIRUN or job_return is None:
@@ -116,8 +123,9 @@ class GuardsCallback(Callback):
             pass  # the job's own error line already named its directory
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Tally this launch's jobs: any failed, and the command ends with one line and exit status 1 (Hydra calls
-        the end callbacks in reverse, so the sweep is collected first)."""
+        """Collect the sweep, then tally this launch's jobs: any failed, and the command ends with one line and exit
+        status 1."""
+        report_sweep(Path(config.hydra.sweep.dir))
         own = _outcomes(config.hydra.sweep.dir, os.environ.get(LAUNCH, ""))
         try:  # (and the shared file of job processes that did not inherit the environment, e.g. sbatch --export=NONE)
             lines = [ln for f in {own, _outcomes(config.hydra.sweep.dir, "")} if f.exists()
