@@ -175,6 +175,22 @@ def test_the_last_line_names_which_of_gap_and_cost_a_run_did_not_reach():
     assert "C_min" not in describe({**s, "certify.cost_over_min": None})  # judged, but no C_min for this data
 
 
+def test_the_cost_ratio_exists_only_where_c_min_does():
+    """C(θ)/C_min: None without cost_tol, without a duality gap, for 2-D inputs and for constant labels (C_min = 0)."""
+    import torch
+
+    from repcost.config import compose_config, validate
+    from repcost.train.certify import cost_over_min
+
+    on = validate(compose_config(["train=certified", "train.certify.cost_tol=0.01"])).train
+    off = validate(compose_config(["train=certified"])).train
+    x, y = torch.tensor([[0.0], [1.0], [2.0]]), torch.tensor([[0.0], [1.0], [0.0]])
+    assert cost_over_min(on, 1e-9, 4.0, x, y) == 4.0 / 2.0  # the hat's minimal cost: slopes +1 then −1, Σ|Δslope| = 2
+    assert cost_over_min(off, 1e-9, 4.0, x, y) is None and cost_over_min(on, None, 4.0, x, y) is None
+    assert cost_over_min(on, 1e-9, 4.0, torch.ones(3, 2), y) is None
+    assert cost_over_min(on, 1e-9, 4.0, x, torch.ones(3, 1)) is None
+
+
 def test_the_cost_ratio_is_the_runs_cost_over_the_spline_minimum_of_its_data(tmp_path, run_cli):
     """End to end: `certify.cost_over_min` is C(θ) over Savarese et al. 2019 Thm 3.3's minimum recomputed from the
     saved run's data (an independent path), and a deeper net (no duality gap, not Savarese's setting) has none."""

@@ -26,11 +26,11 @@ from ..config.schema import TrainConfig
 
 def cost_over_min(cfg: TrainConfig, gap: float | None, cost: float, x: torch.Tensor, y: torch.Tensor) -> float | None:
     """C(θ)/C_min on 1-D data with one output where `certify.cost_tol` is set and the duality gap exists (a two-layer
-    ReLU net, Savarese et al. 2019's setting); None otherwise."""
-    if cfg.certify.cost_tol is None or gap is None:
+    ReLU net, Savarese et al. 2019's setting); None otherwise, and where C_min = 0 (constant labels)."""
+    if cfg.certify.cost_tol is None or gap is None or x.shape[1] != 1 or y.reshape(len(y), -1).shape[1] != 1:
         return None
-    xs, ys = (t.detach().double().cpu().reshape(len(t), -1).numpy() for t in (x, y))
-    return cost / spline_min_cost(xs[:, 0], ys[:, 0]) if xs.shape[1] == ys.shape[1] == 1 else None
+    c_min = spline_min_cost(*(t.detach().double().cpu().reshape(-1).numpy() for t in (x, y)))
+    return cost / c_min if c_min > 0 else None
 
 
 def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, rounds: int, steps: int,
