@@ -246,10 +246,10 @@ def gap_at(x: np.ndarray, f: np.ndarray, y: np.ndarray, rho: float, objective: f
 
 
 def two_layer_1d(model: RepModel, x: torch.Tensor, writable: bool = False
-                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(W (m, 1), b (m,), a (d_out, m)) of a two-layer ReLU net on 1-D inputs with free hidden biases, read
-    through `affine_chain()`; ValueError naming what the model lacks otherwise. `writable`: the tensors must
-    be the model's own parameters (an algorithm will change them in place)."""
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(W (m, 1), b (m,), a (d_out, m), the output bias c or None) of a two-layer ReLU net on 1-D inputs with free
+    hidden biases, read through `affine_chain()`; ValueError naming what the model lacks otherwise. `writable`:
+    W, b and a must be the model's own parameters (an algorithm will change them in place)."""
     st = model.structure
     if not st.chain:
         raise ValueError(f"needs a chain of affine maps (the {model.family} family declares none)")
@@ -262,7 +262,7 @@ def two_layer_1d(model: RepModel, x: torch.Tensor, writable: bool = False
     W, b, a = chain.weights[0], chain.biases[0], chain.weights[1]
     if writable and not all(isinstance(t, torch.nn.Parameter) for t in (W, b, a)):
         raise ValueError(f"the {model.family} family's chain tensors are not its parameters")
-    return W, b, a
+    return W, b, a, chain.biases[-1]
 
 
 def duality_gap(model: RepModel, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float,
@@ -343,8 +343,7 @@ def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho:
     feature for the current residual (`best_unit`), balanced, while that feature violates the dual condition;
     the rest is unchanged. Returns what was inserted (the unit and its violation), one entry per unit.
     """
-    W, b, a = two_layer_1d(model, x, writable=True)
-    c = model.affine_chain().biases[-1]
+    W, b, a, c = two_layer_1d(model, x, writable=True)
     c = [c] if isinstance(c, torch.nn.Parameter) else []
     inserted: list[tuple[TwoLayerNet, float]] = []
 
@@ -377,8 +376,7 @@ def place_convex_minimum(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho:
     output bias and at least as many units as the minimiser has; kept only if it lowers the objective (returns the
     units placed, 0 if the net was kept).
     """
-    W, b, a = two_layer_1d(model, x, writable=True)
-    c = model.affine_chain().biases[-1]
+    W, b, a, c = two_layer_1d(model, x, writable=True)
     if a.shape[0] != 1 or not isinstance(c, torch.nn.Parameter):
         raise ValueError("needs a scalar output with a free output bias")
     net = convex_minimum(x[:, 0], y[:, 0], rho).net
