@@ -62,12 +62,6 @@ def phi3_lower_bound(W, a, Q=None, **search_kwargs) -> float:
     return float(np.sum(np.abs(a * np.sum(Q * W, axis=1)) ** (2.0 / 3.0)))
 
 
-def _polar_Q(t: np.ndarray, Br: np.ndarray, Vr: np.ndarray) -> np.ndarray:
-    """Polar factor U Zᵀ of D_λ⁻¹ B (λ = eᵗ, B = Br Vrᵀ), lifted back to R^d; spectral norm 1."""
-    U, _, Zt = np.linalg.svd(np.exp(-t)[:, None] * Br, full_matrices=False)
-    return U @ Zt @ Vr.T
-
-
 def _dual_objective(t: np.ndarray, obj: _Objective):
     """G(t) = Σ_k |⟨q_k, b_k⟩|^{2/3} at Q = polar(D_λ⁻¹B), λ = eᵗ, and ∇G.
 
@@ -122,7 +116,8 @@ def phi3_lower_bound_search(
         res = minimize(neg, t0, jac=True, method="L-BFGS-B",
                        options={"gtol": 1e-10, "ftol": 1e-14, "maxiter": 1000})
         for t in (t0, res.x):  # keep the start too, in case the optimiser only made it worse
-            Q = _polar_Q(t, Br, Vr)
+            U, _, Zt = np.linalg.svd(np.exp(-t)[:, None] * Br, full_matrices=False)
+            Q = U @ Zt @ Vr.T  # the polar factor of D_λ⁻¹B (λ = eᵗ, B = Br Vrᵀ) lifted back to R^d: ‖Q‖₂ = 1
             val = float(np.sum(np.abs(np.sum(Q * B, axis=1)) ** (2.0 / 3.0)))  # eq. (18), from Q itself
             if val > best_val:
                 best_val, best_Q = val, Q
