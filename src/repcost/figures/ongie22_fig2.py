@@ -10,12 +10,7 @@ comparison of the caption is checked on the clean §5.2 data of the Fig 4 preset
 
 from __future__ import annotations
 
-import dataclasses
-
-from ..analysis import path_norm, phi_L
-from ..analysis.two_rays import f_and_g_for_data
-from ..data import load_data
-from . import Verdict, is_full, load_runs, ongie22_fig3, preset_data
+from . import Verdict, is_full, load_runs, ongie22_fig3, ongie22_fig4, preset_data
 
 FIG_ID = "ongie22-fig2"
 CLAIM = ("Paper (Fig 2): at 0.55π R3(g) < R3(f) (the aligned interpolant is the cheaper in R3); at 0.52π "
@@ -31,11 +26,9 @@ def compute(inp) -> list[dict]:
     """The trained nets' and constructed f, g rows (as Fig 3), then per angle f and g on the clean Fig 4 data."""
     runs, f4 = inp
     rows = ongie22_fig3.compute(runs)
-    for key in sorted(rows[0]["_per_angle"], reverse=True):
-        f, g, _ = f_and_g_for_data(load_data(dataclasses.replace(f4, angle_pi=key)))
-        rows.append({"kind": "clean f vs g", "angle_pi": key, "R3_f": phi_L(f.W, f.a, 3), "R3_g": phi_L(g.W, g.a, 3),
-                     "R2_f": path_norm(f.W, f.a), "R2_g": path_norm(g.W, g.a)})
-    return rows
+    clean = ongie22_fig4.compute(("ongie22-fig4", f4, sorted(rows[0]["_per_angle"], reverse=True)))
+    return rows + [{"kind": "clean f vs g", "angle_pi": c["angle_pi"], **{k: c[k] for k in ("R3_f", "R3_g", "R2_f", "R2_g")}}
+                   for c in clean]
 
 
 def plot(rows: list[dict]):
