@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -13,7 +14,7 @@ from repcost.data import load_data
 from repcost.models import build_model
 from repcost.train.engine import Engine
 from repcost.train.run import train_run
-from repcost.train.step import COMPILE_MIN_STEPS_CUDA, COMPILE_MIN_WORK_CPU, fast_step_options, use_compile, use_graphs
+from repcost.train.step import COMPILE_MIN_STEPS_CUDA, COMPILE_MIN_WORK_CPU, fast_step_options, use_compile
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 
@@ -28,8 +29,10 @@ def test_auto_rules():
     assert use_compile("auto", CPU, steps_needed, 1, n, 10**5)
     assert not use_compile("auto", CPU, steps_needed // 2, 1, n, 10**5)
     assert use_compile("auto", CPU, steps_needed // 2, 2, n, 10**5)  # members count as work
-    assert use_graphs("auto", CUDA) and use_graphs("on", CUDA) and not use_graphs("off", CUDA)
-    assert not use_graphs("auto", CPU)
+    graphed = [fast_step_options(SimpleNamespace(compile="off", cuda_graphs=g, total_steps=1), dev, 1, 1,
+                                 torch.nn.Linear(1, 1))["graphed"] for g, dev in
+               [("auto", CUDA), ("on", CUDA), ("off", CUDA), ("auto", CPU)]]
+    assert graphed == [True, True, False, False]
 
 
 def test_short_cpu_runs_and_tests_stay_eager():

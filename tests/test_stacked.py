@@ -22,7 +22,7 @@ from repcost.rundir import load_checkpoint
 from repcost.train.run import train_run, train_runs
 from helpers import StopAfter
 
-from hydra_plugins.repcost_stacked_launcher._core import plan_groups
+from hydra_plugins.repcost_stacked_launcher.stacked_launcher import plan_groups
 
 TRAIN = [sys.executable, "-m", "repcost.cli.train"]
 BASE = ["model=fc", "model.depth=3", "model.width=8", "data=teacher", "data.n_train=24", "data.n_test=8",

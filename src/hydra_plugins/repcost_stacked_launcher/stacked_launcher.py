@@ -3,18 +3,119 @@
 The launcher composes every job of the multirun, groups the jobs whose configs differ only in seed,
 train.lam, train.phases.N.lr and model.init_scale (`repcost.identity.stack_key`), and runs each group as
 one process that trains its runs stacked and writes each run's job directory exactly as the job
-alone would. Every job goes through Hydra's own `run_job` (`_core`). Groups run here one after another,
-in `n_jobs` processes, or as submitit jobs (local or SLURM).
+alone would. Groups run here one after another, in `n_jobs` processes, or as submitit jobs (local or SLURM).
+
+Every job goes through Hydra's own `run_job` (output dir, HydraConfig, logging, callbacks, JobReturn). A group's
+jobs are nested: job k's task function starts job k+1's `run_job`, and the innermost trains the whole group as one
+process (`repcost.train.job.run_hydra_jobs`, as `repcost-train`'s task function does); each job then returns its
+own outcome.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+import copy
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence
 
-from hydra.core.utils import JobReturn
+from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, configure_log, filter_overrides, run_job, setup_globals
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from repcost.errors import RepcostError
+
+log = logging.getLogger(__name__)
+SUBMITIT_CLUSTERS = ("local", "slurm")
+
+
+@dataclass
+class StackedLauncherConf:
+    """The launcher's structured config, registered as `hydra/launcher=repcost_stacked`
+    (configs/hydra/launcher/stacked.yaml is repcost's preset on top of it)."""
+
+    _target_: str = "hydra_plugins.repcost_stacked_launcher.stacked_launcher.StackedLauncher"
+    # most runs in one stacked process (a group above it is split into near-equal groups)
+    max_members: int = 64
+    # groups run at once on this machine, each in its own process (1: one after another in this process;
+    # -1: one per CPU core). Ignored with submitit.
+    n_jobs: int = 1
+    # null: run the groups here; local or slurm: each group one submitit job (needs repcost[cluster])
+    submitit: Optional[str] = None
+    submitit_folder: str = "${hydra.sweep.dir}/.submitit/%j"
+    # submitit.AutoExecutor parameters, e.g. {timeout_min: 600, slurm_partition: gpu, gpus_per_node: 1}
+    submitit_params: Dict[str, Any] = field(default_factory=dict)
+    # requeues after a time limit before a group fails (submitit's max_num_timeout)
+    max_num_timeout: int = 3
+
+
+ConfigStore.instance().store(group="hydra/launcher", name="repcost_stacked", node=StackedLauncherConf,
+                             provider="repcost")
+
+
+def _options(params: dict) -> dict:
+    """The launcher's options (their keys and types checked by Hydra against `StackedLauncherConf`), their
+    values checked: a bad one is a RepcostError (one line, exit 2)."""
+    opts = {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v for k, v in params.items()}
+    if opts["max_members"] < 1:
+        raise RepcostError(f"hydra.launcher.max_members={opts['max_members']}: must be a positive integer "
+                           "(the most runs in one stacked process)")
+    if opts["n_jobs"] == 0 or opts["n_jobs"] < -1:
+        raise RepcostError(f"hydra.launcher.n_jobs={opts['n_jobs']}: must be a positive integer or -1 (one per core)")
+    if opts["submitit"] not in (None, *SUBMITIT_CLUSTERS):
+        raise RepcostError(f"hydra.launcher.submitit={opts['submitit']}: allowed: null (run here), "
+                           f"{', '.join(SUBMITIT_CLUSTERS)}")
+    return opts
+
+
+def stack_key_of_job(config: DictConfig) -> str | None:
+    """The grouping key of a composed sweep job (hydra node included, its HydraConfig current): jobs with equal
+    keys train as one stacked process. None: the job runs alone (e.g. its config does not validate, so it fails
+    exactly as an unstacked job does)."""
+    from repcost.config import validate
+    from repcost.identity import stack_key
+
+    if config.hydra.job.chdir:  # jobs that change into their own directory cannot share a process
+        return None
+    try:
+        cfg = copy.deepcopy(config)
+        with read_write(cfg), open_dict(cfg):
+            del cfg["hydra"]
+        validate(cfg)
+        return stack_key(OmegaConf.to_container(cfg, resolve=True))
+    except Exception:  # any problem shows when the job runs alone
+        return None
+
+
+def plan_groups(keys: Sequence[str | None], max_members: int = 64,
+                dirs: Sequence[str] | None = None) -> list[list[int]]:
+    """Indices of the jobs to run together: equal keys share a group (None: a job of its own).
+
+    A key's jobs are split into ceil(n / max_members) groups of near-equal size; a second job in a directory
+    of the same key runs alone (in one group they would lock each other out). Groups are ordered by their first
+    job and keep the jobs' order.
+    """
+    import numpy as np  # here: every Hydra start imports this module
+
+    groups: list[list[int]] = []
+    by_key: dict[str, list[int]] = {}
+    seen = set()
+    for i, k in enumerate(keys):
+        where = (k, dirs[i] if dirs is not None else i)
+        if k is None or where in seen:
+            groups.append([i])
+        else:
+            by_key.setdefault(k, []).append(i)
+        seen.add(where)
+    for idx in by_key.values():
+        groups += [[int(i) for i in part] for part in np.array_split(idx, math.ceil(len(idx) / max_members))]
+    return sorted(groups, key=lambda g: g[0])
 
 
 class StackedLauncher(Launcher):
@@ -27,7 +128,134 @@ class StackedLauncher(Launcher):
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config, self.task_function, self.hydra_context = config, task_function, hydra_context
 
-    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from . import _core  # lazy: plugin discovery imports this module on every Hydra start
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
+        setup_globals()
+        assert self.config is not None and self.hydra_context is not None and self.task_function is not None
+        opts = _options(self.params)
+        config = self.config
+        configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+        Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
 
-        return _core.launch(self, job_overrides, initial_job_idx)
+        orig, configs, keys, dirs = HydraConfig.instance().cfg, [], [], []
+        try:
+            for num, overrides in enumerate(job_overrides, initial_job_idx):
+                c = self.hydra_context.config_loader.load_sweep_config(config, list(overrides))
+                with open_dict(c):
+                    c.hydra.job.id = c.hydra.job.num = num
+                HydraConfig.instance().set_config(c)
+                configs.append(c)  # its output dir (hydra.sweep.dir/subdir) as `run_job` resolves it:
+                dirs.append(os.path.abspath(os.path.join(str(c.hydra.sweep.dir), str(c.hydra.sweep.subdir))))
+                keys.append(stack_key_of_job(c))
+        finally:
+            HydraConfig.instance().cfg = orig
+        groups = plan_groups(keys, opts["max_members"], dirs)
+        log.info(f"Launching {len(configs)} jobs as {len(groups)} stacked group(s), sweep output dir: "
+                 f"{config.hydra.sweep.dir}")
+        for g in groups:
+            log.info("\t" + " | ".join(f"#{initial_job_idx + i} : {' '.join(filter_overrides(job_overrides[i]))}"
+                                       for i in g))
+        group_configs = [[configs[i] for i in g] for g in groups]
+        if opts["submitit"] is not None:
+            results = _run_submitit(self, opts, group_configs)
+        elif opts["n_jobs"] == 1 or len(groups) == 1:
+            results = []
+            for gc in group_configs:  # one after another in this process (signals reach the training directly)
+                results.append(run_group(gc, self.hydra_context))
+                configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+        else:
+            from joblib import Parallel, delayed  # hydra-joblib-launcher's dependency
+
+            state = Singleton.get_state()
+            results = Parallel(n_jobs=opts["n_jobs"], backend="loky")(
+                delayed(run_group)(gc, self.hydra_context, state) for gc in group_configs)
+        by_job = dict(zip([i for g in groups for i in g], [r for rets in results for r in rets]))
+        return [by_job[i] for i in range(len(configs))]
+
+
+def run_group(configs: list[DictConfig], hydra_context: HydraContext,
+              singleton_state: dict | None = None) -> list[JobReturn]:
+    """Hydra's `run_job` for every job of the group, nested: job k's task function runs job k+1, and the innermost
+    trains all of them at once (stacked when several); each job's task function then returns that job's own
+    outcome."""
+    from repcost.train.job import job_failed, run_hydra_jobs
+
+    if singleton_state is not None:  # in another process (joblib, submitit): Hydra's globals first
+        setup_globals()
+        Singleton.set_state(singleton_state)
+    jobs: list[tuple[DictConfig, DictConfig]] = []  # (task config, Hydra config), collected on the way in
+    outcomes: list = []
+    inner: list[JobReturn] = []
+
+    def task(k: int) -> TaskFunction:
+        def job(cfg: DictConfig) -> Any:
+            jobs.append((cfg, HydraConfig.instance().cfg))  # run_job made job k's config current
+            if k + 1 < len(configs):
+                inner.append(_run_job(configs[k + 1], hydra_context, task(k + 1)))
+            else:
+                _configure_group_log(configs)
+                try:
+                    outcomes.extend(run_hydra_jobs(jobs))
+                except Exception as e:  # a bug: every job of the group records it
+                    outcomes.extend([e] * len(configs))
+            out = outcomes[k]
+            return job_failed(out, *jobs[k]) if isinstance(out, Exception) else out
+        return job
+
+    first = _run_job(configs[0], hydra_context, task(0))
+    return [first, *reversed(inner)]  # the innermost job's return came first
+
+
+def _run_job(config: DictConfig, hydra_context: HydraContext, task_function: TaskFunction) -> JobReturn:
+    return run_job(hydra_context=hydra_context, task_function=task_function, config=config,
+                   job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+
+
+def _configure_group_log(configs: list[DictConfig]) -> None:
+    """The first job's job_logging, with each file handler repeated for every job's own file (each job
+    directory keeps its log, e.g. train.log, holding the group's lines)."""
+    base = OmegaConf.to_container(configs[0].hydra.job_logging, resolve=True)
+    handlers = base.get("handlers") or {}
+    files = [name for name, h in handlers.items() if isinstance(h, dict) and "filename" in h]
+    root = base.setdefault("root", {})
+    for k, config in enumerate(configs[1:], 1):
+        other = (OmegaConf.to_container(config.hydra.job_logging, resolve=True).get("handlers") or {})
+        for name in files:
+            h = other.get(name)
+            if isinstance(h, dict) and h.get("filename") != handlers[name]["filename"]:
+                handlers[f"{name}_{k}"] = h
+                root["handlers"] = [*root.get("handlers", []), f"{name}_{k}"]
+    configure_log(OmegaConf.create(base), configs[0].hydra.verbose)
+
+
+class _GroupTask:
+    """One group as a submitit job; `checkpoint` is submitit's requeue protocol (the requeued group resumes
+    each run from its own checkpoint)."""
+
+    def __init__(self, hydra_context: HydraContext, singleton_state: dict):
+        self.hydra_context, self.singleton_state = hydra_context, singleton_state
+
+    def __call__(self, configs: list[DictConfig]) -> list[JobReturn]:
+        return run_group(configs, self.hydra_context, self.singleton_state)
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
+        import submitit
+
+        return submitit.helpers.DelayedSubmission(self, *args, **kwargs)
+
+
+def _run_submitit(launcher: Any, opts: dict, group_configs: list[list[DictConfig]]) -> list[list[JobReturn]]:
+    try:
+        import submitit
+    except ImportError:
+        raise RepcostError("hydra.launcher.submitit needs submitit: pip install 'repcost[cluster]'") from None
+    cluster = opts["submitit"]
+    executor = submitit.AutoExecutor(folder=opts["submitit_folder"], cluster=cluster,
+                                     **{f"{cluster}_max_num_timeout": opts["max_num_timeout"]})
+    params = {"name": str(launcher.config.hydra.job.name), **opts["submitit_params"]}
+    try:
+        executor.update_parameters(**params)
+    except (ValueError, TypeError, AssertionError) as e:
+        raise RepcostError(f"hydra.launcher.submitit_params: {' '.join(str(e).split())}") from None
+    task = _GroupTask(launcher.hydra_context, Singleton.get_state())
+    jobs = executor.map_array(task, group_configs)
+    return [j.results()[0] for j in jobs]

@@ -12,8 +12,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.plugins import Plugins
 from hydra.types import RunMode
-from hydra_plugins.repcost_stacked_launcher import config as _stacked_config  # noqa: F401 (its schema)
-from hydra_plugins.repcost_stacked_launcher.stacked_launcher import StackedLauncher
+from hydra_plugins.repcost_stacked_launcher.stacked_launcher import StackedLauncher  # and its config schema
 from omegaconf import DictConfig, OmegaConf
 
 from ..config.compose import store_schema_defaults

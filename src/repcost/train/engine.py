@@ -2,8 +2,7 @@
 
 `Engine` trains K ≥ 1 models in lockstep: optimiser phases in sequence, the explicit λ-term,
 learning-rate schedules, stop rules, logging, periodic hooks, checkpoints, NaN rollback and
-preemption. K = 1 evaluates the model itself (`terms.ModelTerms`); K > 1 stacks the models
-(`terms.StackedTerms`). The members still training share the engine's one `Position`; what is a
+preemption. K = 1 evaluates the model itself, K > 1 stacks the models (`terms.Terms`). The members still training share the engine's one `Position`; what is a
 member's own (stop-rule record, minibatch generator, last finite state, result, where it stopped)
 lives in `Member`, so every member stops exactly where its own single run would.
 """
@@ -31,7 +30,7 @@ from .polish import polish
 from .preempt import StopFlag
 from .schedule import lr_factor
 from .step import Stepper
-from .terms import ModelTerms, StackedTerms
+from .terms import Terms
 
 log = logging.getLogger(__name__)
 
@@ -94,9 +93,6 @@ class Member:
         self.good_step = -1  # the last step whose check found the objective finite (-1: none yet)
         self.last_logged = -1
         self.gap: float | None = None  # the last duality gap certified stopping measured (train.certify)
-        # (tensors, index): where the engine keeps the last parameters seen finite (index: this
-        # member's slice of stacked tensors, None for a single model's own)
-        self.restore_from: tuple[list[torch.Tensor], int | None] | None = None
 
     # -- evaluation ----------------------------------------------------------------------------
     @torch.no_grad()
@@ -105,15 +101,17 @@ class Member:
         obj, dl, sq = objective(self.model, self.data.x_train, self.y_train, self.cfg.loss,
                                 self.cfg.lam, self.cfg.reg_scale)
         out = {"objective": obj.item(), "train_loss": dl.item(), "param_sq_norm": sq.item()}
-        if self.y_test is not None:
-            out["test_loss"] = data_loss(self.model(self.data.x_test), self.y_test, self.cfg.loss).item()
-        return out
+        return out if self.y_test is None else {**out, "test_loss": self.test_loss()}
+
+    @torch.no_grad()
+    def test_loss(self) -> float:
+        return data_loss(self.model(self.data.x_test), self.y_test, self.cfg.loss).item()
 
     # -- stop rules ----------------------------------------------------------------------------
     def failure(self, step: int, o: float, d: float) -> TrainResult | None:
         """The non-finite and divergence rules (these fail a run)."""
         if not (math.isfinite(o) and math.isfinite(d)):
-            last = self.restore_good()
+            last = self.good_step  # the engine restores that state (`Engine.stop`)
             where = f"restored to step {last}, the last finite state" if last >= 0 else "not restored (no finite state was seen)"
             return TrainResult("non_finite", step, f"objective became {o} at step {step}; the model was {where} "
                                "(try a smaller learning rate)")
@@ -144,16 +142,28 @@ class Member:
                                    f"(relative) over {cfg.plateau_window} steps")
         return None
 
-    def restore_good(self) -> int:
-        """Put back the last parameters seen finite; returns their step (-1 if none)."""
-        if self.good_step < 0 or self.restore_from is None:
-            return -1
-        tensors, i = self.restore_from
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        with torch.no_grad():
-            for p, t in zip(params, tensors):
-                p.copy_(t if i is None else t[i])
-        return self.good_step
+    # -- what a phase does before its first step --------------------------------------------
+    def prepare(self, key: str, ph: PhaseConfig) -> str | None:
+        """Phase `ph`'s `key` (insert_units, convex_units, rebalance or polish) applied to the model; what it did."""
+        x, y, rho = self.data.x_train, self.y_train, self.reg_coef * ph.lam_factor
+        if key == "insert_units":
+            feats = insert_units(self.model, x, y, ph.insert_units, rho)
+            return f"inserted {len(feats)} units, largest dual violation {max(v for _, v in feats):.3g}" if feats else None
+        if key == "convex_units":
+            k = place_convex_minimum(self.model, x, y, rho)
+            return f"placed the convex problem's minimiser ({k} units)" if k else "kept (no lower objective)"
+        if key == "rebalance":
+            loss0 = self.evaluate()["train_loss"]
+            before, after = rebalance(self.model)
+            loss1 = self.evaluate()["train_loss"]
+            if not abs(loss1 - loss0) <= 1e-4 * abs(loss0) + 1e-12:  # a family whose rescaling is not a symmetry
+                raise RepcostError(f"rebalancing the {self.model.family} model changed its train loss {loss0:.6g} -> "
+                                   f"{loss1:.6g}: its rescale_units does not keep the function")
+            return f"rebalanced, largest unit gap {before:.3g} -> {after:.3g}"
+        c = self.cfg
+        r = polish(self.model, x, y, c.loss, c.lam * ph.lam_factor, c.reg_scale, ph.polish, ph.polish_seconds)
+        return (f"polished in {r.iterations} L-BFGS iterations, {r.seconds:.1f} s: {r.removed} units removed, "
+                f"objective {r.objective_start:.10g} -> {r.objective_end:.10g}")
 
     # -- logging -------------------------------------------------------------------------------
     def log(self, rec: dict) -> None:
@@ -161,8 +171,7 @@ class Member:
         if self.on_log is None:
             return
         if self.y_test is not None and "test_loss" not in rec:
-            with torch.no_grad():
-                rec["test_loss"] = data_loss(self.model(self.data.x_test), self.y_test, self.cfg.loss).item()
+            rec["test_loss"] = self.test_loss()
         self.last_logged = rec["step"]
         self.on_log(rec)
 
@@ -189,16 +198,13 @@ class Engine:
                  stop_flag: StopFlag | None = None, compiled: bool = False, graphed: bool = False,
                  share_matmuls: bool = True):
         self.K = len(models)
-        if not self.K or not (len(cfgs) == len(seeds) == self.K):
-            raise ValueError(f"need one config and one seed per model: {self.K}, {len(cfgs)}, {len(seeds)}")
         self.cfg = cfgs[0]
         self.phases = self.cfg.all_phases  # the schedule, then the certify escalation rounds
         on_logs = list(on_logs) if on_logs is not None else [None] * self.K
         hooks = list(hooks) if hooks is not None else [None] * self.K
         self.members = [Member(m, data, c, s, on_log=on_logs[i], hook=hooks[i], hook_every=hook_every)
                         for i, (m, c, s) in enumerate(zip(models, cfgs, seeds))]
-        self.terms = (ModelTerms(models[0], self.cfg.loss) if self.K == 1
-                      else StackedTerms(models, self.cfg.loss, share_matmuls))
+        self.terms = Terms(models, self.cfg.loss, share_matmuls)
         self.stop_flag = stop_flag if stop_flag is not None else StopFlag()
         self.on_checkpoint: Callable[[], None] | None = None
         self.pos = Position()
@@ -212,8 +218,6 @@ class Engine:
         # subnormal floats cost a CPU 10-100x per operation (Optimizer.flush_subnormals); a GPU runs them at speed
         self._flush = self.cfg.flush_subnormals and self.terms.params[0].device.type == "cpu"
         self._snapshot = [p.detach().clone() for p in self.terms.params]  # the last parameters seen finite
-        for i, m in enumerate(self.members):
-            m.restore_from = (self._snapshot, i if self.terms.stacked else None)
 
     # -- members -------------------------------------------------------------------------------
     @property
@@ -230,8 +234,12 @@ class Engine:
         return min(self.position(i).phase, len(self.phases) - 1)
 
     def stop(self, i: int, result: TrainResult, opt_state: dict | None = None) -> None:
-        """Freeze member i at its current parameters (already restored if it went non-finite)."""
+        """Freeze member i at its current parameters, or at the last ones seen finite if it went non-finite."""
         m = self.members[i]
+        if result.stop_reason == "non_finite" and m.good_step >= 0:
+            with torch.no_grad():
+                for p, t in zip([p for p in m.model.parameters() if p.requires_grad], self._snapshot):
+                    p.copy_(t[i] if self.terms.stacked else t)
         if opt_state is None and self.optimizer is not None:
             opt_state = self.optimizer.member_state_dict(i)
         m.stopped_at = m.stopped_at or Position(**asdict(self.pos))
@@ -259,11 +267,6 @@ class Engine:
         self.resume_optimizers[i] = state.get("optimizer")
         self._take_snapshot()
 
-    def unstack(self) -> None:
-        """Give every member model its own parameter storage (after training)."""
-        if self.terms.stacked:
-            self.terms.unstack()
-
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> list[TrainResult]:
         """Train from the current position until every member has stopped; returns each member's result."""
@@ -286,65 +289,57 @@ class Engine:
         for i in self.active:  # the budget ran out
             self.stop(i, TrainResult("budget", self.pos.step))
         for i, m in enumerate(self.members):  # the state each member ends in is the last line of its metrics
-            if m.result.status == "finished" and m.last_logged != self.position(i).step:
-                self._log_final(i)
+            if m.on_log is not None and m.result.status == "finished" and m.last_logged != self.position(i).step:
+                m.log({"step": self.position(i).step, "phase": self.last_phase(i), **m.evaluate(),
+                       "time_s": time.perf_counter() - self._t0})  # the state after the last step: no step, no lr
         return [m.result for m in self.members]
 
     def _run_phase(self, ph: PhaseConfig) -> bool:
-        """The steps of one phase from the current position; False if training ends inside it (every
-        member stopped, or preempted), True when the phase is done."""
+        """The steps of one phase from the current position (schedule, minibatch, gradients, checks, logs, hooks,
+        update); False if training ends inside it (every member stopped, or preempted), True when the phase is done
+        (all its steps, or every member left at a critical point of this phase's objective)."""
         if self.pos.step_in_phase == 0:
             self._before_phase(ph)
         bs = self._start_phase(ph)
-        last_phase = self.pos.phase == len(self.phases) - 1
+        cfg, members, last_phase = self.cfg, self.members, self.pos.phase == len(self.phases) - 1
         while self.pos.step_in_phase < ph.steps:
+            step = self.pos.step
             if self.stop_flag:
                 for i in self.active:
-                    self.stop(i, TrainResult("preempted", self.pos.step, f"signal {self.stop_flag.signal}"))
+                    self.stop(i, TrainResult("preempted", step, f"signal {self.stop_flag.signal}"))
                 return False
-            outcome = self._step(ph, bs, last_phase)
-            if outcome == "all_stopped":
-                return False
-            if outcome == "phase_done":
-                break
-        return bool(self.active)
-
-    def _step(self, ph: PhaseConfig, bs: int | None, last_phase: bool) -> str:
-        """One step: schedule, minibatch, gradients, checks, logs, hooks, update. Returns "" or why the
-        phase ends here ("phase_done": every member at a critical point of this phase's objective;
-        "all_stopped")."""
-        cfg, members, step = self.cfg, self.members, self.pos.step
-        factor = lr_factor(ph.schedule, ph.final_lr_ratio, self.pos.step_in_phase, ph.steps)
-        if factor != self._lr_factor:  # into the optimiser's (K,) rates: a constant schedule launches nothing per step
-            torch.mul(self._base_lr, factor, out=self.optimizer.lr)
-            self._lr_factor = factor
-        obj, dl, sq = self.stepper.grads(self._minibatch(bs))
-        check = step % cfg.check_every == 0
-        logs = self._logging and step % cfg.log_every == 0
-        vals = torch.stack([obj, dl, sq]).cpu().tolist() if check or logs else None
-        phase_done = check and self._check(step, vals, last_phase)
-        active = self.active
-        if logs:
-            lr_host = self.optimizer.lr.tolist()
-            for i in active:
-                members[i].log({"step": step, "phase": self.pos.phase, "lr": lr_host[i], "objective": vals[0][i],
-                                "train_loss": vals[1][i], "param_sq_norm": vals[2][i],
-                                "time_s": time.perf_counter() - self._t0})
-        if self._hooked:
-            for i in active:
+            factor = lr_factor(ph.schedule, ph.final_lr_ratio, self.pos.step_in_phase, ph.steps)
+            if factor != self._lr_factor:  # into the optimiser's (K,) rates: a constant schedule launches nothing
+                torch.mul(self._base_lr, factor, out=self.optimizer.lr)
+                self._lr_factor = factor
+            obj, dl, sq = self.stepper.grads(self._minibatch(bs))
+            check = step % cfg.check_every == 0
+            logs = self._logging and step % cfg.log_every == 0
+            vals = torch.stack([obj, dl, sq]).cpu().tolist() if check or logs else None
+            phase_done = check and self._check(step, vals, last_phase)
+            active = self.active
+            if logs:
+                lr_host = self.optimizer.lr.tolist()
+                for i in active:
+                    members[i].log({"step": step, "phase": self.pos.phase, "lr": lr_host[i], "objective": vals[0][i],
+                                    "train_loss": vals[1][i], "param_sq_norm": vals[2][i],
+                                    "time_s": time.perf_counter() - self._t0})
+            for i in active if self._hooked else ():
                 members[i].run_hook(step)
-        if not active:
-            return "all_stopped"
-        self.stepper.update()
-        self.pos.step_in_phase += 1
-        self.pos.step += 1
-        self._bar.update(1)
-        if check:
-            best = min(vals[0][i] for i in active)
-            self._bar.set_postfix(obj=f"{best:.4g}", active=f"{len(active)}/{self.K}", refresh=False)
-        if cfg.checkpoint_every and self.pos.step % cfg.checkpoint_every == 0 and self.on_checkpoint is not None:
-            self.on_checkpoint()
-        return "phase_done" if phase_done else ""
+            if not active:
+                return False
+            self.stepper.update()
+            self.pos.step_in_phase += 1
+            self.pos.step += 1
+            self._bar.update(1)
+            if check:
+                best = min(vals[0][i] for i in active)
+                self._bar.set_postfix(obj=f"{best:.4g}", active=f"{len(active)}/{self.K}", refresh=False)
+            if cfg.checkpoint_every and self.pos.step % cfg.checkpoint_every == 0 and self.on_checkpoint is not None:
+                self.on_checkpoint()
+            if phase_done:
+                break
+        return True
 
     def _minibatch(self, bs: int | None) -> torch.Tensor | None:
         """(K, bs) row indices, each active member's from its own generator; None for full batch."""
@@ -397,49 +392,21 @@ class Engine:
                 self.stop(i, TrainResult("certified", self.pos.step, f"duality gap {m.gap:.3g} <= "
                                          f"train.certify.gap_tol {tol:g}"))
 
-    def _log_final(self, i: int) -> None:
-        m = self.members[i]
-        if m.on_log is None:
-            return
-        ev = m.evaluate()
-        m.log({"step": self.position(i).step, "phase": self.last_phase(i), **ev,
-               "time_s": time.perf_counter() - self._t0})  # the state after the last step: no step, no lr
-
     # -- phases --------------------------------------------------------------------------------
     def _before_phase(self, ph: PhaseConfig) -> None:
         """What a phase does to the models before its first step: unit insertion, convex placement, rebalancing,
-        polish."""
-        if ph.insert_units:
+        polish (`Member.prepare`)."""
+        keys = [k for k in ("insert_units", "convex_units", "rebalance", "polish") if getattr(ph, k)]
+        for key in keys:
             for i in self.active:
                 m = self.members[i]
                 try:
-                    feats = insert_units(m.model, m.data.x_train, m.y_train, ph.insert_units,
-                                         m.reg_coef * ph.lam_factor)
+                    done = m.prepare(key, ph)
                 except (ValueError, NotImplementedError) as e:
-                    raise RepcostError(f"{self._phase_key()}.insert_units={ph.insert_units}: {e}") from None
-                if feats:
-                    log.info("member %d (seed %d), phase %d: inserted %d units, largest dual violation %.3g",
-                             i, m.seed, self.pos.phase, len(feats), max(v for _, v in feats))
-        if ph.convex_units:
-            for i in self.active:
-                m = self.members[i]
-                try:
-                    k = place_convex_minimum(m.model, m.data.x_train, m.y_train, m.reg_coef * ph.lam_factor)
-                except (ValueError, NotImplementedError) as e:
-                    raise RepcostError(f"{self._phase_key()}.convex_units=true: {e}") from None
-                log.info("member %d (seed %d), phase %d: %s", i, m.seed, self.pos.phase,
-                         f"placed the convex problem's minimiser ({k} units)" if k else "kept (no lower objective)")
-        if ph.rebalance:
-            for i in self.active:
-                self._rebalance(i)
-        for i in self.active if ph.polish else ():
-            m = self.members[i]
-            r = polish(m.model, m.data.x_train, m.y_train, m.cfg.loss, m.cfg.lam * ph.lam_factor, m.cfg.reg_scale,
-                       ph.polish, ph.polish_seconds)
-            log.info("member %d (seed %d), phase %d: polished in %d L-BFGS iterations, %.1f s: %d units removed, "
-                     "objective %.10g -> %.10g", i, m.seed, self.pos.phase, r.iterations, r.seconds, r.removed,
-                     r.objective_start, r.objective_end)
-        if ph.insert_units or ph.rebalance or ph.convex_units or ph.polish:
+                    raise RepcostError(f"{self._phase_key()}.{key}={str(getattr(ph, key)).lower()}: {e}") from None
+                if done:
+                    log.info("member %d (seed %d), phase %d: %s", i, m.seed, self.pos.phase, done)
+        if keys:
             self._take_snapshot()
 
     def _phase_key(self) -> str:
@@ -448,39 +415,20 @@ class Engine:
         return (f"train.phases[{self.pos.phase}]" if self.pos.phase < n
                 else f"train.certify.phases[{(self.pos.phase - n) % len(self.cfg.certify.phases)}]")
 
-    def _rebalance(self, i: int) -> None:
-        m = self.members[i]
-        loss0 = m.evaluate()["train_loss"]
-        try:
-            before, after = rebalance(m.model)
-        except (ValueError, NotImplementedError) as e:
-            raise RepcostError(f"{self._phase_key()}.rebalance=true: {e}") from None
-        loss1 = m.evaluate()["train_loss"]
-        if not abs(loss1 - loss0) <= 1e-4 * abs(loss0) + 1e-12:  # a family whose rescaling is not a symmetry
-            raise RepcostError(f"rebalancing the {m.model.family} model changed its train loss {loss0:.6g} -> "
-                               f"{loss1:.6g}: its rescale_units does not keep the function")
-        log.info("member %d (seed %d), phase %d: rebalanced, largest unit gap %.3g -> %.3g",
-                 i, m.seed, self.pos.phase, before, after)
-
     def _start_phase(self, ph: PhaseConfig) -> int | None:
         """A fresh optimiser for phase `ph` (resumed state applied), the stepper told; returns the batch size."""
         members, dev = self.members, self.terms.params[0].device
-        opt = Optimizer(ph.optimizer, self.terms.params, ph.momentum, self.K, self.terms.stacked)
+        opt = self.optimizer = Optimizer(ph.optimizer, self.terms.params, ph.momentum, self.K, self.terms.stacked)
         for i, sd in self.resume_optimizers.items():
             if sd is not None:
                 opt.load_member_state_dict(i, sd)
         self.resume_optimizers = {}
-        for i in range(self.K):
-            if members[i].result is not None:
-                opt.active[i] = False
-        self.optimizer = opt
+        opt.active.copy_(torch.tensor([m.result is None for m in members]))
         self._lr_factor = None
         self._base_lr = torch.tensor([m.cfg.all_phases[self.pos.phase].lr for m in members], dtype=torch.float64,
                                      device=dev)
-        dtype = self.terms.params[0].dtype
-        coef = [m.reg_coef for m in members]
-        stated = torch.tensor(coef, dtype=torch.float64).to(device=dev, dtype=dtype)
-        trained = torch.tensor([c * ph.lam_factor for c in coef], dtype=torch.float64).to(device=dev, dtype=dtype)
+        stated, trained = (torch.tensor([m.reg_coef * f for m in members], dtype=torch.float64)
+                           .to(device=dev, dtype=self.terms.params[0].dtype) for f in (1.0, ph.lam_factor))
         n = members[0].data.x_train.shape[0]
         bs = ph.batch_size if ph.batch_size is not None and ph.batch_size < n else None  # None: full batch
         self.stepper.start_phase(opt, stated, trained, bs)

@@ -1,7 +1,7 @@
 """The optimisers of the engine: gd/sgd (with momentum) and Adam, one learning rate per member.
 
 One implementation serves every run: a single model's parameters (K = 1), K stacked members
-(leading member axis, `terms.StackedTerms`), eager, compiled (`torch.compile`) or replayed from a
+(leading member axis, `terms.Terms`), eager, compiled (`torch.compile`) or replayed from a
 CUDA graph (`train.step`). `torch.optim` cannot do the stacked case: its learning rate is one
 number per parameter group, and a stacked grid's members differ in lr. The update is written as
 separate elementwise ops (no fused addcdiv/alpha), so member i of a stack gets bitwise the
@@ -53,10 +53,11 @@ class Optimizer:
 
     # -- the update ---------------------------------------------------------------------------------
     @torch.no_grad()
-    def step(self) -> None:
-        """One update of every parameter from its `.grad` (every member's lr from `self.lr`)."""
-        update_(self.name, self.params, [p.grad for p in self.params], self.bufs, self.steps_taken,
-                self.lr, self.active, self.momentum, self.stacked)
+    def step(self, update=None) -> None:
+        """One update of every parameter from its `.grad` (every member's lr from `self.lr`) by `update_` (or
+        `update`, its compiled form)."""
+        (update or update_)(self.name, self.params, [p.grad for p in self.params], self.bufs, self.steps_taken,
+                            self.lr, self.active, self.momentum, self.stacked)
 
     @torch.no_grad()
     def flush_subnormals(self) -> None:
@@ -76,49 +77,36 @@ class Optimizer:
             t.masked_fill_(small, 0.0)
 
     # -- torch.optim-format state --------------------------------------------------------------------
-    def _member_state(self, j: int, i: int | None) -> dict:
-        pick = (lambda t: t[i].clone()) if i is not None else (lambda t: t.clone())
-        if self.name == "adam":
-            return {"step": torch.tensor(float(self.steps_taken)), "exp_avg": pick(self.bufs[0][j]),
-                    "exp_avg_sq": pick(self.bufs[1][j])}
-        return {"momentum_buffer": pick(self.bufs[0][j]) if self.bufs else None}
+    def _keys(self) -> tuple[str, ...]:
+        """torch.optim's names of `bufs`, in order."""
+        return ("exp_avg", "exp_avg_sq") if self.name == "adam" else ("momentum_buffer",)
 
-    def _groups(self, lr: float) -> list[dict]:
-        group = {"lr": lr, "params": list(range(len(self.params)))}
+    def member_state_dict(self, i: int) -> dict:
+        """Member i's state as its single run's torch.optim state dict (copies out of a stack; K = 1: i = 0)."""
+        group = {"lr": float(self.lr[i]), "params": list(range(len(self.params)))}
         if self.name == "adam":
             group.update(betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=0, amsgrad=False)
         else:
             group.update(momentum=self.momentum, dampening=0, weight_decay=0, nesterov=False)
-        return [group]
-
-    def member_state_dict(self, i: int) -> dict:
-        """Member i's state as its single run's torch.optim state dict (copies out of a stack; K = 1: i = 0)."""
-        state = ({j: self._member_state(j, i if self.stacked else None) for j in range(len(self.params))}
-                 if self._has_state() else {})
-        return {"state": state, "param_groups": self._groups(float(self.lr[i]))}
-
-    def _has_state(self) -> bool:
-        return bool(self.bufs) and float(self.steps_taken) > 0  # torch.optim keeps no state for plain gd
+        state = {}
+        if self.bufs and float(self.steps_taken) > 0:  # torch.optim keeps no state for plain gd
+            step = {"step": torch.tensor(float(self.steps_taken))} if self.name == "adam" else {}
+            for j in range(len(self.params)):
+                state[j] = {**step, **{k: (b[j][i] if self.stacked else b[j]).clone()
+                                       for k, b in zip(self._keys(), self.bufs)}}
+        return {"state": state, "param_groups": [group]}
 
     @torch.no_grad()
     def load_member_state_dict(self, i: int, sd: dict) -> None:
         """Restore member i from its single run's optimiser state dict (or a torch.optim one)."""
-        i = i if self.stacked else None
         state = sd.get("state", {})
-        if not state:
-            return
-        for j in range(len(self.params)):
-            s = state.get(j, state.get(str(j)))
-            if s is None:
-                continue
-            keys = ("exp_avg", "exp_avg_sq") if self.name == "adam" else ("momentum_buffer",)
-            for b, key in enumerate(keys):
-                if b < len(self.bufs) and s.get(key) is not None:
-                    dst = self.bufs[b][j] if i is None else self.bufs[b][j][i]
-                    dst.copy_(s[key])
+        for j, s in state.items():
+            for k, b in zip(self._keys(), self.bufs):
+                if s.get(k) is not None:
+                    (b[int(j)][i] if self.stacked else b[int(j)]).copy_(s[k])
             if "step" in s:
                 self.steps_taken.fill_(float(s["step"]))
-        if self.name != "adam":
+        if state and self.name != "adam":
             self.steps_taken.fill_(max(float(self.steps_taken), 1.0))  # a momentum buffer exists: it is used
 
 

@@ -14,6 +14,7 @@ measures them (analysis/clarke.py). What the polish reaches is measured, not pro
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
@@ -44,18 +45,14 @@ class PolishResult:
 def _unit_entries(model, layer: int, units: torch.Tensor) -> list[torch.Tensor]:
     """Per parameter, the entries that hidden layer `layer`'s `units` own (incoming or outgoing), read off as the
     support of the gradient of their norms at all-ones parameters (the protocol's `unit_norms`, nothing else)."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    saved = [p.detach().clone() for p in params]
+    ones = copy.deepcopy(model)
+    params = [p for p in ones.parameters() if p.requires_grad]
     with torch.no_grad():
         for p in params:
             p.fill_(1.0)
     with torch.enable_grad():
-        u = next(u for u in model.unit_norms() if u.layer == layer)
-        mass = u.incoming[units].sum() + u.outgoing[units].sum()
-        grads = torch.autograd.grad(mass, params, allow_unused=True)
-    with torch.no_grad():
-        for p, s in zip(params, saved):
-            p.copy_(s)
+        u = next(u for u in ones.unit_norms() if u.layer == layer)
+        grads = torch.autograd.grad(u.incoming[units].sum() + u.outgoing[units].sum(), params, allow_unused=True)
     return [g != 0 if g is not None else torch.zeros_like(p, dtype=torch.bool) for g, p in zip(grads, params)]
 
 

@@ -1,30 +1,26 @@
 """SIGTERM/SIGUSR1/SIGUSR2 (what SLURM sends before it kills or requeues a job) and SIGINT (Ctrl-C) -> a flag
-the loop polls.
+the loop polls: the run stops at the next step and writes its checkpoint.
 
-Ctrl-C behaves as SIGTERM: the run stops at the next step and writes its checkpoint; `take_interrupt()` then
-tells the command line to end the whole command (a sweep too) with one line and exit status 130. A second
+Ctrl-C: `take_interrupt()` then ends the whole command (a sweep too) with one line and exit status 130; a second
 Ctrl-C before the run has stopped raises KeyboardInterrupt at once (the checkpoint writes are atomic).
 
-Under a launcher that handles these signals itself, its handler stays in charge. submitit (the `slurm`
-and `local_submitit` launchers) installs Python handlers before the job function runs: on its checkpoint
-signal (USR2 unless SUBMITIT_PREEMPT_SIGNAL says otherwise) it pickles the job, requeues it with
-`scontrol requeue` and exits, and it ignores SIGTERM. Were repcost only to take such a signal over, the
-run would checkpoint and *return*, submitit would record that return as the job's result, and the sweep
-would end with the job preempted while SLURM restarts it behind the sweep's back. So repcost catches the
-launcher's USR1/USR2 too, stops at the next step, writes its checkpoint, and then hands the signal back
-(`StopFlag.hand_back`: the launcher's handler requeues and exits): the requeued job resumes from the very
-step it was signalled at. SIGTERM, which submitit ignores on purpose, stays ignored.
+A launcher's handlers stay in charge. submitit (the `slurm` and `local_submitit` launchers) installs Python
+handlers before the job runs: on its checkpoint signal (USR2 unless SUBMITIT_PREEMPT_SIGNAL says otherwise) it
+pickles the job, requeues it with `scontrol requeue` and exits; its SIGTERM handler (it ignores SIGTERM on
+purpose) stays installed.
+Were repcost only to take USR1/USR2 over, the run would checkpoint and *return*, submitit would record that as the
+job's result, and the sweep would end with the job preempted while SLURM restarts it behind its back. So repcost
+catches them, stops at the next step, writes its checkpoint, then hands the signal back (`StopFlag.hand_back`: the
+launcher requeues and exits), and the requeued job resumes from the very step it was signalled at.
 
-submitit requeues with `scontrol requeue`, and SLURM answers a requeue by sending SIGTERM to every process of
-the job, that scontrol among them when it has not exited yet: submitit then takes the requeue for a failure
-(CalledProcessError) and the sweep records the job as failed while SLURM restarts it. `hand_back` treats that
-one failure as the requeue it is and exits as submitit does after a requeue.
+SLURM answers a requeue by sending SIGTERM to every process of the job, `scontrol` among them if it has not exited
+yet: submitit then takes the requeue for a failure (CalledProcessError) and the sweep records the job as failed
+while SLURM restarts it. `hand_back` treats that one failure as the requeue it is and exits as submitit would.
 
-SIGCONT is the exception: submitit's handler for it only logs, and SLURM sends SIGCONT together with the
-job's signal. A USR2 handled while that logging call runs raises submitit's final "timed-out too many times"
-error inside `logging`, which swallows it (Handler.handleError); the job then trains on into its hard time
-limit and is killed without a result, and the whole sweep fails. So during training SIGCONT gets its default
-action (continue a stopped process), which is all a run needs.
+SIGCONT gets its default action (continue a stopped process) during training. submitit's handler for it only
+logs, and SLURM sends it together with the job's signal: a USR2 handled while that logging call runs raises
+submitit's final "timed-out too many times" error inside `logging`, which swallows it (Handler.handleError); the
+job then trains on into its hard time limit, is killed without a result, and the whole sweep fails.
 """
 
 from __future__ import annotations
@@ -69,14 +65,11 @@ class StopFlag:
         try:
             handler(self.signal, None)
         except subprocess.CalledProcessError as e:
-            if not _requeue_under_way(e):
+            # `scontrol requeue` killed by the SIGTERM that SLURM sends the job it is requeueing: the requeue was
+            # taken, so submitit's own exit after a requeue (see the module docstring)
+            if list(e.cmd)[:2] != ["scontrol", "requeue"] or e.returncode != -signal.SIGTERM:
                 raise
-            sys.exit(-1)  # submitit's own exit after a requeue (see the module docstring)
-
-
-def _requeue_under_way(e: subprocess.CalledProcessError) -> bool:
-    """`scontrol requeue` killed by the SIGTERM that SLURM sends the job it is requeueing: the requeue was taken."""
-    return list(e.cmd)[:2] == ["scontrol", "requeue"] and e.returncode == -signal.SIGTERM
+            sys.exit(-1)
 
 
 def _owned_by_launcher(handler: object) -> bool:

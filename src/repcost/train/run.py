@@ -142,6 +142,10 @@ class RunJob:
         return {"trainer": state, "config_hash": self.chash, "status": status, "family": family,
                 "config": self.cfg_dict, "wall_time_s": wall}
 
+    def preempted(self, steps: int, sig: int | None) -> dict:
+        """What this run returns when a stop signal ended it at `steps` (its checkpoint written)."""
+        return {"status": "preempted", "steps": steps, "total_steps": self.spec.train.total_steps, "signal": sig}
+
 
 # -- opening and training run directories --------------------------------------------------------
 def train_run(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: StopFlag | None = None, force: bool = False,
@@ -170,8 +174,6 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
     """
     n = len(specs)
     hydra_cfgs = list(hydra_cfgs) if hydra_cfgs is not None else [None] * n
-    if not (len(cfg_dicts) == len(run_dirs) == len(hydra_cfgs) == n) or n == 0:
-        raise ValueError(f"need one config and one directory per run spec: {n}, {len(cfg_dicts)}, {len(run_dirs)}")
     check_stackable(cfg_dicts)
     ensemble = specs[0].train.ensemble_size > 1  # then the only run (`check_stackable`)
     paths = [Path(d).resolve() for d in run_dirs]
@@ -204,7 +206,7 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
         for start, idx in by_start.items():
             if flag.signal is not None:  # preempted in an earlier group: left for the relaunch
                 for i in idx:
-                    out[i] = {"status": "preempted", "steps": start[2], "total_steps": specs[i].train.total_steps}
+                    out[i] = jobs[i].preempted(start[2], flag.signal)
                 continue
             try:
                 results = ([_train_ensemble(jobs[i], flag) for i in idx] if ensemble
@@ -229,13 +231,6 @@ def _train_ensemble(job: RunJob, stop_flag: StopFlag) -> dict:
 def failure_message(e: BaseException) -> str:
     """A failure's one line as error.txt keeps it (a bug's with its exception class)."""
     return f"{e}" if isinstance(e, RepcostError) else f"{e.__class__.__name__}: {e}"
-
-
-def _load_data(spec: RunSpec):
-    data = load_data(spec.data)
-    if spec.train.loss == "cross_entropy" and data.task != "classification":
-        raise RepcostError(f"train.loss=cross_entropy needs a classification dataset; data={data.name} is regression")
-    return data
 
 
 def _metrics(job: RunJob):
@@ -265,7 +260,9 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
     spec, K = jobs[0].spec, len(jobs)
     device, dtype = torch.device(spec.device), spec.torch_dtype
     with allocating(spec, "the data"):
-        data = _load_data(spec)
+        data = load_data(spec.data)
+    if spec.train.loss == "cross_entropy" and data.task != "classification":
+        raise RepcostError(f"train.loss=cross_entropy needs a classification dataset; data={data.name} is regression")
     with allocating(spec, "the models and their activations"):
         models = [build_model(j.spec.model, data.d_in, data.d_out, j.spec.seed, data.x_train) for j in jobs]
         models = [m.to(device=device, dtype=dtype) for m in models]
@@ -309,27 +306,22 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
         finally:
             for metrics, _, _ in outs:
                 metrics.close()
-        if results is None:
-            engine.stop_flag.hand_back()
-            return [{"status": "preempted", "steps": j.start[2], "total_steps": j.spec.train.total_steps,
-                     "signal": engine.stop_flag.signal} for j in jobs]
+        sig = engine.stop_flag.signal
+        out: list[dict | Exception] = [j.preempted(j.start[2], sig) for j in jobs]  # at their last checkpoint
         elapsed = time.perf_counter() - t_start  # the training time of every run of this process
-        engine.unstack()
-        out: list[dict | Exception] = []
-        for i, (j, r) in enumerate(zip(jobs, results)):
+        engine.terms.unstack()
+        for i, (j, r) in enumerate(zip(jobs, results or ())):
             wall = j.wall_before + elapsed
             if r.status == "preempted":
                 j.rd.save_checkpoint(j.checkpoint(engine.state_dict(i), "preempted", wall, family))
                 if outs[i][1] is not None:
                     outs[i][1].close()
-                out.append({"status": "preempted", "steps": r.steps, "total_steps": j.spec.train.total_steps,
-                            "signal": engine.stop_flag.signal})
+                out[i] = j.preempted(r.steps, sig)
             else:
-                out.append(_complete(j, engine, i, r, runners[i], outs[i][1], data, wall))
-    if any(r.status == "preempted" for r in results):
-        if engine.stop_flag.signal != signal.SIGINT:  # Ctrl-C: the caller says it in its own words
-            log.warning("preempted (signal %s) at step %d; checkpoint saved, relaunch to resume",
-                        engine.stop_flag.signal, engine.pos.step)
+                out[i] = _complete(j, engine, i, r, runners[i], outs[i][1], data, wall)
+    if results is None or any(r.status == "preempted" for r in results):
+        if results is not None and sig != signal.SIGINT:  # Ctrl-C: the caller says it in its own words
+            log.warning("preempted (signal %s) at step %d; checkpoint saved, relaunch to resume", sig, engine.pos.step)
         engine.stop_flag.hand_back()  # a launcher's own handler (submitit: requeue and exit): the checkpoints are safe
     return out
 

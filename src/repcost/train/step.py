@@ -42,14 +42,11 @@ COMPILE_MIN_WORK_CPU = 1e12
 def _raise_recompile_limit() -> None:
     """Compiled steps of several runs in one process (tests, a stacked launcher) must not hit dynamo's cap.
     Called before the first compile: importing torch._dynamo costs seconds, which eager runs never pay."""
-    try:
-        import torch._dynamo as _dynamo
+    import torch._dynamo as dynamo
 
-        for _key in ("recompile_limit", "cache_size_limit"):
-            if hasattr(_dynamo.config, _key):
-                setattr(_dynamo.config, _key, max(getattr(_dynamo.config, _key), 64))
-    except Exception:  # pragma: no cover - a torch without dynamo: compile is refused at validation
-        pass
+    for key in ("recompile_limit", "cache_size_limit"):  # the name in newer torch, and in older ones
+        if hasattr(dynamo.config, key):
+            setattr(dynamo.config, key, max(getattr(dynamo.config, key), 64))
 
 
 def use_compile(setting: str, device: torch.device, steps: int, K: int, n: int, n_params: int) -> bool:
@@ -61,16 +58,12 @@ def use_compile(setting: str, device: torch.device, steps: int, K: int, n: int, 
     return steps * K * n * n_params >= COMPILE_MIN_WORK_CPU
 
 
-def use_graphs(setting: str, device: torch.device) -> bool:
-    """Whether a run captures its steps in CUDA graphs: on every CUDA run unless `train.cuda_graphs=off`."""
-    return device.type == "cuda" and setting != "off"
-
-
 def fast_step_options(cfg, device: torch.device, K: int, n: int, model) -> dict:
-    """{compiled, graphed} for an engine, from train.compile and train.cuda_graphs (the rules above)."""
+    """{compiled, graphed} for an engine: train.compile (`use_compile`); CUDA graphs on every CUDA run unless
+    `train.cuda_graphs=off`."""
     n_params = sum(p.numel() for p in model.parameters())
     return {"compiled": use_compile(cfg.compile, device, cfg.total_steps, K, n, n_params),
-            "graphed": use_graphs(cfg.cuda_graphs, device)}
+            "graphed": device.type == "cuda" and cfg.cuda_graphs != "off"}
 
 
 def objective_terms(terms, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None, stated_coef: torch.Tensor,
@@ -80,10 +73,7 @@ def objective_terms(terms, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor |
     The descended objective is dl + trained_coef·sq even where the phase's lam_factor is 1 (then it is
     the stated one, bit for bit), so one compiled function serves every phase.
     """
-    return _with_objective(*terms(x, y, idx), stated_coef, trained_coef)
-
-
-def _with_objective(dl: torch.Tensor, sq: torch.Tensor, stated_coef: torch.Tensor, trained_coef: torch.Tensor):
+    dl, sq = terms(x, y, idx)
     return dl + stated_coef * sq, dl, sq, (dl + trained_coef * sq).sum()
 
 
@@ -93,17 +83,15 @@ _COMPILED: dict = {}  # compile_key -> compiled objective (shared by the runs of
 def compiled_objective(terms):
     """The compiled `objective_terms` for `terms`: one per compile key, called with the terms' state dict."""
     key = compile_key(terms)
-    fn = _COMPILED.get(key)
-    if fn is None:
+    if key not in _COMPILED:
         template, loss, stacked = terms.template, terms.loss, terms.stacked
 
-        def objective(state, x, y, idx, stated_coef, trained_coef):
-            return _with_objective(*functional_terms(template, loss, stacked, state, x, y, idx), stated_coef,
-                                   trained_coef)
+        def objective(state, *args):
+            return objective_terms(functools.partial(functional_terms, template, loss, stacked, state), *args)
 
         _raise_recompile_limit()
-        fn = _COMPILED[key] = torch.compile(objective, dynamic=False)
-    return fn
+        _COMPILED[key] = torch.compile(objective, dynamic=False)
+    return _COMPILED[key]
 
 
 @functools.cache
@@ -128,34 +116,29 @@ class Stepper:
         self.terms, self.x, self.y, self.K = terms, x, y, K
         self.compiled, self.graphed, self.want_grad = compiled, graphed, want_grad
         self.params = terms.params
+        self._objective, self._update = objective_terms, update_
         if compiled:
             compiled_fn = compiled_objective(terms)
-            self._objective = self._fallback(lambda t, x, y, idx, cs, ct: compiled_fn(t.state, x, y, idx, cs, ct),
-                                             "objective")
-            self._update = self._fallback(compiled_update(), "update")
-        else:
-            self._objective, self._update = objective_terms, update_
+            self._objective = self._first_call("_objective", lambda t, *args: compiled_fn(t.state, *args))
+            self._update = self._first_call("_update", compiled_update())
         self.optimizer: Optimizer | None = None
 
-    def _fallback(self, fn, which: str):
-        """`fn` until its first call succeeds; a compile that fails (no compiler, a killed g++, a backend bug)
-        makes this run eager instead of failing it (nothing was computed yet: the call is simply redone)."""
-        eager = objective_terms if which == "objective" else update_
-        ok = False
+    def _first_call(self, attr: str, fn):
+        """`fn`'s first call, after which `fn` itself is `self.<attr>`; a compile that fails (no compiler, a killed
+        g++, a backend bug) makes this run eager instead of failing it (nothing was computed yet: the call is
+        simply redone)."""
+        eager = getattr(self, attr)
 
         def call(*args):
-            nonlocal ok
-            if ok:
-                return fn(*args)
             try:
                 out = fn(*args)
             except Exception as e:  # noqa: BLE001 - any compiler failure; an eager error re-raises below
-                log.warning("torch.compile of the %s failed (%s); this run continues eagerly", which,
+                log.warning("torch.compile of the %s failed (%s); this run continues eagerly", attr[1:],
                             str(e).splitlines()[0][:200])
                 self.compiled = False
                 self._objective, self._update = objective_terms, update_
                 return eager(*args)
-            ok = True
+            setattr(self, attr, fn)
             return out
 
         return call
@@ -164,7 +147,7 @@ class Stepper:
                     batch_size: int | None) -> None:
         """A new phase: its optimiser, λ coefficients (K,) and minibatch size (None: full batch)."""
         self.optimizer, self.stated_coef, self.trained_coef = optimizer, stated_coef, trained_coef
-        self._graphs: dict[str, torch.cuda.CUDAGraph] = {}
+        self._graphs: tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph] | None = None  # (grads, update) once captured
         self._warm = 0
         self._out: tuple | None = None
         self._norms: tuple | None = None
@@ -183,12 +166,6 @@ class Stepper:
         norms = _grad_norms(self.params, self.K) if self.graphed and self.want_grad else None
         return (obj.detach(), dl.detach(), sq.detach()), norms
 
-    def _update_now(self) -> None:
-        opt = self.optimizer
-        with torch.no_grad():
-            self._update(opt.name, opt.params, [p.grad for p in opt.params], opt.bufs, opt.steps_taken, opt.lr,
-                         opt.active, opt.momentum, opt.stacked)
-
     def grads(self, idx: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(K,) objective, data loss, Σ‖p‖² at the current parameters; their gradients land in p.grad."""
         if not self.graphed:
@@ -196,27 +173,23 @@ class Stepper:
             return self._out
         if idx is not None:  # pinned (cached by torch), so the copy does not wait for the GPU
             self._idx.copy_(idx.pin_memory(), non_blocking=True)
-        g = self._graphs.get("grads")
-        if g is None and self._warm >= WARMUP_STEPS:
+        if self._graphs is None and self._warm >= WARMUP_STEPS:
             self._capture()
-            g = self._graphs["grads"]
-        if g is not None:
-            g.replay()
-            return self._out
-        self._out, self._norms = self._on_side_stream(lambda: self._grads_now(self._idx if idx is not None else None))
+        if self._graphs is not None:
+            self._graphs[0].replay()
+        else:
+            self._out, self._norms = self._on_side_stream(lambda: self._grads_now(None if idx is None else self._idx))
         return self._out
 
     def update(self) -> None:
         """The optimiser step from p.grad."""
         if not self.graphed:
-            self._update_now()
-            return
-        g = self._graphs.get("update")
-        if g is not None:
-            g.replay()
-            return
-        self._on_side_stream(self._update_now)
-        self._warm += 1
+            self.optimizer.step(self._update)
+        elif self._graphs is not None:
+            self._graphs[1].replay()
+        else:
+            self._on_side_stream(lambda: self.optimizer.step(self._update))
+            self._warm += 1
 
     def grad_norms(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(K,) ‖∇‖² and ‖θ‖² of the last `grads` call."""
@@ -236,15 +209,11 @@ class Stepper:
 
     def _capture(self) -> None:
         """Capture this phase's `grads` and `update` (the parameters' and state's addresses stay fixed)."""
-        idx = self._idx
         for p in self.params:
             p.grad = None  # allocated inside the graph's pool, so every replay writes the same tensors
         torch.cuda.synchronize(self.x.device)
-        gg = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(gg):
-            out, norms = self._grads_now(idx)
-        gu = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(gu):
-            self._update_now()
-        self._out, self._norms = out, norms
-        self._graphs = {"grads": gg, "update": gu}
+        self._graphs = (torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph())
+        with torch.cuda.graph(self._graphs[0]):
+            self._out, self._norms = self._grads_now(self._idx)
+        with torch.cuda.graph(self._graphs[1]):
+            self.optimizer.step(self._update)

@@ -1,4 +1,4 @@
-"""How the engine evaluates its members: one model as it is (K = 1), or K models stacked.
+"""How the engine evaluates its members (`Terms`): one model as it is (K = 1), or K models stacked.
 
 Stacking (docs/ARCHITECTURE.md, "Ensembles: stacked members"): `torch.func.stack_module_state` turns K models
 into one tensor per parameter with a leading member axis; the objective is evaluated for all
@@ -19,12 +19,14 @@ operands becomes addmm there too, whose batching rule has a cheaper backward tha
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 from collections.abc import Sequence
 
 import torch
 from torch import nn
+from torch._C._functorch import _add_batch_dim, _unwrap_batched, is_batchedtensor, maybe_get_level  # vmap's wrappers
 from torch.func import functional_call, stack_module_state, vmap
 from torch.overrides import TorchFunctionMode
 
@@ -66,28 +68,6 @@ def compile_key(terms) -> tuple:
     return type(model), tuple(attrs), tensors, terms.loss, terms.stacked
 
 
-class ModelTerms:
-    """K = 1: the model itself, its parameters stepped in place."""
-
-    stacked = False
-
-    def __init__(self, model: RepModel, loss: str):
-        self.model, self.loss = model, loss
-        self.params = [p for p in model.parameters() if p.requires_grad]
-        self.state = {f"m.{k}": v for k, v in [*model.named_parameters(), *model.named_buffers()]}
-
-    @functools.cached_property
-    def template(self) -> nn.Module:
-        """The functional template of a compiled step: a separate copy (compiled code must not alias a run's
-        tensors), made only when a step is compiled."""
-        return _Terms(copy.deepcopy(self.model))
-
-    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None):
-        if idx is not None:
-            x, y = x[idx[0]], y[idx[0]]
-        return data_loss(self.model(x), y, self.loss)[None], self.model.param_sq_norm()[None]
-
-
 class _Terms(nn.Module):
     """Wraps a model so that one functional call returns (f(x), Σ‖p‖²) with the family's own code."""
 
@@ -99,42 +79,47 @@ class _Terms(nn.Module):
         return self.m(x), self.m.param_sq_norm()
 
 
-class StackedTerms:
-    """K models of one family and shape (`identity.check_stackable`) as one stacked model; the models' tensors
-    become views of it."""
-
-    stacked = True
+class Terms:
+    """The engine's models as one set of tensors: K = 1, the model itself, its parameters stepped in place; K > 1
+    (of one family and shape, `identity.check_stackable`), one stacked model whose slices the models' tensors
+    become views of."""
 
     def __init__(self, models: Sequence[RepModel], loss: str, share_matmuls: bool = True):
         self.models, self.loss, self.share_matmuls = list(models), loss, share_matmuls
-        self.template = _Terms(copy.deepcopy(models[0]))  # the functional template (its own values unused)
-        params, buffers = stack_module_state(list(models))
+        self.stacked = len(self.models) > 1
+        if self.stacked:
+            params, buffers = stack_module_state(self.models)
+            for i, m in enumerate(self.models):  # member i's tensors become views of slice i of the stack
+                for k, v in params.items():
+                    m.get_parameter(k).data = v.detach()[i]
+                for k, v in buffers.items():
+                    m.get_buffer(k).data = v.detach()[i]
+        else:
+            params, buffers = dict(self.models[0].named_parameters()), dict(self.models[0].named_buffers())
         self.state = {f"m.{k}": v for k, v in {**params, **buffers}.items()}
-        for i, m in enumerate(models):  # member i's tensors become views of slice i of the stack
-            for k, v in params.items():
-                m.get_parameter(k).data = v.detach()[i]
-            for k, v in buffers.items():
-                m.get_buffer(k).data = v.detach()[i]
         self.params = [v for v in params.values() if v.requires_grad]  # = a single run's parameter order
 
+    @functools.cached_property
+    def template(self) -> nn.Module:
+        """The functional template (its own values unused): a separate copy, as compiled code must not alias a
+        run's tensors."""
+        return _Terms(copy.deepcopy(self.models[0]))
+
     def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None):
-        if self.share_matmuls:
-            with _ShareMatmuls():
-                return functional_terms(self.template, self.loss, True, self.state, x, y, idx)
-        return functional_terms(self.template, self.loss, True, self.state, x, y, idx)
+        if not self.stacked:
+            model = self.models[0]
+            if idx is not None:
+                x, y = x[idx[0]], y[idx[0]]
+            return data_loss(model(x), y, self.loss)[None], model.param_sq_norm()[None]
+        with _ShareMatmuls() if self.share_matmuls else contextlib.nullcontext():
+            return functional_terms(self.template, self.loss, True, self.state, x, y, idx)
 
     def unstack(self) -> None:
         """Give every member model its own parameter storage (after training; the stack is left as is)."""
         with torch.no_grad():
-            for m in self.models:
+            for m in self.models if self.stacked else ():
                 for t in list(m.parameters()) + list(m.buffers()):
                     t.data = t.data.clone()
-
-
-try:  # functorch's wrappers: a per-member tensor inside vmap is the stacked tensor plus its member axis
-    from torch._C._functorch import _add_batch_dim, _unwrap_batched, is_batchedtensor, maybe_get_level
-except ImportError:  # pragma: no cover - a torch without them: every matmul keeps vmap's own rule (still exact)
-    _add_batch_dim = _unwrap_batched = is_batchedtensor = maybe_get_level = None
 
 
 def shared_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -191,6 +176,4 @@ def _both_2d(a, b) -> bool:
 
 def _one_shared(a, b) -> bool:
     """Both 2-D tensors (per member) and exactly one of them shared by all members."""
-    if not _both_2d(a, b) or is_batchedtensor is None:
-        return False
-    return is_batchedtensor(a) != is_batchedtensor(b)
+    return _both_2d(a, b) and is_batchedtensor(a) != is_batchedtensor(b)
