@@ -2,9 +2,10 @@
 
 `Engine` trains K ≥ 1 models in lockstep: optimiser phases in sequence, the explicit λ-term,
 learning-rate schedules, stop rules, logging, periodic hooks, checkpoints, NaN rollback and
-preemption. K = 1 evaluates the model itself, K > 1 stacks the models (`terms.Terms`). The members still training share the engine's one `Position`; what is a
-member's own (stop-rule record, minibatch generator, last finite state, result, where it stopped)
-lives in `Member`, so every member stops exactly where its own single run would.
+preemption. K = 1 evaluates the model itself, K > 1 stacks the models (`terms.Terms`). The members
+still training share the engine's one `Position`; what is a member's own (stop-rule record, minibatch
+generator, last finite state, result, where it stopped) lives in `Member`, so every member stops exactly
+where its own single run would.
 """
 
 from __future__ import annotations
@@ -53,9 +54,6 @@ class Record:
     first_objective: float = math.nan  # the objective at the first check
 
 
-FAILED_REASONS = ("non_finite", "diverged")
-
-
 @dataclass
 class TrainResult:
     stop_reason: str  # budget | target_loss | plateau | grad_tol | certified | non_finite | diverged | preempted
@@ -67,7 +65,7 @@ class TrainResult:
         """The run's status: preempted (resumable), failed (non-finite or diverged), or finished."""
         if self.stop_reason == "preempted":
             return "preempted"
-        return "failed" if self.stop_reason in FAILED_REASONS else "finished"
+        return "failed" if self.stop_reason in ("non_finite", "diverged") else "finished"
 
 
 class Member:
@@ -78,10 +76,8 @@ class Member:
     """
 
     def __init__(self, model: RepModel, data: DataBundle, cfg: TrainConfig, seed: int,
-                 on_log: Callable[[dict], None] | None = None,
-                 hook: Callable[[RepModel, int], dict] | None = None, hook_every: int = 0):
-        self.model, self.data, self.cfg, self.seed = model, data, cfg, seed
-        self.on_log, self.hook, self.hook_every = on_log, hook, hook_every
+                 on_log: Callable[[dict], None] | None = None, hook: Callable[[RepModel, int], dict] | None = None):
+        self.model, self.data, self.cfg, self.seed, self.on_log, self.hook = model, data, cfg, seed, on_log, hook
         self.y_train = training_targets(data, data.y_train, cfg.loss)
         self.y_test = training_targets(data, data.y_test, cfg.loss) if data.has_test else None
         self.reg_coef = cfg.lam * reg_scale_factor(cfg.reg_scale, model.depth)
@@ -177,7 +173,7 @@ class Member:
 
     def run_hook(self, step: int) -> None:
         """The periodic analysis hook, its scalars logged at this step."""
-        if self.hook is not None and self.hook_every and step % self.hook_every == 0 and step > 0:
+        if self.hook is not None:
             rec = self.hook(self.model, step)
             if rec and self.on_log is not None:
                 self.on_log({"step": step, **rec})
@@ -188,8 +184,9 @@ class Engine:
 
     Members may differ in seed, λ (`cfgs[i].lam`), learning rates (`cfgs[i].phases[*].lr`) and
     initialisation; everything else (the phases' optimisers, steps, schedules, minibatch sizes,
-    stop rules) is the first config's (`run.train_runs` checks this, `identity.check_stackable`). How a step is executed (eager, compiled, CUDA graph) is the
-    `Stepper`'s. `on_checkpoint()` is called every `train.checkpoint_every` steps.
+    stop rules) is the first config's (`run.train_runs` checks this, `identity.check_stackable`). How a step
+    is executed (eager, compiled, CUDA graph) is the `Stepper`'s. `on_checkpoint()` is called every
+    `train.checkpoint_every` steps.
     """
 
     def __init__(self, models: Sequence[RepModel], data: DataBundle, cfgs: Sequence[TrainConfig],
@@ -202,7 +199,7 @@ class Engine:
         self.phases = self.cfg.all_phases  # the schedule, then the certify escalation rounds
         on_logs = list(on_logs) if on_logs is not None else [None] * self.K
         hooks = list(hooks) if hooks is not None else [None] * self.K
-        self.members = [Member(m, data, c, s, on_log=on_logs[i], hook=hooks[i], hook_every=hook_every)
+        self.members = [Member(m, data, c, s, on_log=on_logs[i], hook=hooks[i])
                         for i, (m, c, s) in enumerate(zip(models, cfgs, seeds))]
         self.terms = Terms(models, self.cfg.loss, share_matmuls)
         self.stop_flag = stop_flag if stop_flag is not None else StopFlag()
@@ -211,7 +208,7 @@ class Engine:
         self.optimizer: Optimizer | None = None
         self.resume_optimizers: dict[int, dict | None] = {}  # member i's single-run optimiser state to resume
         self._logging = any(m.on_log is not None for m in self.members)
-        self._hooked = any(m.hook is not None and m.hook_every for m in self.members)  # else no call per step
+        self.hook_every = hook_every if any(m.hook is not None for m in self.members) else 0  # 0: no hook
         m0 = self.members[0]
         self.stepper = Stepper(self.terms, m0.data.x_train, m0.y_train, self.K, compiled=compiled, graphed=graphed,
                                want_grad=self.cfg.grad_tol is not None)
@@ -233,18 +230,16 @@ class Engine:
         """The index of the last phase member i trained in (a stop at the budget sits past the end)."""
         return min(self.position(i).phase, len(self.phases) - 1)
 
-    def stop(self, i: int, result: TrainResult, opt_state: dict | None = None) -> None:
+    def stop(self, i: int, result: TrainResult) -> None:
         """Freeze member i at its current parameters, or at the last ones seen finite if it went non-finite."""
         m = self.members[i]
         if result.stop_reason == "non_finite" and m.good_step >= 0:
             with torch.no_grad():
                 for p, t in zip([p for p in m.model.parameters() if p.requires_grad], self._snapshot):
                     p.copy_(t[i] if self.terms.stacked else t)
-        if opt_state is None and self.optimizer is not None:
-            opt_state = self.optimizer.member_state_dict(i)
-        m.stopped_at = m.stopped_at or Position(**asdict(self.pos))
-        m.optimizer_state, m.result = opt_state, result
+        m.stopped_at, m.result = m.stopped_at or Position(**asdict(self.pos)), result
         if self.optimizer is not None:
+            m.optimizer_state = self.optimizer.member_state_dict(i)
             self.optimizer.active[i] = False
 
     def state_dict(self, i: int) -> dict:
@@ -324,7 +319,7 @@ class Engine:
                     members[i].log({"step": step, "phase": self.pos.phase, "lr": lr_host[i], "objective": vals[0][i],
                                     "train_loss": vals[1][i], "param_sq_norm": vals[2][i],
                                     "time_s": time.perf_counter() - self._t0})
-            for i in active if self._hooked else ():
+            for i in active if self.hook_every and step % self.hook_every == 0 and step > 0 else ():
                 members[i].run_hook(step)
             if not active:
                 return False

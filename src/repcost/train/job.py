@@ -78,18 +78,35 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
 
 
 def done(summary: dict, run_dir: Path) -> dict:
-    """A job's return value, its outcome logged (a reused run: one line; a trained one: `report`).
+    """A job's return value, its outcome logged: a reused or unfinished run in one line, a finished one in a few (its
+    scalars, what its analyses say of it, its figures).
 
     A run stopped by Ctrl-C: one line, then `Interrupted` ends the command (a sweep's later jobs too)."""
     if summary.pop("reused", False):
         log.info("already finished (force=true moves it aside and reruns): %s", run_dir)
-    elif summary.get("status") == "preempted" and take_interrupt():
+        return summary
+    if summary.get("status") == "preempted" and take_interrupt():
         total = summary.get("total_steps")  # the training's own record of its budget
         log.warning("interrupted at step %s%s; relaunch the same command to resume", summary.get("steps"),
                     f" of {total}" if total is not None else "")
         raise Interrupted
-    else:
-        report(summary, run_dir)
+    if summary.get("status") != "finished":
+        log.info("run %s at step %s: %s (relaunch to resume)", summary.get("status"), summary.get("steps"), run_dir)
+        return summary
+    keys = ("train_loss", "test_loss", "objective", "param_sq_norm", "cost", "steps", "stop_reason", "wall_time_s")
+    parts = [f"{k}={summary[k]:.6g}" if isinstance(summary[k], float) else f"{k}={summary[k]}"
+             for k in keys if k in summary]
+    log.info("run finished: %s\n  %s", run_dir, "  ".join(parts))
+    for line in descriptions(summary):  # the certificate and any analysis that describes itself
+        log.info("  %s", line)
+    if (line := describe_certified(summary)) is not None:
+        log.info("  %s", line)
+    if "members_agreeing" in summary:
+        log.info("  restarts: %d of %d end within 1 %% of the best objective (agreement across seeds%s)",
+                 summary["members_agreeing"], summary["ensemble_size"],
+                 "" if "certify.duality_gap_rel" in summary else "; not a global-minimum certificate")
+    for fig in sorted((run_dir / "figures").glob("*.png")):
+        log.info("  figure: %s", fig)
     return summary
 
 
@@ -108,37 +125,17 @@ def run_hydra_jobs(jobs: Sequence[tuple[DictConfig, DictConfig]]) -> list[dict |
             except Exception as e:
                 out[i] = e
         if ready:
-            HydraConfig.instance().cfg = jobs[ready[0][0]][1]
-            results = train_runs([r[1] for r in ready], [r[2] for r in ready], [r[3] for r in ready],
-                                 force=bool(jobs[ready[0][0]][0].get("force", False)), on_stale=on_stale,
-                                 hydra_cfgs=[jobs[r[0]][1] for r in ready])
-            for (i, _, _, run_dir), r in zip(ready, results):
+            idx, specs, run_cfgs, run_dirs = zip(*ready)
+            cfg, hydra_cfg = jobs[idx[0]]  # the first job's config is current while the runs train
+            HydraConfig.instance().cfg = hydra_cfg
+            results = train_runs(specs, run_cfgs, run_dirs, force=bool(cfg.get("force", False)), on_stale=on_stale,
+                                 hydra_cfgs=[jobs[i][1] for i in idx])
+            for i, run_dir, r in zip(idx, run_dirs, results):
                 HydraConfig.instance().cfg = jobs[i][1]
                 out[i] = r if isinstance(r, Exception) else done(r, run_dir)
         return out  # type: ignore[return-value]
     finally:
         startup.job_ended()
-
-
-def report(summary: dict, run_dir: Path) -> None:
-    """The outcome of a trained run, a few lines: its scalars, what its analyses say of it, its figures."""
-    if summary.get("status") != "finished":
-        log.info("run %s at step %s: %s (relaunch to resume)", summary.get("status"), summary.get("steps"), run_dir)
-        return
-    keys = ("train_loss", "test_loss", "objective", "param_sq_norm", "cost", "steps", "stop_reason", "wall_time_s")
-    parts = [f"{k}={summary[k]:.6g}" if isinstance(summary[k], float) else f"{k}={summary[k]}"
-             for k in keys if k in summary]
-    log.info("run finished: %s\n  %s", run_dir, "  ".join(parts))
-    for line in descriptions(summary):  # the certificate and any analysis that describes itself
-        log.info("  %s", line)
-    if (line := describe_certified(summary)) is not None:
-        log.info("  %s", line)
-    if "members_agreeing" in summary:
-        log.info("  restarts: %d of %d end within 1 %% of the best objective (agreement across seeds%s)",
-                 summary["members_agreeing"], summary["ensemble_size"],
-                 "" if "certify.duality_gap_rel" in summary else "; not a global-minimum certificate")
-    for fig in sorted((run_dir / "figures").glob("*.png")):
-        log.info("  figure: %s", fig)
 
 
 def job_failed(e: Exception, cfg: DictConfig, hydra_cfg: DictConfig) -> dict:
