@@ -190,7 +190,7 @@ def run_group(configs: list[DictConfig], hydra_context: HydraContext,
         def job(cfg: DictConfig) -> Any:
             jobs.append((cfg, HydraConfig.instance().cfg))  # run_job made job k's config current
             if k + 1 < len(configs):
-                inner.append(_run_job(configs[k + 1], hydra_context, task(k + 1)))
+                inner.append(start(k + 1))
             else:
                 _configure_group_log(configs)
                 try:
@@ -201,13 +201,12 @@ def run_group(configs: list[DictConfig], hydra_context: HydraContext,
             return job_failed(out, *jobs[k]) if isinstance(out, Exception) else out
         return job
 
-    first = _run_job(configs[0], hydra_context, task(0))
+    def start(k: int) -> JobReturn:
+        return run_job(hydra_context=hydra_context, task_function=task(k), config=configs[k],
+                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+
+    first = start(0)
     return [first, *reversed(inner)]  # the innermost job's return came first
-
-
-def _run_job(config: DictConfig, hydra_context: HydraContext, task_function: TaskFunction) -> JobReturn:
-    return run_job(hydra_context=hydra_context, task_function=task_function, config=config,
-                   job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
 
 
 def _configure_group_log(configs: list[DictConfig]) -> None:

@@ -171,13 +171,6 @@ class Member:
         self.last_logged = rec["step"]
         self.on_log(rec)
 
-    def run_hook(self, step: int) -> None:
-        """The periodic analysis hook, its scalars logged at this step."""
-        if self.hook is not None:
-            rec = self.hook(self.model, step)
-            if rec and self.on_log is not None:
-                self.on_log({"step": step, **rec})
-
 
 class Engine:
     """Minimises data loss + λ·s·Σ‖p‖² for K models at once, phase after phase; one loop for every run.
@@ -320,7 +313,10 @@ class Engine:
                                     "train_loss": vals[1][i], "param_sq_norm": vals[2][i],
                                     "time_s": time.perf_counter() - self._t0})
             for i in active if self.hook_every and step % self.hook_every == 0 and step > 0 else ():
-                members[i].run_hook(step)
+                m = members[i]  # the periodic analysis hook, its scalars logged at this step
+                rec = m.hook(m.model, step) if m.hook is not None else None
+                if rec and m.on_log is not None:
+                    m.on_log({"step": step, **rec})
             if not active:
                 return False
             self.stepper.update()
@@ -392,23 +388,20 @@ class Engine:
         """What a phase does to the models before its first step: unit insertion, convex placement, rebalancing,
         polish (`Member.prepare`)."""
         keys = [k for k in ("insert_units", "convex_units", "rebalance", "polish") if getattr(ph, k)]
+        n = len(self.cfg.phases)  # the phase's config key, for messages:
+        where = (f"train.phases[{self.pos.phase}]" if self.pos.phase < n
+                 else f"train.certify.phases[{(self.pos.phase - n) % len(self.cfg.certify.phases)}]")
         for key in keys:
             for i in self.active:
                 m = self.members[i]
                 try:
                     done = m.prepare(key, ph)
                 except (ValueError, NotImplementedError) as e:
-                    raise RepcostError(f"{self._phase_key()}.{key}={str(getattr(ph, key)).lower()}: {e}") from None
+                    raise RepcostError(f"{where}.{key}={str(getattr(ph, key)).lower()}: {e}") from None
                 if done:
                     log.info("member %d (seed %d), phase %d: %s", i, m.seed, self.pos.phase, done)
         if keys:
             self._take_snapshot()
-
-    def _phase_key(self) -> str:
-        """The config key of the current phase, for messages."""
-        n = len(self.cfg.phases)
-        return (f"train.phases[{self.pos.phase}]" if self.pos.phase < n
-                else f"train.certify.phases[{(self.pos.phase - n) % len(self.cfg.certify.phases)}]")
 
     def _start_phase(self, ph: PhaseConfig) -> int | None:
         """A fresh optimiser for phase `ph` (resumed state applied), the stepper told; returns the batch size."""

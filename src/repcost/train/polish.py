@@ -70,17 +70,17 @@ def remove_dead_units(model, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
             dead = []
             for u in model.unit_norms():
                 out = hs[u.layer - 1].post.norm(dim=0) * u.outgoing.sqrt()
-                gone = (u.incoming == 0) & (u.outgoing == 0)
-                dead.append((u.layer, (out <= DEAD * out.max()) & ~gone))
-        if not any(bool(d.any()) for _, d in dead):
-            return removed, frozen
+                d = (out <= DEAD * out.max()) & ~((u.incoming == 0) & (u.outgoing == 0))  # not removed yet
+                if d.any():
+                    dead.append((u.layer, d))
+        if not dead:
+            break
         for layer, d in dead:
-            if d.any():
-                removed += int(d.sum())
-                with torch.no_grad():
-                    for p, f, e in zip(params, frozen, _unit_entries(model, layer, d)):
-                        p.masked_fill_(e, 0.0)
-                        f |= e
+            removed += int(d.sum())
+            with torch.no_grad():
+                for p, f, e in zip(params, frozen, _unit_entries(model, layer, d)):
+                    p.masked_fill_(e, 0.0)
+                    f |= e
     return removed, frozen
 
 

@@ -41,13 +41,6 @@ log = logging.getLogger("repcost")
 
 
 # -- deciding what to do with a run directory ----------------------------------------------------
-def _checkpoint_or_none(rd: RunDir) -> dict:
-    try:
-        return rd.load_checkpoint()
-    except RepcostError:
-        return {}
-
-
 def _has_identity(ck: dict, chash: str) -> bool:
     """Whether a checkpoint is of the run with identity `chash`: by its stored hash, or, for runs whose stored
     hash follows other identity rules, by the config saved with it."""
@@ -76,8 +69,11 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
         return "fresh", None
     fh = rd.finished_hash()
     if fh is not None:  # FINISHED may hold a hash of other identity rules: the checkpoint's config decides then
-        if fh == chash or _has_identity(_checkpoint_or_none(rd), chash):
+        if fh == chash:
             return "finished", None
+        with suppress(RepcostError):  # an unreadable checkpoint: not this run's
+            if _has_identity(rd.load_checkpoint(), chash):
+                return "finished", None
         changed = _changes(rd, cfg)
         if on_stale != "move":
             raise RepcostError(f"{rd.path} holds a finished run of another config ({changed}; hash {fh}, this config "

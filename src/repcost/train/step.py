@@ -14,8 +14,8 @@ still active) lives in tensors that the engine fills in place, so the same work 
   outputs (objective terms, ‖∇‖², ‖θ‖²) are static tensors that the engine reads only every
   `check_every`/`log_every` steps, so the loop does not wait for the GPU in between.
 
-Compiled functions are built once per `Stepper` and shared by all its phases (an optimiser
-change recompiles only the update).
+Compiled functions are shared by every phase and by every run of the process with equal terms
+(`compile_key`); an optimiser change recompiles only the update.
 """
 
 from __future__ import annotations
