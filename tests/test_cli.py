@@ -86,12 +86,12 @@ def test_bad_config_one_line_exit_2(tmp_path, run_cli, overrides, key, allowed):
 def test_the_finished_line_states_the_clarke_measure(tmp_path, caplog, clarke, says):
     import logging
 
-    from repcost.train.job import report as _report
+    from repcost.train.job import done
 
     summary = {"status": "finished", "steps": 10, "critical_point": False, "critical.stationarity": 0.5,
                "critical.clarke_stationarity": clarke, "critical.kinks": 7, "critical.unit_gap": 1e-3}
     with caplog.at_level(logging.INFO, logger="repcost"):
-        _report(summary, tmp_path)
+        done(summary, tmp_path)
     line = next(r.getMessage() for r in caplog.records if "critical point" in r.getMessage())
     assert f"stationarity 0.5, {says}, unit gap 0.001" in line and "nan" not in line
 

@@ -11,8 +11,6 @@ process (`repcost.train.job.run_hydra_jobs`, as `repcost-train`'s task function 
 own outcome.
 """
 
-from __future__ import annotations
-
 import copy
 import logging
 import math
@@ -38,7 +36,9 @@ SUBMITIT_CLUSTERS = ("local", "slurm")
 @dataclass
 class StackedLauncherConf:
     """The launcher's structured config, registered as `hydra/launcher=repcost_stacked`
-    (configs/hydra/launcher/stacked.yaml is repcost's preset on top of it)."""
+    (configs/hydra/launcher/stacked.yaml is repcost's preset on top of it). No `from __future__ import
+    annotations` in this module: Hydra's plugin scan runs it outside sys.modules, where a dataclass cannot
+    resolve string annotations."""
 
     _target_: str = "hydra_plugins.repcost_stacked_launcher.stacked_launcher.StackedLauncher"
     # most runs in one stacked process (a group above it is split into near-equal groups)
