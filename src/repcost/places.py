@@ -21,13 +21,15 @@ RUN_MARKERS = (".hydra/overrides.yaml", "checkpoint.pt", "FINISHED", "summary.js
 _INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)\}")
 
 
-def check_plain_name(key: str, value: object) -> None:
-    """`value` (of config key `key`) must be usable as one directory name: no separators, not `.`/`..`, not empty."""
+def check_plain_name(key: str, value: object, names: str = "") -> None:
+    """`value` (of config key `key`) must be usable as one directory name: no separators, not `.`/`..`, not empty.
+    `names`: the directory key whose path takes the value, said in the error."""
     text = str(value)
     bad = (not text.strip() or text in (".", "..") or "/" in text or "\\" in text or "\0" in text
            or len(text.encode()) > 200)
     if bad:
-        raise ConfigError(key, value, "a plain directory name (no path separators or '..', at most 200 bytes)")
+        raise ConfigError(key, value, "a plain directory name (no path separators or '..', at most 200 bytes)"
+                          + (f"; it names {names}" if names else ""))
 
 
 def check_interpolated_names(template: str, value_of: Callable[[str], object], dir_key: str) -> None:
@@ -37,10 +39,7 @@ def check_interpolated_names(template: str, value_of: Callable[[str], object], d
     for key in _INTERPOLATION.findall(template):
         value = None if key.startswith("hydra.") else value_of(key)
         if value is not None:
-            try:
-                check_plain_name(key, value)
-            except ConfigError as e:
-                raise ConfigError(e.key, e.value, f"{e.allowed}; it names {dir_key}") from None
+            check_plain_name(key, value, dir_key)
 
 
 def is_sweep_root(path: Path) -> bool:

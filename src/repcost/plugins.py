@@ -63,17 +63,12 @@ def _import(name: str, origin: str) -> None:
         where = f"{e.filename}, line {e.lineno}" if e.filename else "its source"
         raise RepcostError(f"plugin {name!r} ({origin}) has a syntax error in {where}: {e.msg}; fix the plugin") from None
     except Exception as e:  # the plugin's own code raised while importing: the plugin is the thing to fix
-        where = _plugin_frame(e)
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if "importlib" not in f.filename]  # the plugin's
+        where = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
         first = (str(e).strip().splitlines() or [""])[0][:200]
         raise RepcostError(f"plugin {name!r} ({origin}) failed while importing{where}: "
                            f"{e.__class__.__name__}: {first}; fix the plugin") from None
     _imported.add(name)
-
-
-def _plugin_frame(e: BaseException) -> str:
-    """' (FILE, line N)' of the innermost traceback frame outside Python's import machinery."""
-    frames = [f for f in traceback.extract_tb(e.__traceback__) if "importlib" not in f.filename]
-    return f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
 
 
 @functools.cache
