@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .config.schema import TOP_LEVEL_SCHEMA, AnalysisConfig, PhaseConfig, TrainConfig
+from .config.schema import AnalysisConfig, PhaseConfig, TopLevelConfig, TrainConfig
 from .errors import RepcostError
 from .registry import DATASETS, MODELS
 from .runio import config_hash
@@ -74,7 +74,7 @@ def _resolved_device(device: Any) -> str:
 def run_identity(cfg: dict) -> dict:
     """The result-defining part of a resolved run config (a plain dict, as saved with the run)."""
     out = strip_defaults({k: v for k, v in cfg.items() if k not in ("model", "data", "train", "analysis", "device")},
-                         TOP_LEVEL_SCHEMA)
+                         TopLevelConfig)
     out["device"] = _resolved_device(cfg.get("device", "auto"))
     for key, registry in (("model", MODELS), ("data", DATASETS)):
         node = cfg.get(key)

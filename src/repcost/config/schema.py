@@ -297,7 +297,6 @@ class TopLevelConfig:
     plugin_sources: Any = field(default_factory=dict)
 
 
-TOP_LEVEL_SCHEMA = TopLevelConfig
 TOP_LEVEL = ("model", "data", "train", "analysis", *(f.name for f in dataclasses.fields(TopLevelConfig)))
 
 
