@@ -9,7 +9,6 @@ Everything is read lazily from the run directory, so loading a run is cheap unti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,14 +41,11 @@ def checkpoint_file(run_dir: str | Path) -> Path:
     return run_dir / MEMBERS / str(best) / CHECKPOINT
 
 
-@dataclass
 class Run:
     """A run directory (or an ensemble member's directory) of repcost-train."""
 
-    path: Path
-
-    def __post_init__(self) -> None:
-        self.path = Path(self.path)  # Run("outputs/...") from a notebook
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
 
     @cached_property
     def config(self) -> dict:

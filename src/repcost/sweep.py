@@ -17,8 +17,7 @@ LAST_JOBS = "last_sweep_jobs.txt"  # the job dirs of the latest multirun into a 
 
 def start_last_jobs(sweep_dir: Path) -> None:
     """Begin a new multirun's list of jobs (jobs of earlier multiruns stay on disk but are no longer "last")."""
-    Path(sweep_dir).mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(Path(sweep_dir) / LAST_JOBS, b"")
+    atomic_write_bytes(Path(sweep_dir) / LAST_JOBS, b"")  # (its folder made)
 
 
 def add_last_job(sweep_dir: Path, job_dir: Path) -> None:
