@@ -280,17 +280,10 @@ def remove_startup_litter(path: Path) -> bool:
     if not all(_is_litter(p) for p in entries):
         return False
     try:
-        if (path / LOCK).exists():
-            fd = os.open(path / LOCK, os.O_RDWR)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held by a live process: not ours to remove
-            except BlockingIOError:
-                return False
-            finally:
-                os.close(fd)
-        for p in entries:
-            shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
-        path.rmdir()
-    except OSError:
+        with RunDir(path).locked():  # held by a live process (a RepcostError): not ours to remove
+            for p in {*entries, path / LOCK}:
+                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+        path.rmdir()  # fails if anything came in meanwhile: it stays
+    except (RepcostError, OSError):
         return False
     return True
