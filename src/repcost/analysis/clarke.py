@@ -9,7 +9,7 @@ element of the set of gradients obtained by letting each kinked pre-activation's
 subdifferential (Bolte & Pauwels 2020, "Conservative set valued fields, automatic differentiation,
 stochastic gradient methods and deep learning").
 
-A pre-activation counts as kinked when |z| ≤ kink_tol × the largest |z| of its unit over the
+A pre-activation counts as kinked when |z| ≤ `KINK_TOL` × the largest |z| of its unit over the
 data: a Goldstein-style ε-relaxation, since a float minimiser puts its kinks on data points only to
 round-off. The gradient G(s) is affine in each slope s_j separately (exactly affine for one hidden
 ReLU layer, multilinear across layers), so its columns ∂G/∂s_j = G(s₀ + e_j) − G(s₀) are exact;
