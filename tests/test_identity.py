@@ -45,6 +45,17 @@ def test_keys_at_their_schema_default_are_left_out_generically():
                                                                                          {"phases": PhaseConfig})
 
 
+def test_a_key_added_to_a_nested_section_counts_only_where_set():
+    """`train.certify` away from its default is hashed as one section (train=certified, `make demo`); a key added
+    to it later (`cost_tol`) counts only where it is set, so a run made before the key existed keeps its hash."""
+    cfg = _cfg("train=certified")
+    certify = cfg["train"]["certify"]
+    before = {**cfg, "train": {**cfg["train"], "certify": {k: v for k, v in certify.items() if k != "cost_tol"}}}
+    assert "cost_tol" in certify and run_hash(before) == run_hash(cfg)
+    for o in ("train.certify.cost_tol=0.05", "train.certify.step_growth=3"):
+        assert run_hash(_cfg("train=certified", o)) != run_hash(cfg), o
+
+
 def test_device_counts_by_what_it_resolves_to():
     import torch
 

@@ -4,7 +4,9 @@ A run directory is reused (skipped when finished, resumed when preempted) exactl
 of its config's identity equals the new config's. The identity is the config with, generically,
 every key left out that sits at its schema default, and the keys whose schema field says
 `metadata={"identity": False}` (names, progress bars, checkpoint cadence). So adding a schema
-key with a default never changes an existing run's hash. `device` counts by what it resolves to
+key with a default never changes an existing run's hash. A nested section (`train.certify`) away from its
+default counts whole; a key added to one later is marked `metadata={"identity": "set"}` and counts only where
+it is not at its default, so the section of an earlier run hashes as it did. `device` counts by what it resolves to
 (cpu or cuda), so `device=auto` and `device=cpu` on a CPU machine are the same run.
 """
 
@@ -54,13 +56,22 @@ def strip_defaults(node: dict, schema: type, elements: dict[str, type] | None = 
             continue
         if f.metadata.get("identity", True) is False:
             continue
-        default = _plain(_field_default(f))
+        raw = _field_default(f)
+        default = _plain(raw)
         if k in elements and isinstance(v, list):
             v = [strip_defaults(e, elements[k]) if isinstance(e, dict) else e for e in v]
             default = [strip_defaults(e, elements[k]) for e in default] if isinstance(default, list) else default
+        elif dataclasses.is_dataclass(raw) and isinstance(v, dict):  # a nested section
+            v, default = _without_unset(v, type(raw)), _without_unset(default, type(raw))
         if k in ALWAYS_KEPT or v != default:
             out[k] = v
     return out
+
+
+def _without_unset(node: dict, schema: type) -> dict:
+    """A nested section without its keys marked identity="set" that sit at their default."""
+    unset = {f.name: _plain(_field_default(f)) for f in dataclasses.fields(schema) if f.metadata.get("identity") == "set"}
+    return {k: v for k, v in node.items() if k not in unset or v != unset[k]}
 
 
 def _resolved_device(device: Any) -> str:

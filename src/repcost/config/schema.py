@@ -90,7 +90,9 @@ class CertifyConfig:
     the gap certifies the regularised problem, C(θ)/C_min says how close its λ leaves it to the interpolation one."""
 
     gap_tol: Optional[float] = None  # null: off
-    cost_tol: Optional[float] = None  # null: off; |C(θ)/C_min − 1| ≤ cost_tol, judged at the end (1-D data)
+    # null: off; |C(θ)/C_min − 1| ≤ cost_tol, judged at the end (1-D data). Added after runs with certify existed:
+    # part of their identity only where set (repcost.identity)
+    cost_tol: Optional[float] = field(default=None, metadata={"identity": "set"})
     rounds: int = 0  # the escalation budget: at most this many rounds after the schedule
     phases: List[PhaseConfig] = field(default_factory=list)  # one escalation round
     step_growth: float = 2.0
