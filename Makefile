@@ -10,12 +10,11 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-# torch first, pinned: an unpinned torch pulls a multi-GB CUDA build here. --no-compile: Python writes the
-# bytecode of the modules a run imports on first use, instead of pip compiling every module (~45 s of setup).
+# torch first, pinned: an unpinned torch pulls a multi-GB CUDA build here.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --no-compile torch==2.13.0
-	$(PY) -m pip install -q --no-compile -e '.[dev,cluster,tensorboard,convex,mlflow,wandb]'
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev,cluster,tensorboard,convex,mlflow,wandb]'
 	touch $(STAMP)
 
 demo: setup
