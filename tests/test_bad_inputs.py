@@ -714,6 +714,7 @@ main()
 """
 
 
+@pytest.mark.slow  # an end-to-end CLI run of several seconds
 def test_stop_signals_while_a_run_finishes_end_cleanly(tmp_path):
     d = tmp_path / "run"
     p = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_FINISHING, *QUICK, f"hydra.run.dir={d}"], cwd=tmp_path,

@@ -94,6 +94,7 @@ def test_a_run_preempted_inside_an_escalation_round_resumes_exactly(tmp_path):
     assert strip(done) == strip(ref)
 
 
+@pytest.mark.slow  # an end-to-end CLI run of several seconds
 def test_a_run_written_with_the_earlier_certificate_keys_is_reused_and_read_with_todays(tmp_path, run_cli):
     """A finished run whose files name the critical-point certificate `analysis.certificate` (balance tolerance
     `gap_tol`) and report it as `cert.*`: the same command and `--resume` find it already finished (no certificate
@@ -191,6 +192,7 @@ def test_the_cost_ratio_exists_only_where_c_min_does():
     assert cost_over_min(on, 1e-9, 4.0, x, torch.ones(3, 1)) is None
 
 
+@pytest.mark.slow  # an end-to-end CLI run of several seconds
 def test_the_cost_ratio_is_the_runs_cost_over_the_spline_minimum_of_its_data(tmp_path, run_cli):
     """End to end: `certify.cost_over_min` is C(θ) over Savarese et al. 2019 Thm 3.3's minimum recomputed from the
     saved run's data (an independent path), and a deeper net (no duality gap, not Savarese's setting) has none."""

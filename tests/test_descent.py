@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 import torch
 
 from repcost.analysis.critical import critical_point_certificate
@@ -41,6 +42,7 @@ def test_progress_is_reported_and_the_objective_never_rises():
     assert math.isclose(seen[-1][1], MIN, rel_tol=1e-9)
 
 
+@pytest.mark.slow  # an end-to-end CLI run of several seconds
 def test_certify_descent_through_the_cli(tmp_path):
     d = tmp_path / "run"
     p = cli("repcost-train", "model=fc", "model.depth=3", "model.width=8", "data=teacher", "data.n_train=40",

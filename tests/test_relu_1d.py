@@ -307,6 +307,7 @@ PRUNE_THEN_INSERT = ("model=linear_relu", "model.width=30", "model.kinks_over_da
                      "train.phases.1.lr=1e-12", "train.log_every=100", "seed=2")
 
 
+@pytest.mark.slow  # an end-to-end CLI run of several seconds
 def test_insertion_through_the_engine_lowers_the_phase_objective_and_members_match_single_runs(tmp_path):
     plain, _ = train_direct(tmp_path, *PRUNE_THEN_INSERT, name="plain")
     ins, _ = train_direct(tmp_path, *PRUNE_THEN_INSERT, "+train.phases.1.insert_units=6", name="ins")

@@ -143,6 +143,7 @@ def test_result_files_respect_the_umask(tmp_path):
         assert mode == 0o644, (name, oct(mode))
 
 
+@pytest.mark.slow  # an end-to-end CLI run of several seconds
 def test_analyze_never_touches_the_runs_own_files(tmp_path, run_cli):
     d = tmp_path / "run"
     code, _, err = train([*QUICK, "analysis=spectra", f"hydra.run.dir={d}"], tmp_path)
@@ -166,6 +167,7 @@ def test_analyze_applies_overrides_on_a_run_without_analyses(tmp_path, run_cli):
     assert np.load(tmp_path / "re" / "analysis" / "jacobian.npz")["jacobian_s"].shape[0] == 3
 
 
+@pytest.mark.slow  # an end-to-end CLI run of several seconds
 def test_the_same_command_resumes_a_ctrl_c_run_in_the_default_directory(tmp_path):
     """No hydra.run.dir: the default directory follows from the overrides, so Ctrl-C, then the same command,
     resumes the run from the interrupted step and finishes it; the command after that reuses it."""

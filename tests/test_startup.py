@@ -90,6 +90,7 @@ def test_a_figure_that_cannot_be_written_is_a_warning_not_a_lost_run(tmp_path, f
     assert not (run / "figures" / "fit.png").is_file()
 
 
+@pytest.mark.slow  # an end-to-end CLI run of several seconds
 def test_repcost_train_imports_torch_out_of_the_collectors_reach():
     code = ("import gc, sys; {}from repcost.cli.train import _import_torch; _import_torch(); "
             "print('torch' in sys.modules, gc.isenabled(), gc.get_freeze_count() > 10**5)")

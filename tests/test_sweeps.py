@@ -161,6 +161,7 @@ def test_submitit_local_sweep(tmp_path):
     assert len(rows) == 2 and {r["status"] for r in rows} == {"finished"}
 
 
+@pytest.mark.slow  # an end-to-end CLI run of several seconds
 def test_job_directory_names_stay_short_and_long_old_names_are_reused(tmp_path):
     """A long set of overrides makes a short job directory name (a digest of the full set, which `.hydra/` keeps);
     a finished job under the full name an earlier repcost gave it is still found and reused."""

@@ -96,6 +96,7 @@ def test_a_failing_tracker_is_a_warning_and_the_others_go_on(tmp_path, monkeypat
         "metrics.jsonl is complete"]
 
 
+@pytest.mark.slow  # an end-to-end CLI run of several seconds
 def test_broken_tracking_uri_finishes_with_a_warning(tmp_path, run_cli):
     pytest.importorskip("mlflow")
     (tmp_path / "afile").write_text("not a directory")
