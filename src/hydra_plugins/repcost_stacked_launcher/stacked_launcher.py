@@ -215,14 +215,16 @@ def _configure_group_log(configs: list[DictConfig]) -> None:
     base = OmegaConf.to_container(configs[0].hydra.job_logging, resolve=True)
     handlers = base.get("handlers") or {}
     files = [name for name, h in handlers.items() if isinstance(h, dict) and "filename" in h]
-    root = base.setdefault("root", {})
+    loggers = [base.setdefault("root", {}), *(base.get("loggers") or {}).values()]
     for k, config in enumerate(configs[1:], 1):
         other = (OmegaConf.to_container(config.hydra.job_logging, resolve=True).get("handlers") or {})
         for name in files:
             h = other.get(name)
             if isinstance(h, dict) and h.get("filename") != handlers[name]["filename"]:
                 handlers[f"{name}_{k}"] = h
-                root["handlers"] = [*root.get("handlers", []), f"{name}_{k}"]
+                for lg in loggers:  # every logger writing to the first job's file writes to each job's
+                    if name in lg.get("handlers", []):
+                        lg["handlers"] = [*lg["handlers"], f"{name}_{k}"]
     configure_log(OmegaConf.create(base), configs[0].hydra.verbose)
 
 

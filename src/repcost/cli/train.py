@@ -98,7 +98,7 @@ def main() -> None:
 
 
 def _main() -> None:
-    logging.captureWarnings(True)  # torch/numpy/Hydra warnings go to the run's train.log (repcost.warnings_log)
+    logging.captureWarnings(True)  # torch/numpy/Hydra warnings go to the run's train.log (configs/hydra/job_logging/repcost.yaml)
     with clean_exit("repcost-train"), startup_guard():  # stop signals handled before any directory exists
         if sys.argv[1:2] == ["--resume"]:
             sys.argv = [sys.argv[0], *_resume_argv(sys.argv[1:])]

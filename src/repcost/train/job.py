@@ -28,7 +28,6 @@ from ..plugins import plugin_names
 from ..identity import run_hash
 from ..provenance import git_commit, repcost_version, run_plugin_sources
 from ..rundir import RunDir
-from ..warnings_log import FILE_ONLY
 from .certify import describe as describe_certified
 from .preempt import Interrupted, take_interrupt
 from .run import failure_message, train_runs
@@ -65,7 +64,8 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
     record_plugin_sources(spec, cfg)
     run_cfg = OmegaConf.to_container(cfg, resolve=True)
     run_cfg.pop("hydra", None)
-    header = logging.getLogger(FILE_ONLY)  # the first lines of train.log (not the console)
+    logging.captureWarnings(True)  # library warnings go to train.log only (configs/hydra/job_logging/repcost.yaml)
+    header = logging.getLogger("repcost.file")  # the first lines of train.log (not the console)
     header.info("command: %s", shlex.join(["repcost-train", *sys.argv[1:]]))
     header.info("repcost_version=%s git_commit=%s config_hash=%s", repcost_version(), git_commit(), run_hash(run_cfg))
     multirun = hc.mode == RunMode.MULTIRUN
