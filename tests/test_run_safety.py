@@ -103,8 +103,10 @@ def test_resume_removes_temp_files_and_checkpoints_carry_time(tmp_path):
     assert train_run(spec, plain, d, stop_flag=StopAfter(25))["status"] == "preempted"
     periodic = torch.load(d / "checkpoint.pt", weights_only=True)
     assert periodic["status"] == "preempted" and periodic["wall_time_s"] > 0
-    (d / ".checkpoint.pt.12345.tmp").write_bytes(b"half a checkpoint")  # a write killed mid-way
-    (d / ".summary.json.x8z1_q").write_bytes(b"older temp name")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    (d / f".checkpoint.pt.{dead}.tmp").write_bytes(b"half a checkpoint")  # a write killed mid-way
+    (d / f".summary.json.{dead}.tmp").write_bytes(b"half a summary")
     summary = train_run(spec, plain, d)
     assert summary["status"] == "finished" and summary["steps"] == 40
     assert not list(d.glob(".checkpoint.pt.*")) and not list(d.glob(".summary.json.*"))

@@ -8,7 +8,7 @@ identity hash, written last), `error.txt` (a failed run) and `.hydra/`. Rules:
   config, a failed attempt, or `force=true`) is moved aside to `<dir>.stale-<time>`;
 * one process at a time: an OS file lock (`.lock`) is held for the run's life; a second process
   gets a one-line error naming the holder, a lock left by a killed process is free again;
-* temp files left by a write that was killed are removed before a run resumes.
+* temp files left by a write that was killed are removed before a run resumes (`runio.remove_dead_temp_files`).
 """
 
 from __future__ import annotations
@@ -205,16 +205,6 @@ class RunDir:
         with suppress(RepcostError, OSError):  # an unreadable checkpoint claims nothing
             if ck.exists() and load_checkpoint(ck).get("status") == "finished":
                 os.replace(ck, self.file(INCOMPLETE))
-
-    # -- hygiene -------------------------------------------------------------------------------
-    def remove_temp_files(self) -> None:
-        """Temp files of writes that were killed (`.<name>.<pid>.tmp`, and older `.<name>.<random>`)."""
-        if not self.path.is_dir():
-            return
-        known = (CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR)
-        for p in self.path.iterdir():
-            if p.is_file() and any(p.name.startswith(f".{n}.") for n in known):
-                p.unlink(missing_ok=True)
 
     def move_aside(self, why: str) -> Path:
         """Move every result here into a new sibling `<dir>.stale-<time>` (never deleted); returns it.

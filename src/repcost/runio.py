@@ -41,13 +41,7 @@ def leaves(d: dict, sep: str = ".", prefix: str = "") -> Iterator[tuple[str, Any
             yield f"{prefix}{k}", v
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-FILE_MODE = 0o666 & ~_umask()
+FILE_MODE = 0o666  # os.open applies the umask: 0644 under the usual 022, so a lab group can read results
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -77,6 +71,20 @@ def append_line(path: Path, line: str) -> None:
         os.write(fd, (line + "\n").encode())
     finally:
         os.close(fd)
+
+
+def remove_dead_temp_files(folder: Path) -> None:
+    """Temp files `.<name>.<pid>.tmp` (`atomic_write_bytes`) of writes that were killed: their process is gone. A
+    live writer's (e.g. a collect running beside this one) is left alone."""
+    for f in Path(folder).glob(".*.*.tmp"):
+        pid = f.name.split(".")[-2]
+        try:
+            if pid.isdigit():
+                os.kill(int(pid), 0)
+        except ProcessLookupError:
+            f.unlink(missing_ok=True)
+        except OSError:  # the process exists (owned by another user)
+            pass
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
 from typing import Any
 
 from .errors import RepcostError, one_line
 from .rundir import ERROR, FINISHED, SUMMARY, read_summary
-from .runio import append_line, atomic_write_bytes, csv_bytes, leaves
+from .runio import append_line, atomic_write_bytes, csv_bytes, leaves, remove_dead_temp_files
 
 RUNS_CSV, LAYERS_CSV = "runs.csv", "layers.csv"
 LAST_JOBS = "last_sweep_jobs.txt"  # the job dirs of the latest multirun into a sweep dir, one per line
@@ -114,21 +113,6 @@ def _layer_rows(job: Path, keys: dict) -> list[dict]:
     return [{**keys, **{(k if k not in keys else f"layer_{k}"): v for k, v in row.items()}} for row in rows]
 
 
-def _remove_dead_writers_temp_files(sweep_dir: Path) -> None:
-    """Temp files `.runs.csv.<pid>.tmp` (`runio.atomic_write_bytes`) of collects killed while writing: their process
-    is gone. A live writer's (a collect running beside this one) is left alone."""
-    for f in sweep_dir.glob(".*.csv.*.tmp"):
-        pid = f.name.split(".")[-2]
-        if not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            f.unlink(missing_ok=True)
-        except OSError:  # the process exists (owned by another user)
-            pass
-
-
 def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
     """Write runs.csv and layers.csv into `sweep_dir`; returns (job rows, per-layer rows, skipped).
 
@@ -141,7 +125,7 @@ def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
     jobs = job_dirs(sweep_dir)
     if not jobs:
         raise RepcostError(f"{sweep_dir}: no sweep jobs found (no */.hydra/overrides.yaml below it)")
-    _remove_dead_writers_temp_files(sweep_dir)
+    remove_dead_temp_files(sweep_dir)  # of collects killed while writing runs.csv
     rows, layers, skipped = [], [], []
     last = last_jobs(sweep_dir)
     for j in jobs:

@@ -29,6 +29,7 @@ from ..errors import RepcostError, io_error
 from ..identity import check_stackable, run_hash
 from ..models import build_model
 from ..rundir import CHECKPOINT, ERROR, METRICS, SUMMARY, MetricsWriter, RunDir
+from ..runio import remove_dead_temp_files
 from ..provenance import identity_changes, provenance
 from .. import startup, threads
 from . import certify
@@ -62,7 +63,7 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
     directories are named by their overrides, so an edited preset lands on its old jobs). An
     `ensemble` keeps its state in its members' directories: those decide for themselves.
     """
-    rd.remove_temp_files()
+    remove_dead_temp_files(rd.path)
     if force and rd.has_results():
         aside = rd.move_aside("force=true")
         log.warning("force=true: the previous run in %s was moved to %s", rd.path, aside)
