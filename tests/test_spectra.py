@@ -96,21 +96,21 @@ def test_hidden_spectra_rank_two_linear_layer():
         m.b.copy_(torch.randn(12, dtype=torch.float64))
     x = torch.randn(200, 6, dtype=torch.float64)
     recs = hidden_spectra(m, x, which="both")
-    assert [(r.layer, r.which) for r in recs] == [(1, "pre"), (1, "post"), (2, "pre"), (2, "post")]
-    assert recs[0].numerical_rank == 2 and recs[1].numerical_rank == 2  # W_1 x: rank 2
-    assert recs[2].numerical_rank == 2  # W_2 W_1 x + b, centred: rank 2 (the bias is removed)
-    assert recs[3].numerical_rank > 2  # the ReLU raises the rank
+    assert [(r["layer"], r["which"]) for r in recs] == [(1, "pre"), (1, "post"), (2, "pre"), (2, "post")]
+    assert recs[0]["numerical_rank"] == 2 and recs[1]["numerical_rank"] == 2  # W_1 x: rank 2
+    assert recs[2]["numerical_rank"] == 2  # W_2 W_1 x + b, centred: rank 2 (the bias is removed)
+    assert recs[3]["numerical_rank"] > 2  # the ReLU raises the rank
     # uncentred, the bias adds one direction to the pre-activation
-    assert hidden_spectra(m, x, centred=False, which="pre")[1].numerical_rank == 3
-    assert recs[0].s.shape == (8,) and recs[2].width == 12
+    assert hidden_spectra(m, x, centred=False, which="pre")[1]["numerical_rank"] == 3
+    assert recs[0]["s"].shape == (8,) and recs[2]["width"] == 12
 
 
 def test_hidden_spectra_default_post():
     m = model("fc", depth=4, width=10)
     x = np.random.default_rng(0).standard_normal((50, 4))
     recs = hidden_spectra(m, x)
-    assert [r.layer for r in recs] == [1, 2, 3] and all(r.which == "post" for r in recs)
-    assert set(recs[0].row()) >= {"layer", "which", "numerical_rank", "stable_rank", "entropy_rank"}
+    assert [r["layer"] for r in recs] == [1, 2, 3] and all(r["which"] == "post" for r in recs)
+    assert set(recs[0]) >= {"layer", "which", "s1", "numerical_rank", "stable_rank", "entropy_rank", "s"}
     with pytest.raises(ValueError):
         hidden_spectra(m, x, which="mid")
 
@@ -118,7 +118,7 @@ def test_hidden_spectra_default_post():
 def test_hidden_spectra_parallel_stacks_subnetworks():
     m = model("parallel", d_in=3, d_out=1, depth=3, n_subnets=4, width=5)
     recs = hidden_spectra(m, torch.randn(30, 3, dtype=torch.float64))
-    assert [r.width for r in recs] == [20, 4]
+    assert [r["width"] for r in recs] == [20, 4]
 
 
 def test_weight_spectra_families():
@@ -126,16 +126,16 @@ def test_weight_spectra_families():
     with torch.no_grad():
         m.linear[1].copy_(torch.tensor(rank_r(7, 7, 3)))
     recs = weight_spectra(m)
-    assert [r.name for r in recs] == ["W1", "W2", "W3", "a", "W_eff"]
+    assert [r["name"] for r in recs] == ["W1", "W2", "W3", "a", "W_eff"]
     eff = recs[-1]
-    assert eff.shape == (9, 5) and eff.numerical_rank == 3  # W_3 W_2 W_1 through a rank-3 W_2
-    np.testing.assert_allclose(eff.s, singular_values(m.effective_matrix()), rtol=1e-12, atol=1e-12 * eff.s[0])
+    assert eff["s"].shape == (5,) and eff["numerical_rank"] == 3  # W_3 W_2 W_1 through a rank-3 W_2
+    np.testing.assert_allclose(eff["s"], singular_values(m.effective_matrix()), rtol=1e-12, atol=1e-12 * eff["s"][0])
 
     p = model("parallel", d_in=3, d_out=2, depth=3, n_subnets=4, width=5)
     precs = weight_spectra(p)
-    assert [r.name for r in precs] == ["W1", "W2", "alpha"]
-    assert precs[0].s.shape == (4, 3) and precs[0].numerical_rank.shape == (4,)
-    assert precs[2].s.shape == (2,)
+    assert [r["name"] for r in precs] == ["W1", "W2", "alpha"]
+    assert precs[0]["s"].shape == (4, 3) and precs[0]["numerical_rank"].shape == (4,)
+    assert precs[2]["s"].shape == (2,)
 
 
 def test_float32_model_gives_float64_results():
@@ -143,9 +143,9 @@ def test_float32_model_gives_float64_results():
     m32 = copy.deepcopy(m).float()
     x = torch.randn(40, 4, dtype=torch.float64)
     for a, b in zip(hidden_spectra(m, x, which="both"), hidden_spectra(m32, x, which="both")):
-        assert b.s.dtype == np.float64
-        np.testing.assert_allclose(b.s, a.s, rtol=1e-5, atol=1e-6 * a.s[0])
+        assert b["s"].dtype == np.float64
+        np.testing.assert_allclose(b["s"], a["s"], rtol=1e-5, atol=1e-6 * a["s"][0])
     for a, b in zip(weight_spectra(m), weight_spectra(m32)):
-        assert b.s.dtype == np.float64
-        np.testing.assert_allclose(b.s, a.s, rtol=1e-5)
+        assert b["s"].dtype == np.float64
+        np.testing.assert_allclose(b["s"], a["s"], rtol=1e-5)
     assert next(m32.parameters()).dtype == torch.float32  # the caller's model is untouched

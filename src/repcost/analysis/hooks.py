@@ -68,28 +68,34 @@ class Result:
     not_applicable: dict = field(default_factory=dict)  # summary key -> why the model does not support it
 
 
+def _row(analysis: str, spectrum: dict) -> dict:
+    return {"analysis": analysis, **{k: v for k, v in spectrum.items() if k != "s"}}
+
+
 def _hidden(model, x, opts: HiddenOptions, ctx) -> Result:
     r = Result()
     specs = hidden_spectra(model, x, centred=opts.centred, which=opts.which, rel_tol=opts.rel_tol)
     for sp in specs:
-        r.scalars[f"hidden.{sp.which}{sp.layer}.rank"] = sp.numerical_rank  # numerical: s_i > rel_tol·s_1
-        r.scalars[f"hidden.{sp.which}{sp.layer}.stable_rank"] = float(sp.stable_rank)
-        r.scalars[f"hidden.{sp.which}{sp.layer}.entropy_rank"] = float(sp.entropy_rank)
-        r.arrays[f"s_{sp.which}{sp.layer}"] = sp.s
-        r.rows.append({"analysis": "hidden", **sp.row()})
-    r.scalars["hidden.min_rank"] = min(sp.numerical_rank for sp in specs)  # the bottleneck rank
+        at = f"{sp['which']}{sp['layer']}"
+        r.scalars[f"hidden.{at}.rank"] = sp["numerical_rank"]  # numerical: s_i > rel_tol·s_1
+        r.scalars[f"hidden.{at}.stable_rank"] = float(sp["stable_rank"])
+        r.scalars[f"hidden.{at}.entropy_rank"] = float(sp["entropy_rank"])
+        r.arrays[f"s_{at}"] = sp["s"]
+        r.rows.append(_row("hidden", sp))
+    r.scalars["hidden.min_rank"] = min(sp["numerical_rank"] for sp in specs)  # the bottleneck rank
     return r
 
 
 def _weights(model, x, opts: CommonOptions, ctx) -> Result:
     r = Result()
     for ws in weight_spectra(model, rel_tol=opts.rel_tol):
-        r.arrays[ws.name] = ws.s
-        if ws.s.ndim == 1:
-            r.scalars[f"weights.{ws.name}.rank"] = int(ws.numerical_rank)
-            r.rows.append({"analysis": "weights", **ws.row()})
-        if ws.name == "W_eff" and ws.s.size > 1:
-            r.scalars["weights.W_eff.s2_over_s1"] = float(ws.s[1] / ws.s[0]) if ws.s[0] > 0 else 0.0
+        name, s = ws["name"], ws["s"]
+        r.arrays[name] = s
+        if s.ndim == 1:
+            r.scalars[f"weights.{name}.rank"] = int(ws["numerical_rank"])
+            r.rows.append(_row("weights", ws))
+        if name == "W_eff" and s.size > 1:
+            r.scalars["weights.W_eff.s2_over_s1"] = float(s[1] / s[0]) if s[0] > 0 else 0.0
     return r
 
 

@@ -9,7 +9,7 @@ float64 tensors in for the duration of the call and restores the originals.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -38,9 +38,8 @@ def _default_chunk(model, d_in: int, d_out: int) -> int:
     return max(1, MEMORY_BUDGET_BYTES // per_point)
 
 
-def _jacobian_chunks(model, x: Any, chunk_size: Optional[int]) -> Iterator[torch.Tensor]:
-    """Yield float64 Jacobian blocks (n_chunk, d_out, d_in) for consecutive chunks of the rows of x (one empty
-    (0, 0, d_in) block without rows)."""
+def _jacobians(model, x: Any, chunk_size: Optional[int]) -> torch.Tensor:
+    """(N, d_out, d_in) float64 Jacobians at the rows of x, vmapped a chunk of rows at a time."""
     X = float64_rows(model, x)
     params = {n: p.detach().to(torch.float64) for n, p in model.named_parameters()}
     buffers = {n: (b.detach().to(torch.float64) if b.is_floating_point() else b)
@@ -49,33 +48,26 @@ def _jacobian_chunks(model, x: Any, chunk_size: Optional[int]) -> Iterator[torch
     def f(xi: torch.Tensor) -> torch.Tensor:  # one sample (d_in,) -> (d_out,)
         return functional_call(model, (params, buffers), (xi.unsqueeze(0),)).reshape(-1)
 
-    N, d_in = X.shape
-    if N == 0:
-        yield X.new_zeros((0, 0, d_in))
-        return
+    d_in = X.shape[1]
     with torch.no_grad():
         d_out = int(f(X[0]).numel())
-    batched = vmap(jacfwd(f) if d_in < d_out else jacrev(f))  # d_in JVPs or d_out VJPs, the fewer
-    chunk = int(chunk_size) if chunk_size else _default_chunk(model, d_in, d_out)
-    if chunk < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size}")
-    for start in range(0, N, chunk):
-        with warnings.catch_warnings():
-            # torch's forward-mode AD loads its JVP decompositions through torch.jit.script, which
-            # warns about its own deprecation; that is torch-internal and not actionable here.
-            warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.* is deprecated", category=DeprecationWarning)
-            J = batched(X[start:start + chunk])
-        yield J.reshape(-1, d_out, d_in)
+    jac = jacfwd(f) if d_in < d_out else jacrev(f)  # d_in JVPs or d_out VJPs, the fewer
+    with warnings.catch_warnings():
+        # torch's forward-mode AD loads its JVP decompositions through torch.jit.script, which
+        # warns about its own deprecation; that is torch-internal and not actionable here.
+        warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.* is deprecated", category=DeprecationWarning)
+        J = vmap(jac, chunk_size=chunk_size or _default_chunk(model, d_in, d_out))(X)
+    return J.reshape(-1, d_out, d_in)
 
 
 def jacobians(model, x: Any, chunk_size: Optional[int] = None) -> np.ndarray:
     """(N, d_out, d_in) float64 Jacobians J f(x_i) of the network function at the rows of x (Jacot 2023 §3, Def 1, Fig 1C)."""
-    return np.concatenate([J.cpu().numpy() for J in _jacobian_chunks(model, x, chunk_size)], axis=0)
+    return _jacobians(model, x, chunk_size).cpu().numpy()
 
 
 def jacobian_spectra(model, x: Any, chunk_size: Optional[int] = None) -> np.ndarray:
     """(N, min(d_in, d_out)) singular values of J f(x_i), descending, float64 (Jacot 2023 Fig 1C)."""
-    return np.concatenate([singular_values(J) for J in _jacobian_chunks(model, x, chunk_size)], axis=0)
+    return singular_values(_jacobians(model, x, chunk_size))
 
 
 def schatten_cost(s: Any, L: int, rel_tol: float = 1e-12):

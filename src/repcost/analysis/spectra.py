@@ -11,8 +11,7 @@ be sorted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import torch
@@ -89,54 +88,27 @@ def rank_measures(s: Any, rel_tol: float = DEFAULT_REL_TOL) -> dict:
 # Model-level spectra
 
 
-@dataclass
-class Spectrum:
-    """Singular values of one matrix (or a stack of them, shape (k, r)) and their rank measures.
-
-    A hidden layer's (N × n_ℓ) representation (`hidden_spectra`): layer ℓ (1 … L−1), `which` 'pre' (α̃_ℓ) or
-    'post' (α_ℓ = σ(α̃_ℓ)), `width` n_ℓ, `centred`. A weight matrix (`weight_spectra`): `name` 'W1' … for the layers (for linear_relu the
-    last is 'a', for parallel 'alpha'), and 'W_eff' for linear_relu's effective inner matrix W_{L−1}⋯W_1 (layer
-    None), `shape`.
-    """
-
-    layer: Optional[int]
-    s: np.ndarray = field(repr=False)
-    numerical_rank: Any
-    stable_rank: Any
-    entropy_rank: Any
-    which: str = ""
-    width: int = 0
-    centred: bool = False
-    name: str = ""
-    shape: tuple = ()
-
-    def row(self) -> dict:
-        """The scalar fields, for a tidy per-layer table."""
-        who = ({"which": self.which, "width": self.width, "centred": self.centred} if self.which
-               else {"name": self.name})
-        return {"layer": self.layer if self.layer is not None else "eff", **who,
-                "s1": float(self.s[0]) if self.s.size else 0.0, "numerical_rank": self.numerical_rank,
-                "stable_rank": self.stable_rank, "entropy_rank": self.entropy_rank}
-
-
-def _spectrum(A: Any, layer: Optional[int], rel_tol: float, **labels) -> Spectrum:
+def _spectrum(A: Any, rel_tol: float, **labels) -> dict:
+    """{**labels, 's1', rank measures, 's'} of one matrix, or of a stack of them (s of shape (k, r), measures over k);
+    every key but 's' is a column of analysis/layers.csv, in its order."""
     s = singular_values(A)
-    return Spectrum(layer, s, **rank_measures(s, rel_tol), **labels)
+    return {**labels, "s1": _scalar_or_array(s.max(axis=-1, initial=0.0)), **rank_measures(s, rel_tol), "s": s}
 
 
-def _layer_spectrum(Z: torch.Tensor, layer: int, which: str, centred: bool, rel_tol: float) -> Spectrum:
+def _layer_spectrum(Z: torch.Tensor, layer: int, which: str, centred: bool, rel_tol: float) -> dict:
     Z = Z.detach().to(torch.float64)
     if centred:  # Z_ℓ − m_ℓ 1_Nᵀ in Jacot's column convention: subtract the mean over samples
         Z = Z - Z.mean(dim=0, keepdim=True)
-    return _spectrum(Z, layer, rel_tol, which=which, width=int(Z.shape[1]), centred=centred)
+    return _spectrum(Z, rel_tol, layer=layer, which=which, width=int(Z.shape[1]), centred=centred)
 
 
 def hidden_spectra(model, x: Any, centred: bool = True, which: str = "post",
-                   rel_tol: float = DEFAULT_REL_TOL) -> list[Spectrum]:
+                   rel_tol: float = DEFAULT_REL_TOL) -> list[dict]:
     """Singular values and ranks of each hidden layer's (centred) N × n_ℓ representation (Jacot 2023 Fig 1A).
 
-    One Spectrum per hidden layer (ℓ = 1 … L−1, in `model.hidden` order); with which="both",
-    two per layer, 'pre' then 'post'. For `parallel` a hidden layer is all k sub-networks' units side by side
+    One dict per hidden layer (ℓ = 1 … L−1, in `model.hidden` order): `layer` ℓ, `which` 'pre' (α̃_ℓ) or 'post'
+    (α_ℓ = σ(α̃_ℓ)), `width` n_ℓ, `centred`, `s1`, the rank measures and the singular values `s`; with
+    which="both", two per layer, 'pre' then 'post'. For `parallel` a hidden layer is all k sub-networks' units side by side
     (k·n_ℓ columns).
     """
     if which not in ("pre", "post", "both"):
@@ -149,19 +121,18 @@ def hidden_spectra(model, x: Any, centred: bool = True, which: str = "post",
 
 
 def module_spectra(module: torch.nn.Module, x: Any, names: list[str], centred: bool = True,
-                   rel_tol: float = DEFAULT_REL_TOL) -> list[Spectrum]:
+                   rel_tol: float = DEFAULT_REL_TOL) -> list[dict]:
     """Spectra of the outputs of named submodules of any nn.Module (captured by forward hooks), in `names` order.
 
     The generic counterpart of `hidden_spectra` for networks that are not repcost models: e.g.
     `module_spectra(net, x, ["1", "3"])` for the activations after `net[1]` and `net[3]` of an
     `nn.Sequential`. Outputs are flattened to (N, features); layer ℓ is the position in `names` (1-based).
     """
-    subs = dict(module.named_modules())
+    m = float64_model(module)
+    subs = dict(m.named_modules())
     missing = [n for n in names if n not in subs]
     if missing:
         raise ValueError(f"no submodule named {missing}; named submodules: {[n for n in subs if n]}")
-    m = float64_model(module)
-    subs = dict(m.named_modules())
     seen: dict[str, torch.Tensor] = {}
     handles = [subs[n].register_forward_hook(lambda _mod, _inp, out, n=n: seen.__setitem__(n, out)) for n in names]
     try:
@@ -174,13 +145,14 @@ def module_spectra(module: torch.nn.Module, x: Any, names: list[str], centred: b
             for ell, n in enumerate(names, start=1)]
 
 
-def weight_spectra(model, rel_tol: float = DEFAULT_REL_TOL) -> list[Spectrum]:
+def weight_spectra(model, rel_tol: float = DEFAULT_REL_TOL) -> list[dict]:
     """Singular values of every weight matrix, plus linear_relu's effective W = W_{L−1}⋯W_1 (Ongie & Willett §3; Jacot 2023 §4).
 
-    For `parallel` the sub-network layers are stacks (k, out, in): their spectra are (k, r) and
+    One dict per matrix: `layer` (1 … L; 'eff' for the effective matrix), `name` ('W1' … for the layers; for
+    linear_relu the last is 'a', for parallel 'alpha'; 'W_eff'), `s1`, the rank measures and `s`. For `parallel` the sub-network layers are stacks (k, out, in): their spectra are (k, r) and
     their rank measures arrays of length k; α (d_out × k) is one matrix. The effective matrix's
     rank measures how aligned linear_relu's ReLU units are (Ongie & Willett §3, Fig 1).
     """
     named = [(ell, name, W) for ell, (name, W) in enumerate(zip(model.weight_names(), model.weight_matrices()), 1)]
-    named += [(None, name, W) for name, W in float64_model(model).derived_matrices().items()]
-    return [_spectrum(as_f64(W), ell, rel_tol, name=name, shape=tuple(W.shape)) for ell, name, W in named]
+    named += [("eff", name, W) for name, W in float64_model(model).derived_matrices().items()]
+    return [_spectrum(as_f64(W), rel_tol, layer=ell, name=name) for ell, name, W in named]

@@ -37,7 +37,7 @@ def middle_max_ratio(model: torch.nn.Module, x: torch.Tensor, k: int) -> float:
     """max over the middle hidden layers (L/4 ≤ ℓ ≤ 3L/4) of s_{k+1}/s_k of the centred representation."""
     L = int(model.depth)
     spectra = hidden_spectra(model, x, centred=True, which="post")
-    return max(ratio(sp.s, k) for sp in spectra if L / 4 <= sp.layer <= 3 * L / 4)
+    return max(ratio(sp["s"], k) for sp in spectra if L / 4 <= sp["layer"] <= 3 * L / 4)
 
 
 def describe(model, x, y, train, k: int | None) -> tuple[float, str]:
