@@ -147,7 +147,7 @@ def test_phi3_between_lemma38_and_thm39(seed):
     phi3 = phi_L(W, a, 3)
     upper = phi3_upper_bound(W, a)
     lb_random = phi3_lower_bound(W, a, rng.normal(size=(K, d)))  # any Q, rescaled to ‖Q‖₂ ≤ 1
-    lb_search, Q = phi3_lower_bound_search(W, a, use_primal=False)
+    lb_search, Q = phi3_lower_bound_search(W, a)
     assert np.linalg.norm(Q, 2) <= 1 + 1e-12
     assert lb_random <= lb_search + 1e-12
     assert lb_search <= phi3 + 1e-10

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from .arrays import as_matrix, as_units, as_vector
-from .phi import _Objective, phi_L_solve, reduce_units
+from .phi import phi_L_solve, reduce_units
 
 
 def path_norm(W, a) -> float:
@@ -49,11 +49,12 @@ def cost_CL(Ws: Sequence, a) -> float:
 # ----------------------------------------------------------------------------------------------
 
 
-def phi3_lower_bound(W, a, Q=None, **search_kwargs) -> float:
-    """Σ_k |a_k⟨q_k, w_k⟩|^{2/3} ≤ Φ_3(W, a) for ‖Q‖₂ ≤ 1 (Ongie Lemma 3.8, eq. 18); Q=None searches Q."""
+def phi3_lower_bound(W, a, Q=None) -> float:
+    """Σ_k |a_k⟨q_k, w_k⟩|^{2/3} ≤ Φ_3(W, a) for ‖Q‖₂ ≤ 1 (Ongie Lemma 3.8, eq. 18); Q=None takes the best Q
+    (`phi3_lower_bound_search`)."""
     W, a = as_units(W, a)
     if Q is None:
-        return phi3_lower_bound_search(W, a, **search_kwargs)[0]
+        return phi3_lower_bound_search(W, a)[0]
     Q = as_matrix(Q, "Q")
     if Q.shape != W.shape:
         raise ValueError(f"Q must have W's shape {W.shape}, got {Q.shape}")
@@ -62,67 +63,21 @@ def phi3_lower_bound(W, a, Q=None, **search_kwargs) -> float:
     return float(np.sum(np.abs(a * np.sum(Q * W, axis=1)) ** (2.0 / 3.0)))
 
 
-def _dual_objective(t: np.ndarray, obj: _Objective):
-    """G(t) = Σ_k |⟨q_k, b_k⟩|^{2/3} at Q = polar(D_λ⁻¹B), λ = eᵗ, and ∇G.
+def phi3_lower_bound_search(W, a) -> tuple[float, np.ndarray]:
+    """The best Lemma 3.8 bound max_Q Σ|a_k⟨q_k,w_k⟩|^{2/3} (Ongie eq. 18) and its Q; returns (bound, Q).
 
-    ⟨q_k, b_k⟩ = λ_k [(MMᵀ)^{1/2}]_kk = λ_k c_k ≥ 0 with M = D_λ⁻¹B, and ∂(λ_k c_k)/∂t_l =
-    −λ_k (δ_kl c_k + 2 P_kl) with c, P those of the q = 1 objective in :mod:`phi` (Daleckii–Krein).
-    """
-    obj._prepare(t)
-    lam = np.exp(t)
-    z = np.maximum(lam * obj.c, 0.0)
-    G = float(np.sum(z ** (2.0 / 3.0)))
-    w = np.where(z > 0, lam * np.where(z > 0, z, 1.0) ** (-1.0 / 3.0), 0.0)
-    Pw = obj.P_times(w)
-    grad = -(2.0 / 3.0) * (z ** (2.0 / 3.0) + 2.0 * Pw)
-    return G, grad
-
-
-def phi3_lower_bound_search(
-    W, a, *, n_restarts: int = 1, seed: int = 0, use_primal: bool = True
-) -> tuple[float, np.ndarray]:
-    """Best Lemma 3.8 bound max_Q Σ|a_k⟨q_k,w_k⟩|^{2/3} over Q = polar(D_λ⁻¹D_aW) (Ongie eq. 18); returns (bound, Q).
-
-    Every candidate Q has ‖Q‖₂ = 1, so the result is a certified lower bound on Φ_3 whatever the
-    search finds.  The dual optimum is the polar factor of D_λ*⁻¹D_aW at the primal optimum λ*
-    (then the bound equals Φ_3, by Sion's minimax theorem in the proof of Lemma 3.8); the search
-    maximises over λ with L-BFGS from heuristic starts, and with ``use_primal`` also from λ*
-    (computed by :func:`phi_L_solve`), so the gap ``phi_L(W, a, 3) − bound`` certifies Φ_3.
+    The maximiser is the polar factor of D_λ*⁻¹D_aW at the optimal λ* of Lemma 3.4 (`phi_L_solve`): with it the
+    bound equals Φ_3 (Sion's minimax theorem in the proof of Lemma 3.8), and the bound is evaluated from Q itself
+    (‖Q‖₂ = 1), so it is a certified lower bound on Φ_3 however accurately λ* was found; the gap
+    ``phi_L(W, a, 3) − bound`` certifies Φ_3.
     """
     W, a = as_units(W, a)
-    K, d = W.shape
     Br, active, r, Vr = reduce_units(W, a)  # Br = B Vr, Vr an orthonormal basis of row(B)
-    Q_full = np.zeros((K, d))
-    if r == 0:
-        return 0.0, Q_full
-    B = a[active, None] * W[active]
-    obj = _Objective(Br, 1.0)
-    logw = np.log(np.linalg.norm(Br, axis=1))
-    rng = np.random.default_rng(seed)
-    starts = [0.5 * logw, np.zeros_like(logw), 0.6 * logw]
-    starts += [0.5 * logw + rng.normal(size=logw.size) for _ in range(n_restarts)]
-    if use_primal:
-        starts.append(np.log(phi_L_solve(W, a, 3).lam[active]))
-
-    from scipy.optimize import minimize  # scipy loads when a bound is computed, not with the module
-
-    def neg(t):
-        G, grad = _dual_objective(t, obj)
-        return -G, -grad
-
-    best_val, best_Q = -np.inf, None
-    for t0 in starts:
-        t0 = t0 - t0.mean()
-        res = minimize(neg, t0, jac=True, method="L-BFGS-B",
-                       options={"gtol": 1e-10, "ftol": 1e-14, "maxiter": 1000})
-        for t in (t0, res.x):  # keep the start too, in case the optimiser only made it worse
-            U, _, Zt = np.linalg.svd(np.exp(-t)[:, None] * Br, full_matrices=False)
-            Q = U @ Zt @ Vr.T  # the polar factor of D_λ⁻¹B (λ = eᵗ, B = Br Vrᵀ) lifted back to R^d: ‖Q‖₂ = 1
-            val = float(np.sum(np.abs(np.sum(Q * B, axis=1)) ** (2.0 / 3.0)))  # eq. (18), from Q itself
-            if val > best_val:
-                best_val, best_Q = val, Q
-    Q_full[active] = best_Q
-    return best_val, Q_full
+    Q = np.zeros(W.shape)
+    if r:
+        U, _, Zt = np.linalg.svd(Br / phi_L_solve(W, a, 3).lam[active, None], full_matrices=False)
+        Q[active] = U @ Zt @ Vr.T  # the polar factor of D_λ⁻¹B (B = Br Vrᵀ) lifted back to R^d
+    return phi3_lower_bound(W, a, Q), Q
 
 
 def phi3_upper_bound(W, a) -> float:

@@ -109,20 +109,15 @@ class _Objective:
         self.N = U * s[None, :]
         self._t = t.copy()
 
-    def P_times(self, v: np.ndarray) -> np.ndarray:
-        """P v with (P v)_k = n_kᵀ (Γ ∘ Nᵀ diag(v) N) n_k, in O(K r²) time and O(K r) memory."""
-        N = self.N
-        S = N.T @ (v[:, None] * N)
-        return np.einsum("ki,ij,kj->k", N, self.gamma * S, N, optimize=True)
-
     def fun(self, t: np.ndarray):
         self._prepare(t)
         return self.f, self.g.copy()
 
     def hessp(self, t: np.ndarray, v: np.ndarray) -> np.ndarray:
         self._prepare(t)
-        pi, c, phi = self.pi, self.c, self.phi
-        Pv = self.P_times(v)
+        pi, c, phi, N = self.pi, self.c, self.phi, self.N
+        # (P v)_k = n_kᵀ (Γ ∘ Nᵀ diag(v) N) n_k, in O(K r²) time and O(K r) memory
+        Pv = np.einsum("ki,ij,kj->k", N, self.gamma * (N.T @ (v[:, None] * N)), N, optimize=True)
         return (2.0 * (pi * v - pi * (pi @ v)) + 2.0 * (c * v + Pv) / phi
                 - self.q * c * (c @ v) / phi**2 + v.sum() / t.size)
 
