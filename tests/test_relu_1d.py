@@ -156,7 +156,7 @@ def test_placing_the_convex_minimiser_reaches_the_independent_primal_and_closes_
     obj = float((((net(xt) - yt) ** 2).mean() + rho * net.param_sq_norm()).detach())
     if rho >= 1e-3:  # L-BFGS-B on this file's form stalls short of the minimum at the tiniest ρ
         assert obj == pytest.approx(_lasso(x, y, rho)[0], rel=1e-6)
-    assert obj == pytest.approx(convex_minimum(x, y, rho).dual_value, rel=1e-7)
+    assert obj == pytest.approx(convex_minimum(x, y, rho).lower_bound, rel=1e-7)
     assert duality_gap(net, xt, yt, "mse", rho, "one")["duality_gap_rel"] < 1e-7
     small = spec.build(spec.schema(depth=2, width=2), 1, 1, torch.Generator().manual_seed(0)).double()
     with pytest.raises(ValueError, match="raise model.width"):
@@ -176,8 +176,8 @@ def test_the_exact_solve_meets_its_dual(n, rho, d, pair):
         x[1] = x[0] + pair
     y = np.sin(2 * x)[:, None] * np.arange(1, d + 1) + g.normal(0, 0.3, (n, d))
     cm = convex_minimum(x, y, rho)
-    assert cm.dual_value <= cm.value * (1 + 1e-12)  # weak duality
-    assert cm.value == pytest.approx(cm.dual_value, rel=1e-7)
+    assert cm.lower_bound <= cm.value * (1 + 1e-12)  # weak duality
+    assert cm.value == pytest.approx(cm.lower_bound, rel=1e-7)
     w, b, a = cm.net.W[:, 0], cm.net.b, cm.net.a
     assert a.shape == (len(w), d) and len(w) <= 2 * n
     assert np.allclose(np.abs(w), np.linalg.norm(a, axis=1), rtol=1e-12)  # balanced

@@ -42,29 +42,13 @@ b = −wᵀx_j; for d = 2 the sup over w is over finitely many arcs where the ac
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from itertools import pairwise
 
 import numpy as np
 
 from ..errors import RepcostError
 from .arrays import as_f64
-from .relu_1d import TwoLayerNet, both_sides, distinct, features
-
-
-@dataclass(frozen=True)
-class ConvexR2Result:
-    """Min R2 over interpolating nets, its dual certificate and the minimising net (balanced)."""
-
-    value: float  # primal optimum Σ‖w(u_D)‖ + ‖w(v_D)‖ = path norm of `net`
-    lower_bound: float  # λᵀy / M(λ): no interpolating net has a smaller path norm
-    net: TwoLayerNet  # reconstructed interpolant, |a_k| = ‖w_k‖, so C(θ) = path norm
-    max_residual: float  # max_i |net(x_i) − y_i|
-
-    @property
-    def gap(self) -> float:
-        """Relative duality gap (value − lower bound) / value (0 when the value is 0)."""
-        return (self.value - self.lower_bound) / self.value if self.value > 0 else 0.0
+from .relu_1d import ConvexMinimum, TwoLayerNet, both_sides, distinct, features
 
 
 def _inputs(x) -> np.ndarray:
@@ -151,13 +135,12 @@ def dual_bound(x, y, lam) -> float:
     return float(lam @ y) / M if M > 0 else 0.0
 
 
-def min_r2_interpolant(x, y, solver: str = "CLARABEL", prune_rtol: float = 1e-8) -> ConvexR2Result:
+def min_r2_interpolant(x, y) -> ConvexMinimum:
     """min Σ_k|a_k|‖w_k‖ (= min ½(‖a‖² + ‖W‖²)) over 2-layer ReLU nets with free biases interpolating (x, y), d ≤ 2.
 
     Solved as the convex program of the module docstring (Pilanci & Ergen 2020, with free biases)
     by cvxpy; the data are centred and scaled for the solver and the answer mapped back
-    (R2 scales as y / x).  Returns the value, an independent dual lower bound, the balanced
-    minimising net and its interpolation residual.
+    (R2 scales as y / x).  Returns the balanced minimising net, the value and an independent dual lower bound.
     """
     try:
         import cvxpy as cp  # optional heavy dependency (the `convex` extra): imported only here
@@ -168,7 +151,7 @@ def min_r2_interpolant(x, y, solver: str = "CLARABEL", prune_rtol: float = 1e-8)
     x, y = distinct(_inputs(x), as_f64(y).reshape(-1))  # ValueError for mismatched or empty data
     N, d = x.shape
     if N == 1 or np.ptp(y) == 0:
-        return ConvexR2Result(0.0, 0.0, TwoLayerNet(np.zeros((0, d)), np.zeros(0), np.zeros(0), float(y[0])), 0.0)
+        return ConvexMinimum(TwoLayerNet(np.zeros((0, d)), np.zeros(0), np.zeros(0), float(y[0])), 0.0, 0.0)
     # Standardise: x' = (x − m)/sx, y' = y/sy. A unit's w' = sx·w, so R2(x, y) = sy/sx · R2(x', y').
     m, sx, sy = x.mean(axis=0), float(np.max(np.abs(x - x.mean(axis=0)))), float(np.max(np.abs(y)))
     xs, ys = (x - m) / sx, y / sy
@@ -184,15 +167,15 @@ def min_r2_interpolant(x, y, solver: str = "CLARABEL", prune_rtol: float = 1e-8)
     prob = cp.Problem(cp.Minimize(obj), cons)
     with warnings.catch_warnings():  # "may be inaccurate": the dual certificate below says how accurate
         warnings.simplefilter("ignore", UserWarning)
-        prob.solve(solver=solver)
+        prob.solve(solver="CLARABEL")
     if prob.status not in ("optimal", "optimal_inaccurate"):
-        raise RuntimeError(f"convex R2 program: solver {solver} ended with status {prob.status}")
+        raise RuntimeError(f"convex R2 program: the solver ended with status {prob.status}")
 
     # Units back in the original coordinates: [w'ᵀx' + b']₊ = [(w'/sx)ᵀx + b' − w'ᵀm/sx]₊, output × sy.
     units = np.vstack([U.value, V.value])
     signs = np.concatenate([np.ones(P), -np.ones(P)])
     norms = np.linalg.norm(units[:, :d], axis=1)
-    keep = norms > prune_rtol * max(float(norms.max()), 1e-300)
+    keep = norms > 1e-8 * max(float(norms.max()), 1e-300)  # the solver's zeros
     w = units[keep, :d] / sx
     b = units[keep, d] - w @ m
     # unit output sy·±[wᵀx + b]₊, balanced: |a_k| = ‖W_k‖ = √(sy‖w_k‖), W_k = sy·w_k/|a_k|, b_k likewise
@@ -205,4 +188,4 @@ def min_r2_interpolant(x, y, solver: str = "CLARABEL", prune_rtol: float = 1e-8)
     net = TwoLayerNet(W, a, b, net.c + float(np.mean(y - net(x))))
     value = float(np.sum(np.abs(a) * np.linalg.norm(W, axis=1)))
     lower = dual_bound(x, y, -np.asarray(eq.dual_value, dtype=np.float64).reshape(-1))
-    return ConvexR2Result(value, lower, net, float(np.max(np.abs(net(x) - y))))
+    return ConvexMinimum(net, value, lower)

@@ -162,14 +162,19 @@ def min_norm_relu_net_1d(f: PiecewiseLinear1D) -> TwoLayerNet:
 # ----------------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConvexMinimum:
-    """The minimiser `net` (nonzero units only) and `value`, its objective; `dual_value` = D(β) ≤ the minimum ≤
-    value at the feasible dual point β made from the solver's."""
+    """A convex problem's minimiser `net` (balanced, nonzero units only), `value` (its objective) and `lower_bound`
+    ≤ the minimum ≤ value, the dual objective at a feasible dual point made from the solver's."""
 
     net: TwoLayerNet
     value: float
-    dual_value: float
+    lower_bound: float
+
+    @property
+    def gap(self) -> float:
+        """Relative duality gap (value − lower bound) / value (0 when the value is 0)."""
+        return (self.value - self.lower_bound) / self.value if self.value > 0 else 0.0
 
 
 def make_feasible(beta: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, float]:
@@ -239,7 +244,7 @@ def gap_at(x: np.ndarray, f: np.ndarray, y: np.ndarray, rho: float, objective: f
     own, sup = make_feasible((f - y) / (n * rho), features(x, *both_sides(np.unique(x))))
     best = dual_value(own, y, rho)
     if solve and n <= MAX_POINTS:
-        best = max(best, convex_minimum(x, y, rho).dual_value)
+        best = max(best, convex_minimum(x, y, rho).lower_bound)
     gap = objective - best
     return {"dual_value": best, "duality_gap": gap, "duality_gap_rel": gap / objective if objective > 0 else gap,
             "dual_violation": sup}
