@@ -114,21 +114,19 @@ def directional_variation(net: TwoLayerNet, x, u) -> float:
     return float(np.sqrt(np.mean((G @ perp) ** 2))) / tot if tot > 0 else 0.0
 
 
-def net_from_model(model, prune: bool = True, rel_tol: float = 1e-10) -> TwoLayerNet:
+def net_from_model(model) -> TwoLayerNet:
     """The equivalent 2-layer representation (W = W_{L−1}⋯W_1, a, b, c) of a scalar-output linear_relu model, float64.
 
-    With prune, units whose |a_k|‖w_k‖ ≤ rel_tol·max are dropped (dead after weight decay; their
-    contribution to every output and cost is below rounding).
+    Units whose |a_k|‖w_k‖ ≤ 1e-10·max are dropped (dead after weight decay; their contribution to every output
+    and cost is below rounding).
     """
     W, a, b = as_f64(model.effective_matrix()), as_f64(model.a), as_f64(model.b)
     if a.shape[0] != 1:
         raise ValueError(f"net_from_model needs a scalar output, got {a.shape[0]} outputs")
     a, c = a[0], float(as_f64(model.c)[0]) if model.c is not None else 0.0
-    if prune:
-        m = np.abs(a) * np.linalg.norm(W, axis=1)
-        keep = m > rel_tol * (m.max() if m.size and m.max() > 0 else 1.0)
-        W, a, b = W[keep], a[keep], b[keep]
-    return TwoLayerNet(W, a, b, c)
+    m = np.abs(a) * np.linalg.norm(W, axis=1)
+    keep = m > 1e-10 * (m.max() if m.size and m.max() > 0 else 1.0)
+    return TwoLayerNet(W[keep], a[keep], b[keep], c)
 
 
 def alignment_summary(net: TwoLayerNet, w0=None, rays: Sequence = ()) -> dict:
@@ -159,10 +157,3 @@ def f_and_g_for_data(data) -> tuple:
     w1, w2 = np.asarray(data.meta["w1"]), np.asarray(data.meta["w2"])
     units = [ray_units(x[ray == j] @ w, y[ray == j]) for j, w in enumerate((w1, w2))]  # t = w_jᵀx on ray j
     return two_rays_f(w1, w2, units), two_rays_g(w1, w2, units), units
-
-
-def along_rays(net, data, t_grid) -> list:
-    """[h(t·w1), h(t·w2)] on t_grid for a callable h on (N, 2) arrays (the Fig 6 interpolation check)."""
-    w1, w2 = np.asarray(data.meta["w1"]), np.asarray(data.meta["w2"])
-    t_grid = np.asarray(t_grid, dtype=np.float64)
-    return [np.asarray(net(t_grid[:, None] * w[None, :])).reshape(-1) for w in (w1, w2)]

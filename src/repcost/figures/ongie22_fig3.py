@@ -16,8 +16,7 @@ from functools import partial
 import numpy as np
 
 from ..analysis import path_norm, phi_L
-from ..analysis.two_rays import (alignment_summary, along_rays, f_and_g_for_data, line_angle,
-                                 net_from_model, prop52_margin)
+from ..analysis.two_rays import alignment_summary, f_and_g_for_data, line_angle, net_from_model, prop52_margin
 from ..plots.ongie import grid_values, surfaces_figure
 from . import Verdict, quick_verdict
 
@@ -83,12 +82,13 @@ def plot(rows: list[dict], title: str = TITLE):
 def _ray_check(ax, data, nets: dict, title: str) -> None:
     """Ongie Fig 6: each net along the two rays (t = distance from the origin), and the samples."""
     ray, y, t = np.asarray(data.meta["ray"]), data.y_train.numpy()[:, 0], np.linspace(0.0, 1.1, 100)
-    for j in range(2):
-        ts = data.x_train.numpy()[ray == j] @ np.asarray(data.meta[f"w{j + 1}"])
-        ax.plot(ts, y[ray == j], "ko", ms=4, label="samples" if j == 0 else None)
+    rays = [np.asarray(data.meta[f"w{j + 1}"], dtype=np.float64) for j in range(2)]
+    for j, w in enumerate(rays):
+        ax.plot(data.x_train.numpy()[ray == j] @ w, y[ray == j], "ko", ms=4, label="samples" if j == 0 else None)
     for k, (name, h) in enumerate(nets.items()):
-        for j, vals in enumerate(along_rays(h, data, t)):
-            ax.plot(t, vals, ("-", "--", ":", "-.")[k % 4], color=f"C{j}", lw=1.2, label=f"{name}, ray {j + 1}")
+        for j, w in enumerate(rays):  # h(t·w_j) on each ray
+            ax.plot(t, np.asarray(h(t[:, None] * w[None, :])).reshape(-1), ("-", "--", ":", "-.")[k % 4],
+                    color=f"C{j}", lw=1.2, label=f"{name}, ray {j + 1}")
     ax.set_xlabel("t (distance along the ray)")
     ax.set_ylabel("value")
     ax.set_title(title, fontsize=9)
