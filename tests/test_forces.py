@@ -2,8 +2,8 @@
 
 import torch
 
-from repcost.analysis.forces import (attraction_grad, layer_forces, pca_basis, project_points_and_forces,
-                                     repulsion_grad, ridge_pinv)
+from repcost.analysis.forces import (attraction_grad, layer_forces, project_points_and_forces, repulsion_grad,
+                                     ridge_pinv)
 from repcost.analysis.reformulation import augment
 from repcost.models.fc import FC, FCConfig
 
@@ -51,6 +51,6 @@ def test_layer_forces_shapes_and_projection_keeps_rays():
     # duplicate a neuron direction with scale 3: the projected neuron points stay on one ray
     z = fs[0]["Z"].clone()
     z[1] = 3.0 * z[0]
-    p = project_points_and_forces(z, {"attraction": fs[0]["attraction"], "repulsion": fs[0]["repulsion"]}, "neurons")
+    p = project_points_and_forces({**fs[0], "Z": z}, "neurons")
     assert abs(p["points"][1, 0] * p["points"][0, 1] - p["points"][1, 1] * p["points"][0, 0]) < 1e-9
-    assert pca_basis(z, 2).shape == (10, 2)
+    assert p["points"].shape == p["attraction"].shape == (6, 2)

@@ -18,11 +18,11 @@ Samples are rows here (N × n); Z_ℓ of the paper is the transpose.
 
 from __future__ import annotations
 
-import copy
 import itertools
 
 import torch
 
+from .arrays import float64_model
 from .reformulation import augment
 
 
@@ -60,19 +60,21 @@ def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: flo
     """
     from ..models.fc import FC, FCConfig
 
-    m = copy.deepcopy(model).double()
+    m = float64_model(model)
     beta = float(m.beta)
-    x = x.to(torch.float64)
-    weights = [w.detach().clone() for w in m.weights]
-    biases = [b.detach().clone() for b in m.biases] if beta > 0 else []
+    weights = [w.detach() for w in m.weights]  # lists of tensors, rebound (never written into) as layers merge
+    biases = [b.detach() for b in m.biases] if beta > 0 else []
+
+    def layer(h: torch.Tensor, l: int) -> torch.Tensor:  # pre-activation of hidden layer l + 1
+        return h @ weights[l].T + (beta * biases[l] if beta > 0 else 0.0)
+
     all_groups = []
     with torch.no_grad():
-        h = x
+        h = x.to(torch.float64)
         for l in range(m.depth - 1):
             zsig_prev = augment(h.T, beta)  # (n_{ℓ−1}[+1]) × N
-            pre = h @ weights[l].T + (beta * biases[l] if beta > 0 else 0.0)
-            post = m.activation(pre)
-            groups, _ = neuron_groups(pre, post, threshold, dead_tol)
+            pre = layer(h, l)
+            groups, _ = neuron_groups(pre, m.activation(pre), threshold, dead_tol)
             all_groups.append(groups)
             pinv = torch.linalg.pinv(zsig_prev, rtol=1e-10)
             new_in, new_out = [], []
@@ -93,11 +95,11 @@ def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: flo
             if beta > 0:
                 biases[l] = u[:, -1]
             weights[l + 1] = torch.stack(new_out, 1)
-            h = m.activation(h @ weights[l].T + (beta * biases[l] if beta > 0 else 0.0))
+            h = m.activation(layer(h, l))
     widths = [w.shape[0] for w in weights[:-1]]
     cfg = FCConfig(depth=m.depth, width=widths, slope=float(m.slope), beta=beta,
                    bias_regularised=bool(m.bias_regularised))
-    new = FC(cfg, x.shape[1], weights[-1].shape[0], torch.Generator().manual_seed(0)).double()
+    new = FC(cfg, weights[0].shape[1], weights[-1].shape[0], torch.Generator().manual_seed(0)).double()
     with torch.no_grad():
         for i in range(m.depth):
             new.weights[i].copy_(weights[i])
@@ -118,10 +120,7 @@ def plateau_start(widths, values, rel_tol: float = 0.01, log_frac: float | None 
     if not pairs:
         return None
     best = min(v for _, v in pairs)
-    if log_frac is None:
-        limit = (1 + rel_tol) * best
-    else:
-        limit = best * (max(v for _, v in pairs) / best) ** log_frac
+    limit = (1 + rel_tol) * best if log_frac is None else best * (max(v for _, v in pairs) / best) ** log_frac
     plateau = [w for w, _ in itertools.takewhile(lambda p: p[1] <= limit, reversed(pairs))]  # widest first
     start = plateau[-1] if plateau else None
     return int(start) if start is not None and start == int(start) else start

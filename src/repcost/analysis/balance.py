@@ -69,12 +69,9 @@ def layer_balance(model) -> list[Balance]:
     For parallel the stacked sub-network layers are summed over sub-networks (layer L = α);
     the per-sub-network statement is sparsity.parallel_balance (Savarese Cor C.2).
     """
-    out = []
     terms = [(float(as_f64(w)), float(as_f64(b))) for w, b in float64_model(model).layer_sq_norms()]
-    for ell in range(1, len(terms)):
-        u, v = terms[ell - 1][0] + terms[ell - 1][1], terms[ell][0]
-        out.append(Balance(ell, u, v, relative_gap(u, v)))
-    return out
+    pairs = [(ell, w + b, v) for ell, ((w, b), (v, _)) in enumerate(zip(terms, terms[1:]), 1)]
+    return [Balance(ell, u, v, relative_gap(u, v)) for ell, u, v in pairs]
 
 
 def neuron_balance(model) -> list[Balance]:
@@ -89,11 +86,9 @@ def neuron_balance(model) -> list[Balance]:
     parallel: every sub-network hidden layer; the last (one unit per sub-network) has outgoing
     ‖α[:, i]‖² (Savarese App. C).
     """
-    out = []
-    for u in float64_model(model).unit_norms():
-        inc, outg = as_f64(u.incoming).reshape(-1), as_f64(u.outgoing).reshape(-1)
-        out.append(Balance(u.layer, inc, outg, relative_gap(inc, outg)))
-    return out
+    units = [(u.layer, as_f64(u.incoming).reshape(-1), as_f64(u.outgoing).reshape(-1))
+             for u in float64_model(model).unit_norms()]
+    return [Balance(ell, u, v, relative_gap(u, v)) for ell, u, v in units]
 
 
 def linear_layer_balance(model) -> list[Balance]:

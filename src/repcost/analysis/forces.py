@@ -57,28 +57,18 @@ def layer_forces(model, x: torch.Tensor, ridge: float = 1e-6) -> list[dict]:
     return out
 
 
-def pca_basis(m: torch.Tensor, k: int = 2, centred: bool = False) -> torch.Tensor:
-    """The top-k principal directions (d × k) of the rows of m (n × d); uncentred by default.
-
-    Uncentred PCA keeps the origin fixed, so rays from the origin (aligned neurons) stay rays.
+def project_points_and_forces(forces: dict, axis: str = "data") -> dict:
+    """Project a layer's Z_ℓ and its forces (a `layer_forces` entry) onto the top two principal directions of the
+    points: axis='data' → the N columns (points in R^{n_ℓ}), axis='neurons' → the n_ℓ rows (points in R^N).
+    Returns {'points', 'attraction', 'repulsion'}. The PCA is uncentred: it keeps the origin fixed, so rays from the
+    origin (aligned neurons) stay rays.
     """
-    m = m.to(torch.float64)
-    if centred:
-        m = m - m.mean(0, keepdim=True)
-    _, _, vh = torch.linalg.svd(m, full_matrices=False)
-    v = vh[:k].T
-    # fix signs so that the projected points have a positive mean on each axis (deterministic plots)
-    sgn = torch.sign((m @ v).sum(0))
-    sgn[sgn == 0] = 1
-    return v * sgn
-
-
-def project_points_and_forces(z: torch.Tensor, forces: dict, axis: str = "data", k: int = 2) -> dict:
-    """Project Z_ℓ and its forces onto the top-k PCs: axis='data' → the N columns (points in R^{n_ℓ}),
-    axis='neurons' → the n_ℓ rows (points in R^N). Returns {'points', 'attraction', 'repulsion'}."""
     if axis not in ("data", "neurons"):
         raise ValueError(f"axis must be 'data' or 'neurons', got {axis!r}")
-    arrays = {"points": z, "attraction": forces["attraction"], "repulsion": forces["repulsion"]}
+    arrays = {"points": forces["Z"], "attraction": forces["attraction"], "repulsion": forces["repulsion"]}
     arrays = {name: (a.T if axis == "data" else a).double() for name, a in arrays.items()}
-    v = pca_basis(arrays["points"], k)
-    return {name: (a @ v).numpy() for name, a in arrays.items()}
+    v = torch.linalg.svd(arrays["points"], full_matrices=False)[2][:2].T
+    # fix signs so that the projected points have a positive mean on each axis (deterministic plots)
+    sgn = torch.sign((arrays["points"] @ v).sum(0))
+    sgn[sgn == 0] = 1
+    return {name: (a @ (v * sgn)).numpy() for name, a in arrays.items()}

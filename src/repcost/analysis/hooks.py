@@ -100,8 +100,8 @@ def _weights(model, x, opts: CommonOptions, ctx) -> Result:
 
 
 def _jacobian(model, x, opts: CommonOptions, ctx) -> Result:
-    s = jacobian_spectra(model, x[: ctx.n_points])
-    ranks = {m: np.atleast_1d(np.asarray(v, dtype=float)) for m, v in rank_measures(s, opts.rel_tol).items()}
+    s = jacobian_spectra(model, x[: ctx.n_points])  # (points, r)
+    ranks = rank_measures(s, opts.rel_tol)  # each an array over the points
     r = Result({"jacobian.rank_max": int(ranks["numerical_rank"].max()),
                 "jacobian.rank_mean": float(ranks["numerical_rank"].mean()),
                 "jacobian.schatten_cost_max": float(np.max(schatten_cost(s, model.depth)))}, {"jacobian_s": s})
@@ -113,9 +113,9 @@ def _jacobian(model, x, opts: CommonOptions, ctx) -> Result:
     for m, v in ranks.items():  # per measure, over the points: mean, min, max
         r.scalars.update({f"jacobian.{m}_mean": float(v.mean()), f"jacobian.{m}_min": float(v.min()),
                           f"jacobian.{m}_max": float(v.max())})
-    for i, si in enumerate(np.atleast_2d(s)):  # one row per point: the Jacobian's own line in layers.csv
-        r.rows.append({"analysis": "jacobian", "layer": "J", "point": i, "s1": float(si[0]) if si.size else 0.0,
-                       **{m: int(v[i]) if m == "numerical_rank" else float(v[i]) for m, v in ranks.items()}})
+    # one row per point: the Jacobian's own line in layers.csv
+    r.rows = [{"analysis": "jacobian", "layer": "J", "point": i, "s1": float(si.max(initial=0.0)),
+               **{m: v[i].item() for m, v in ranks.items()}} for i, si in enumerate(s)]
     return r
 
 

@@ -55,8 +55,8 @@ def _run_rows(run) -> list[dict]:
         by_cos = {c: len(neuron_groups(h.pre, h.post, threshold=c, dead_tol=DEAD)[0]) for c in (0.9, 0.95, 0.99, 0.999)}
         big = [g for g in groups if len(g) > 1]
         mass = sorted((float((h.pre[:, g].detach() ** 2).sum()) for g in groups), reverse=True)
-        pn = project_points_and_forces(f["Z"], f, "neurons")  # points, attraction, repulsion
-        panels.append(dict(**project_points_and_forces(f["Z"], f, "data"), labels=y.numpy(),
+        pn = project_points_and_forces(f, "neurons")  # points, attraction, repulsion
+        panels.append(dict(**project_points_and_forces(f, "data"), labels=y.numpy(),
                            label_names=[str(d) for d in digits], title=f"({'ac'[ell - 1]}) layer {ell}: {len(y)} data points"))
         panels.append(dict(**pn, rays=[pn["points"][g].sum(0) for g in big],  # one ray per group of ≥ 2 aligned neurons
                            title=f"({'bd'[ell - 1]}) layer {ell}: {f['Z'].shape[0]} neurons, {len(groups)} groups, "
