@@ -16,8 +16,7 @@ from repcost.analysis.relu_1d import TwoLayerNet
 from repcost.analysis.two_rays import (
     projection_interpolant,
     ray_units,
-    two_rays_f,
-    two_rays_g,
+    f_and_g,
 )
 
 
@@ -98,7 +97,7 @@ def test_2d_two_rays_below_constructions_with_certificate():
     assert np.max(np.abs(r.net(x) - y)) < 1e-6
     assert r.gap < 1e-5
     units = [ray_units(t, y1), ray_units(t, y2)]
-    for net in (two_rays_f(w1, w2, units), two_rays_g(w1, w2, units), projection_interpolant(x, y, w1 - w2)):
+    for net in (*f_and_g(w1, w2, units), projection_interpolant(x, y, w1 - w2)):
         assert np.allclose(net(x), y)
         assert r.value <= path_norm(net.W, net.a) * (1 + 1e-6)
     assert path_norm(r.net.W, r.net.a) == pytest.approx(r.value, rel=1e-9)

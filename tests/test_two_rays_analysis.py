@@ -10,7 +10,7 @@ import pytest
 from repcost.analysis import path_norm, phi_L
 from repcost.analysis.relu_1d import TwoLayerNet
 from repcost.analysis.two_rays import (alignment_summary, directional_variation, line_angle, net_from_model,
-                                       projection_interpolant, prop52_margin, ray_units, two_rays_f, two_rays_g)
+                                       projection_interpolant, prop52_margin, ray_units, f_and_g)
 
 
 def rays(alpha, t=(0.2, 0.5, 0.8, 1.0), y1=(0.2, 0.5, 0.6, 0.9), y2=(0.1, 0.2, 0.3, 0.5)):
@@ -40,7 +40,7 @@ def test_ray_units_reproduce_the_spline_through_origin():
 @pytest.mark.parametrize("alpha", [0.52 * math.pi, 0.55 * math.pi, 2 * math.pi / 3, 0.9 * math.pi])
 def test_f_and_g_interpolate_and_R2_f_below_R2_g(alpha):
     w1, w2, x, y, rs = rays(alpha)
-    f, g = two_rays_f(w1, w2, rs), two_rays_g(w1, w2, rs)
+    f, g = f_and_g(w1, w2, rs)
     assert np.allclose(f(x), y) and np.allclose(g(x), y)
     assert path_norm(f.W, f.a) < path_norm(g.W, g.a)  # Prop 5.2, first claim
     assert np.linalg.matrix_rank(g.W) == 1
@@ -54,7 +54,7 @@ def test_prop52_condition_implies_R3_g_below_R3_f():
     for alpha in np.linspace(0.51, 0.99, 7) * math.pi:
         for y2 in [(0.1, 0.2, 0.3, 0.5), (0.02, 0.05, 0.06, 0.08)]:
             w1, w2, x, y, rs = rays(alpha, y2=y2)
-            f, g = two_rays_f(w1, w2, rs), two_rays_g(w1, w2, rs)
+            f, g = f_and_g(w1, w2, rs)
             if prop52_margin(alpha, rs[0][0], rs[1][0]) >= 0:
                 held += 1
                 assert phi_L(g.W, g.a, 3) < phi_L(f.W, f.a, 3)

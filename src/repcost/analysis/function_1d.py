@@ -85,12 +85,6 @@ def _eval_on(t_old, Z, S, t_new):
     return Z[base] + S[seg] * (t_new - t_old[base])[:, None]
 
 
-def _slopes_on(t_old, S, t_new):
-    """Segment slopes (M_new+1, n) on the refined knots t_new ⊇ t_old (pieces are linear in between)."""
-    mids = np.concatenate([[t_new[0] - 1.0], 0.5 * (t_new[:-1] + t_new[1:]), [t_new[-1] + 1.0]])
-    return S[np.searchsorted(t_old, mids, side="right")]
-
-
 def deep_relu_net_1d_function(weights: Sequence, biases: Optional[Sequence] = None, slope: float = 0.0,
                               knot_tol: float = 1e-12, far_x: float = 1e50) -> PiecewiseLinear1D:
     """f(x) = W_L σ(… σ(W_1 x + b_1) …) + b_L as an exact PiecewiseLinear1D (σ = leaky ReLU of slope a).
@@ -135,7 +129,9 @@ def deep_relu_net_1d_function(weights: Sequence, biases: Optional[Sequence] = No
         new.append(xl[np.isfinite(xl) & (xl < t[0]) & (xl > -far_x)])
         new.append(xr[np.isfinite(xr) & (xr > t[-1]) & (xr < far_x)])
         t_new = _merge_close(np.concatenate(new), knot_tol)
-        Z, SZ, t = _eval_on(t, Z, SZ, t_new), _slopes_on(t, SZ, t_new), t_new
+        # the slopes on the refined knots t_new ⊇ t: each new segment's, read at its midpoint
+        mids = np.concatenate([[t_new[0] - 1.0], 0.5 * (t_new[:-1] + t_new[1:]), [t_new[-1] + 1.0]])
+        Z, SZ, t = _eval_on(t, Z, SZ, t_new), SZ[np.searchsorted(t, mids, side="right")], t_new
         # activation: a segment is active where the unit is positive on it (its midpoint / far end)
         # no crossing lies beyond the end knots, so the sign a distance d outside them is the sign on
         # the whole end ray (d ≥ 1 makes a crossing exactly at an end knot resolve to its slope's sign);

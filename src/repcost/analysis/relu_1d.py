@@ -62,12 +62,6 @@ class TwoLayerNet:
         x = np.atleast_2d(np.asarray(x, dtype=np.float64))
         return np.maximum(x @ self.W.T + self.b, 0.0) @ self.a + self.c
 
-    def gradient(self, x) -> np.ndarray:
-        """∇h at each row of x (N × d), scalar output: Σ_k a_k 1[w_kᵀx + b_k > 0] w_k."""
-        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
-        act = (x @ self.W.T + self.b > 0).astype(np.float64)
-        return (act * self.a) @ self.W
-
 
 def balanced_net(kinks: np.ndarray, signs: np.ndarray, eta: np.ndarray, c: np.ndarray) -> TwoLayerNet:
     """Σ_k η_k[s_k(x − t_k)]₊ + c on R (kinks t_k, sides s_k = ±1, η (K, d_out), c (d_out,)) as the balanced net:

@@ -63,27 +63,19 @@ def ray_units(t, y, tol: float = 1e-12):
     return a[keep], tau[keep]
 
 
-def _units_along(directions, scales, rays) -> TwoLayerNet:
-    """Units a_{j,k}/s_j [u_jᵀx − s_j τ_{j,k}]₊ for each ray j = (a_j, τ_j), direction u_j and scale s_j."""
-    W, a, b = [], [], []
-    for u, s, (aj, tj) in zip(directions, scales, rays):
-        W += [np.tile(u, (len(aj), 1))]
-        a += [np.asarray(aj, dtype=np.float64) / s]
-        b += [-s * np.asarray(tj, dtype=np.float64)]
-    return TwoLayerNet(np.concatenate(W), np.concatenate(a), np.concatenate(b))
-
-
-def two_rays_f(w1, w2, rays) -> TwoLayerNet:
-    """§5.2's f: units along the rays, a_{j,k}[w_jᵀx − τ_{j,k}]₊; rays = [(a_1, τ_1), (a_2, τ_2)] from :func:`ray_units`."""
-    return _units_along([np.asarray(w, dtype=np.float64) / np.linalg.norm(w) for w in (w1, w2)], (1.0, 1.0), rays)
-
-
-def two_rays_g(w1, w2, rays) -> TwoLayerNet:
-    """§5.2's g: units along ±w0 with ã = a/|w_jᵀw0|, b̃ = |w_jᵀw0|·b (interpolates the same samples)."""
-    w1 = np.asarray(w1, dtype=np.float64) / np.linalg.norm(w1)
-    w2 = np.asarray(w2, dtype=np.float64) / np.linalg.norm(w2)
+def f_and_g(w1, w2, rays) -> tuple[TwoLayerNet, TwoLayerNet]:
+    """§5.2's f, units along the rays a_{j,k}[w_jᵀx − τ_{j,k}]₊, and g, units along ±w0 with ã = a/|w_jᵀw0| and
+    b̃ = |w_jᵀw0|·b (it interpolates the same samples); rays = [(a_1, τ_1), (a_2, τ_2)] from :func:`ray_units`."""
+    w1, w2 = (np.asarray(w, dtype=np.float64) / np.linalg.norm(w) for w in (w1, w2))
     w0 = (w1 - w2) / np.linalg.norm(w1 - w2)
-    return _units_along((w0, -w0), (abs(float(w1 @ w0)), abs(float(w2 @ w0))), rays)
+
+    def along(directions, scales) -> TwoLayerNet:  # units a_{j,k}/s_j [u_jᵀx − s_j τ_{j,k}]₊ along u_j
+        W = [np.tile(u, (len(aj), 1)) for u, (aj, _) in zip(directions, rays)]
+        a = [np.asarray(aj, dtype=np.float64) / s for s, (aj, _) in zip(scales, rays)]
+        b = [-s * np.asarray(tj, dtype=np.float64) for s, (_, tj) in zip(scales, rays)]
+        return TwoLayerNet(np.concatenate(W), np.concatenate(a), np.concatenate(b))
+
+    return along((w1, w2), (1.0, 1.0)), along((w0, -w0), (abs(float(w1 @ w0)), abs(float(w2 @ w0))))
 
 
 def projection_interpolant(x, y, u) -> TwoLayerNet:
@@ -109,7 +101,7 @@ def directional_variation(net: TwoLayerNet, x, u) -> float:
         raise ValueError("directional_variation is for 2-D inputs")
     u = u / np.linalg.norm(u)
     perp = np.array([-u[1], u[0]])
-    G = net.gradient(x)
+    G = ((x @ net.W.T + net.b > 0) * net.a) @ net.W  # ∇h = Σ_k a_k 1[w_kᵀx + b_k > 0] w_k at each row
     tot = float(np.sqrt(np.mean(np.sum(G**2, axis=1))))
     return float(np.sqrt(np.mean((G @ perp) ** 2))) / tot if tot > 0 else 0.0
 
@@ -156,4 +148,4 @@ def f_and_g_for_data(data) -> tuple:
     ray = np.asarray(data.meta["ray"])
     w1, w2 = np.asarray(data.meta["w1"]), np.asarray(data.meta["w2"])
     units = [ray_units(x[ray == j] @ w, y[ray == j]) for j, w in enumerate((w1, w2))]  # t = w_jᵀx on ray j
-    return two_rays_f(w1, w2, units), two_rays_g(w1, w2, units), units
+    return *f_and_g(w1, w2, units), units
