@@ -16,7 +16,7 @@ from .costs import (cost_CL, effective_matrix, path_norm, phi3_lower_bound, phi3
                     phi3_upper_bound)
 from .forces import layer_forces
 from .function_1d import relu_net_1d_cost
-from .jacobians import jacobian_rank, jacobian_spectra, jacobians, prop3_bound, schatten_cost
+from .jacobians import jacobian_spectra, jacobians, prop3_bound, schatten_cost
 from .phi import phi_L
 from .reformulation import reformulated_loss
 from .relu_1d import linear_spline_interpolant, spline_min_cost

@@ -16,7 +16,7 @@ import torch
 from torch.func import functional_call, jacfwd, jacrev, vmap
 
 from .arrays import as_f64, float64_rows
-from .spectra import DEFAULT_REL_TOL, numerical_rank, singular_values
+from .spectra import singular_values
 
 MEMORY_BUDGET_BYTES = 1 << 30  # default chunk keeps the transient working set under ~1 GB
 
@@ -28,11 +28,9 @@ def _default_chunk(model, d_in: int, d_out: int) -> int:
     min(d_in, d_out) basis vectors (plus the primal), with a safety factor 4 for tangents,
     masks and temporaries, plus the d_out × d_in result.
     """
-    units = d_in
-    # any nn.Module: its matrices' output sizes bound the activations kept per basis vector
-    mats = model.weight_matrices() if hasattr(model, "weight_matrices") else [p for p in model.parameters() if p.dim() >= 2]
-    for W in mats:
-        units += int(np.prod(W.shape[:-1]))  # (out) or (k, out) for stacked sub-networks
+    # the output sizes of its matrices, (out) or (k, out) for stacked sub-networks, bound the activations kept per
+    # basis vector (any nn.Module)
+    units = d_in + sum(int(np.prod(p.shape[:-1])) for p in model.parameters() if p.dim() >= 2)
     basis = min(d_in, d_out) + 1
     per_point = 8 * (4 * basis * units + 2 * d_in * d_out)
     return max(1, MEMORY_BUDGET_BYTES // per_point)
@@ -97,7 +95,3 @@ def prop3_bound(model) -> float:
     total = sum(float(np.sum(as_f64(W) ** 2)) for W in model.weight_matrices())
     return total / int(model.depth)
 
-
-def jacobian_rank(model, x: Any, rel_tol: float = DEFAULT_REL_TOL, chunk_size: Optional[int] = None) -> int:
-    """Rank_J(f; X) = max_i Rank J f(x_i) over the rows of x, with a numerical rank at rel_tol (Jacot 2023 Def 1)."""
-    return int(np.max(numerical_rank(jacobian_spectra(model, x, chunk_size), rel_tol), initial=0))

@@ -45,9 +45,8 @@ def normalised(s: Any) -> np.ndarray:
 def numerical_rank(s: Any, rel_tol: float = DEFAULT_REL_TOL):
     """Number of s_i > rel_tol · s_1 (0 for an all-zero spectrum): the approximate rank read off Jacot 2023 Fig 1A/C."""
     s = as_f64(s)
-    top = s.max(axis=-1, keepdims=True, initial=0.0)
-    r = np.where(top[..., 0] > 0, np.sum(s > rel_tol * top, axis=-1), 0)
-    return _scalar_or_array(np.asarray(r, dtype=np.int64), int)
+    top = s.max(axis=-1, keepdims=True, initial=0.0)  # an all-zero spectrum has no s_i > 0
+    return _scalar_or_array(np.sum(s > rel_tol * top, axis=-1, dtype=np.int64), int)
 
 
 def stable_rank(s: Any):
