@@ -68,32 +68,27 @@ class Result:
     not_applicable: dict = field(default_factory=dict)  # summary key -> why the model does not support it
 
 
-def _row(analysis: str, spectrum: dict) -> dict:
-    return {"analysis": analysis, **{k: v for k, v in spectrum.items() if k != "s"}}
-
-
 def _hidden(model, x, opts: HiddenOptions, ctx) -> Result:
     r = Result()
-    specs = hidden_spectra(model, x, centred=opts.centred, which=opts.which, rel_tol=opts.rel_tol)
-    for sp in specs:
-        at = f"{sp['which']}{sp['layer']}"
-        r.scalars[f"hidden.{at}.rank"] = sp["numerical_rank"]  # numerical: s_i > rel_tol·s_1
-        r.scalars[f"hidden.{at}.stable_rank"] = float(sp["stable_rank"])
-        r.scalars[f"hidden.{at}.entropy_rank"] = float(sp["entropy_rank"])
-        r.arrays[f"s_{at}"] = sp["s"]
-        r.rows.append(_row("hidden", sp))
-    r.scalars["hidden.min_rank"] = min(sp["numerical_rank"] for sp in specs)  # the bottleneck rank
+    for row in hidden_spectra(model, x, centred=opts.centred, which=opts.which, rel_tol=opts.rel_tol):
+        at = f"{row['which']}{row['layer']}"
+        r.arrays[f"s_{at}"] = row.pop("s")
+        r.scalars[f"hidden.{at}.rank"] = row["numerical_rank"]  # numerical: s_i > rel_tol·s_1
+        r.scalars[f"hidden.{at}.stable_rank"] = float(row["stable_rank"])
+        r.scalars[f"hidden.{at}.entropy_rank"] = float(row["entropy_rank"])
+        r.rows.append({"analysis": "hidden", **row})
+    r.scalars["hidden.min_rank"] = min(row["numerical_rank"] for row in r.rows)  # the bottleneck rank
     return r
 
 
 def _weights(model, x, opts: CommonOptions, ctx) -> Result:
     r = Result()
-    for ws in weight_spectra(model, rel_tol=opts.rel_tol):
-        name, s = ws["name"], ws["s"]
-        r.arrays[name] = s
+    for row in weight_spectra(model, rel_tol=opts.rel_tol):
+        name = row["name"]
+        r.arrays[name] = s = row.pop("s")
         if s.ndim == 1:
-            r.scalars[f"weights.{name}.rank"] = int(ws["numerical_rank"])
-            r.rows.append(_row("weights", ws))
+            r.scalars[f"weights.{name}.rank"] = int(row["numerical_rank"])
+            r.rows.append({"analysis": "weights", **row})
         if name == "W_eff" and s.size > 1:
             r.scalars["weights.W_eff.s2_over_s1"] = float(s[1] / s[0]) if s[0] > 0 else 0.0
     return r
