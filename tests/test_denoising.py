@@ -21,10 +21,10 @@ def test_identity_does_not_denoise_and_projection_does():
     clean = rng.standard_normal((500, k)) @ U.T  # data on a k-dim subspace
     noisy = add_noise(clean, 0.1, seed=1)
     ident = denoising(linear(np.eye(d)), noisy, clean)
-    assert np.isclose(ident.ratio, 1.0) and ident.frac_closer == 0.0
+    assert np.isclose(ident.ratio, 1.0) and ident.summary()["frac_closer"] == 0.0
     proj = denoising(linear(U @ U.T), noisy, clean)  # orthogonal projection onto the data's subspace
     # the output keeps only the in-subspace noise: ratio ≈ sqrt(k/d)
-    assert abs(proj.ratio - np.sqrt(k / d)) < 0.05 and proj.frac_closer == 1.0
+    assert abs(proj.ratio - np.sqrt(k / d)) < 0.05 and proj.summary()["frac_closer"] == 1.0
 
 
 def test_projection_onto_a_circle_with_curve_distance():

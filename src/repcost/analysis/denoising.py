@@ -69,21 +69,14 @@ class Denoising:
         m = float(np.mean(self.d_in))
         return float(np.mean(self.d_out)) / m if m > 0 else float("nan")
 
-    @property
-    def median_ratio(self) -> float:
-        """Median over inputs of d_out / d_in (inputs with d_in = 0 left out)."""
-        ok = self.d_in > 0
-        return float(np.median(self.d_out[ok] / self.d_in[ok])) if ok.any() else float("nan")
-
-    @property
-    def frac_closer(self) -> float:
-        """Fraction of inputs whose output is closer to the data than the input."""
-        return float(np.mean(self.d_out < self.d_in))
-
     def summary(self, prefix: str = "") -> dict:
-        return {f"{prefix}d_in_mean": float(np.mean(self.d_in)), f"{prefix}d_out_mean": float(np.mean(self.d_out)),
-                f"{prefix}ratio": self.ratio, f"{prefix}median_ratio": self.median_ratio,
-                f"{prefix}frac_closer": self.frac_closer}
+        """The mean distances, their `ratio`, the median over inputs of d_out / d_in (inputs with d_in = 0 left out)
+        and the fraction of inputs whose output is closer to the data than the input."""
+        ok = self.d_in > 0
+        out = {"d_in_mean": float(np.mean(self.d_in)), "d_out_mean": float(np.mean(self.d_out)), "ratio": self.ratio,
+               "median_ratio": float(np.median(self.d_out[ok] / self.d_in[ok])) if ok.any() else float("nan"),
+               "frac_closer": float(np.mean(self.d_out < self.d_in))}
+        return {prefix + k: v for k, v in out.items()}
 
 
 def denoising(model: Callable, noisy, clean=None, distance: Optional[Callable] = None) -> Denoising:
