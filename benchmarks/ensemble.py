@@ -54,7 +54,7 @@ class Bench:
         """Seconds for one stacked Engine run of K members; their final objectives."""
         models, logs = self.models(steps), []
         et = Engine(models, self.data, [self.spec.train] * self.a.k, list(range(self.a.k)),
-                    on_logs=[logs.append] * self.a.k, share_matmuls=not self.a.no_share)
+                    on_logs=[logs.append] * self.a.k)
         sync(self.a.device)
         t = time.perf_counter()
         et.run()
@@ -89,7 +89,6 @@ def main() -> None:
     ap.add_argument("--n-train", type=int, default=1000)
     ap.add_argument("--data", default="mnist", choices=["mnist", "teacher"], help="teacher: no MNIST needed")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = leave as is)")
-    ap.add_argument("--no-share", action="store_true", help="plain vmap matmuls (no shared first-layer GEMM)")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)

@@ -185,16 +185,13 @@ class Engine:
     def __init__(self, models: Sequence[RepModel], data: DataBundle, cfgs: Sequence[TrainConfig],
                  seeds: Sequence[int], on_logs: Sequence[Callable[[dict], None] | None] | None = None,
                  hooks: Sequence[Callable | None] | None = None, hook_every: int = 0,
-                 stop_flag: StopFlag | None = None, compiled: bool = False, graphed: bool = False,
-                 share_matmuls: bool = True):
+                 stop_flag: StopFlag | None = None, compiled: bool = False, graphed: bool = False):
         self.K = len(models)
         self.cfg = cfgs[0]
         self.phases = self.cfg.all_phases  # the schedule, then the certify escalation rounds
-        on_logs = list(on_logs) if on_logs is not None else [None] * self.K
-        hooks = list(hooks) if hooks is not None else [None] * self.K
-        self.members = [Member(m, data, c, s, on_log=on_logs[i], hook=hooks[i])
-                        for i, (m, c, s) in enumerate(zip(models, cfgs, seeds))]
-        self.terms = Terms(models, self.cfg.loss, share_matmuls)
+        self.members = [Member(m, data, c, s, on_log, hook) for m, c, s, on_log, hook
+                        in zip(models, cfgs, seeds, on_logs or [None] * self.K, hooks or [None] * self.K)]
+        self.terms = Terms(models, self.cfg.loss)
         self.stop_flag = stop_flag if stop_flag is not None else StopFlag()
         self.on_checkpoint: Callable[[], None] | None = None
         self.pos = Position()
@@ -267,7 +264,7 @@ class Engine:
                 ph = self.phases[self.pos.phase]
                 if not self._run_phase(ph):
                     break
-                self._final_check("end of phase")
+                self._final_check()
                 if cfg.certify.gap_tol is not None and ph.lam_factor == 1.0:
                     self._certify_check()
                 self.pos.phase += 1
@@ -359,14 +356,13 @@ class Engine:
         return (grad_rel is not None and not last_phase and bool(self.active)
                 and all(grad_rel[i] <= cfg.grad_tol for i in self.active))
 
-    def _final_check(self, where: str) -> None:
+    def _final_check(self) -> None:
         """The non-finite and divergence rules on the state a phase ends in, whatever `check_every` is."""
         for i in self.active:
-            m = self.members[i]
-            ev = m.evaluate()
-            r = m.failure(self.pos.step, ev["objective"], ev["train_loss"])
+            ev = self.members[i].evaluate()
+            r = self.members[i].failure(self.pos.step, ev["objective"], ev["train_loss"])
             if r is not None:
-                r.message += f" ({where})"
+                r.message += " (end of phase)"
                 self.stop(i, r)
 
     def _certify_check(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -29,7 +30,7 @@ from ..identity import run_hash
 from ..provenance import git_commit, repcost_version, run_plugin_sources
 from ..rundir import RunDir
 from .certify import describe as describe_certified
-from .preempt import Interrupted, take_interrupt
+from .preempt import Interrupted
 from .run import failure_message, train_runs
 
 log = logging.getLogger("repcost")
@@ -85,7 +86,7 @@ def done(summary: dict, run_dir: Path) -> dict:
     if summary.pop("reused", False):
         log.info("already finished (force=true moves it aside and reruns): %s", run_dir)
         return summary
-    if summary.get("status") == "preempted" and take_interrupt():
+    if summary.get("status") == "preempted" and summary.get("signal") == signal.SIGINT:
         total = summary.get("total_steps")  # the training's own record of its budget
         log.warning("interrupted at step %s%s; relaunch the same command to resume", summary.get("steps"),
                     f" of {total}" if total is not None else "")

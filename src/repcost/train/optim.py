@@ -22,6 +22,8 @@ import torch
 
 ADAM_BETAS = (0.9, 0.999)  # torch.optim.Adam's defaults, which every phase has used
 ADAM_EPS = 1e-8
+# torch.optim's names of `bufs`, in order
+STATE_KEYS = {"adam": ("exp_avg", "exp_avg_sq"), "sgd": ("momentum_buffer",), "gd": ("momentum_buffer",)}
 
 
 def _per_member(v: torch.Tensor, p: torch.Tensor, stacked: bool) -> torch.Tensor:
@@ -77,10 +79,6 @@ class Optimizer:
             t.masked_fill_(small, 0.0)
 
     # -- torch.optim-format state --------------------------------------------------------------------
-    def _keys(self) -> tuple[str, ...]:
-        """torch.optim's names of `bufs`, in order."""
-        return ("exp_avg", "exp_avg_sq") if self.name == "adam" else ("momentum_buffer",)
-
     def member_state_dict(self, i: int) -> dict:
         """Member i's state as its single run's torch.optim state dict (copies out of a stack; K = 1: i = 0)."""
         group = {"lr": float(self.lr[i]), "params": list(range(len(self.params)))}
@@ -93,7 +91,7 @@ class Optimizer:
             step = {"step": torch.tensor(float(self.steps_taken))} if self.name == "adam" else {}
             for j in range(len(self.params)):
                 state[j] = {**step, **{k: (b[j][i] if self.stacked else b[j]).clone()
-                                       for k, b in zip(self._keys(), self.bufs)}}
+                                       for k, b in zip(STATE_KEYS[self.name], self.bufs)}}
         return {"state": state, "param_groups": [group]}
 
     @torch.no_grad()
@@ -101,7 +99,7 @@ class Optimizer:
         """Restore member i from its single run's optimiser state dict (or a torch.optim one)."""
         state = sd.get("state", {})
         for j, s in state.items():
-            for k, b in zip(self._keys(), self.bufs):
+            for k, b in zip(STATE_KEYS[self.name], self.bufs):
                 if s.get(k) is not None:
                     (b[int(j)][i] if self.stacked else b[int(j)]).copy_(s[k])
             if "step" in s:

@@ -1,8 +1,9 @@
 """SIGTERM/SIGUSR1/SIGUSR2 (what SLURM sends before it kills or requeues a job) and SIGINT (Ctrl-C) -> a flag
 the loop polls: the run stops at the next step and writes its checkpoint.
 
-Ctrl-C: `take_interrupt()` then ends the whole command (a sweep too) with one line and exit status 130; a second
-Ctrl-C before the run has stopped raises KeyboardInterrupt at once (the checkpoint writes are atomic).
+Ctrl-C: the run's outcome names SIGINT, and `Interrupted` then ends the whole command (a sweep too) with one line
+and exit status 130; a second Ctrl-C before the run has stopped raises KeyboardInterrupt at once (the checkpoint
+writes are atomic).
 
 A launcher's handlers stay in charge. submitit (the `slurm` and `local_submitit` launchers) installs Python
 handlers before the job runs: on its checkpoint signal (USR2 unless SUBMITIT_PREEMPT_SIGNAL says otherwise) it
@@ -33,18 +34,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT)
-_interrupts: list[int] = []  # SIGINTs caught and not yet taken (`take_interrupt`)
 
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C stopped a run; its checkpoint is written and its line logged: the command ends (exit status 130)."""
-
-
-def take_interrupt() -> bool:
-    """Whether a Ctrl-C (SIGINT) stopped a run since the last call: the command ends once its checkpoint is written."""
-    caught = bool(_interrupts)
-    _interrupts.clear()
-    return caught
 
 
 class StopFlag:
@@ -72,15 +65,6 @@ class StopFlag:
             sys.exit(-1)
 
 
-def _owned_by_launcher(handler: object) -> bool:
-    """Whether `handler` (from signal.getsignal) is a Python function someone installed, e.g. submitit's.
-
-    SIG_DFL, SIG_IGN and None (a handler not installed from Python) are nobody's: repcost takes those, and so
-    Python's own SIGINT handler (the one that raises KeyboardInterrupt).
-    """
-    return callable(handler) and handler is not signal.default_int_handler
-
-
 @contextmanager
 def stop_on_signals(flag: StopFlag) -> Iterator[StopFlag]:
     """Within the block, `STOP_SIGNALS` set `flag` instead of killing the process.
@@ -91,16 +75,16 @@ def stop_on_signals(flag: StopFlag) -> Iterator[StopFlag]:
         yield flag  # handlers can only be installed from the main thread (e.g. joblib threads)
         return
     old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-    # SIGTERM a launcher installed a handler for (submitit: ignore it) stays the launcher's; its checkpoint
-    # signals are caught first and handed back after the checkpoint
-    ours = [s for s in STOP_SIGNALS if not _owned_by_launcher(old[s]) or s != signal.SIGTERM]
-    flag.chained = {s: old[s] for s in ours if _owned_by_launcher(old[s])}
+    # a launcher's: a Python function someone installed (submitit's); SIG_DFL, SIG_IGN, None (not installed from
+    # Python) and Python's own SIGINT handler are nobody's. SIGTERM a launcher installed a handler for (submitit:
+    # ignore it) stays the launcher's; its checkpoint signals are caught first and handed back after the checkpoint
+    launchers = {s: h for s, h in old.items() if callable(h) and h is not signal.default_int_handler}
+    ours = [s for s in STOP_SIGNALS if s not in launchers or s != signal.SIGTERM]
+    flag.chained = {s: h for s, h in launchers.items() if s in ours}
 
     def handler(signum: int, _frame: object) -> None:
-        if signum == signal.SIGINT:
-            if flag.signal == signal.SIGINT:  # Ctrl-C twice: stop now
-                raise KeyboardInterrupt
-            _interrupts.append(signum)
+        if signum == signal.SIGINT and flag.signal == signal.SIGINT:  # Ctrl-C twice: stop now
+            raise KeyboardInterrupt
         flag.signal = signum
 
     old_cont = signal.signal(signal.SIGCONT, signal.SIG_DFL)  # see the module docstring

@@ -19,7 +19,6 @@ operands becomes addmm there too, whose batching rule has a cheaper backward tha
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 from collections.abc import Sequence
@@ -84,8 +83,8 @@ class Terms:
     (of one family and shape, `identity.check_stackable`), one stacked model whose slices the models' tensors
     become views of."""
 
-    def __init__(self, models: Sequence[RepModel], loss: str, share_matmuls: bool = True):
-        self.models, self.loss, self.share_matmuls = list(models), loss, share_matmuls
+    def __init__(self, models: Sequence[RepModel], loss: str):
+        self.models, self.loss = list(models), loss
         self.stacked = len(self.models) > 1
         if self.stacked:
             params, buffers = stack_module_state(self.models)
@@ -111,7 +110,7 @@ class Terms:
             if idx is not None:
                 x, y = x[idx[0]], y[idx[0]]
             return data_loss(model(x), y, self.loss)[None], model.param_sq_norm()[None]
-        with _ShareMatmuls() if self.share_matmuls else contextlib.nullcontext():
+        with _ShareMatmuls():
             return functional_terms(self.template, self.loss, True, self.state, x, y, idx)
 
     def unstack(self) -> None:
@@ -157,23 +156,18 @@ class _ShareMatmuls(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in _MATMULS and len(args) == 2 and not kwargs and _one_shared(args[0], args[1]):
-            return shared_matmul(args[0], args[1])
-        if func is torch.nn.functional.linear and len(args) >= 2 and _both_2d(args[0], args[1]):
+        a, b = (*args, None, None)[:2]
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == 2 and b.dim() == 2):
+            return func(*args, **kwargs)
+        one_shared = is_batchedtensor(a) != is_batchedtensor(b)
+        if func in _MATMULS and len(args) == 2 and not kwargs and one_shared:
+            return shared_matmul(a, b)
+        if func is torch.nn.functional.linear:
             bias = args[2] if len(args) > 2 else kwargs.get("bias")
-            if _one_shared(args[0], args[1]):
-                out = shared_matmul(args[0], args[1].mT)
+            if one_shared:
+                out = shared_matmul(a, b.mT)
                 return out if bias is None else out + bias
             # vmap's rule for F.linear of two per-member operands has a slow backward (~3x addmm's
             # under vmap at the papers' widths); addmm is the same arithmetic as a single run's F.linear
-            return args[0] @ args[1].mT if bias is None else torch.addmm(bias, args[0], args[1].mT)
+            return a @ b.mT if bias is None else torch.addmm(bias, a, b.mT)
         return func(*args, **kwargs)
-
-
-def _both_2d(a, b) -> bool:
-    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == 2 and b.dim() == 2
-
-
-def _one_shared(a, b) -> bool:
-    """Both 2-D tensors (per member) and exactly one of them shared by all members."""
-    return _both_2d(a, b) and is_batchedtensor(a) != is_batchedtensor(b)
