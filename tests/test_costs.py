@@ -53,13 +53,13 @@ def _balanced_factorisation(W, a, L):
     whose weighted AM-GM is tight. Then W' = UΣVᵀ is split as W_1 = Σ^{1/(L−1)}Vᵀ, W_i = Σ^{1/(L−1)},
     W_{L−1} = UΣ^{1/(L−1)}, for which Σ‖W_i‖²_F = (L−1)‖W'‖_{S_q}^q (Lemma 3.2, proof A.2).
     """
-    res = phi_L_solve(W, a, L)
-    act, c = res.active, res.value**0.5  # Φ_L = S^{2/L} and c = S^{1/L}
+    value, lam = phi_L_solve(W, a, L)
+    act, c = lam > 0, value**0.5  # Φ_L = S^{2/L} and c = S^{1/L}; λ is zero on dead units only
     s, a_new = np.zeros(len(a)), np.zeros(len(a))
-    s[act] = np.abs(a[act]) / (c * res.lam[act])
-    a_new[act] = c * np.sign(a[act]) * res.lam[act]
+    s[act] = np.abs(a[act]) / (c * lam[act])
+    a_new[act] = c * np.sign(a[act]) * lam[act]
     U, sig, Vt = np.linalg.svd(s[:, None] * W, full_matrices=False)
-    r = max(res.rank, 1)
+    r = max(np.linalg.matrix_rank(W), 1)
     root = sig[:r] ** (1.0 / (L - 1))
     if L == 2:
         return [s[:, None] * W], a_new, s
@@ -210,8 +210,9 @@ def test_cost_CL_and_schatten_hand_examples():
     M = np.diag([4.0, 1.0, 0.0])
     assert schatten_cost(singular_values(M), 2) == pytest.approx(5.0)  # ‖M‖_{S_1}
     assert schatten_cost(singular_values(M), 4) ** 2 == pytest.approx(9.0)  # ‖M‖_{S_1/2}
-    res = phi_L_solve(M, np.ones(3), 3)
-    assert res.rank == 2 and res.lam[2] == 0 and np.linalg.norm(res.lam) == pytest.approx(1.0)
+    value, lam = phi_L_solve(M, np.ones(3), 3)
+    assert lam[2] == 0 and lam[:2].min() > 0 and np.linalg.norm(lam) == pytest.approx(1.0)
+    assert value == pytest.approx(phi_L(M[:2], np.ones(2), 3), abs=1e-12)  # the dead unit changes nothing
 
 
 # ----------------------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ def phi3_lower_bound_search(W, a) -> tuple[float, np.ndarray]:
     Br, active, r, Vr = reduce_units(W, a)  # Br = B Vr, Vr an orthonormal basis of row(B)
     Q = np.zeros(W.shape)
     if r:
-        U, _, Zt = np.linalg.svd(Br / phi_L_solve(W, a, 3).lam[active, None], full_matrices=False)
+        U, _, Zt = np.linalg.svd(Br / phi_L_solve(W, a, 3)[1][active, None], full_matrices=False)
         Q[active] = U @ Zt @ Vr.T  # the polar factor of D_λ⁻¹B (B = Br Vrᵀ) lifted back to R^d
     return phi3_lower_bound(W, a, Q), Q
 

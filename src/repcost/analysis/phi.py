@@ -19,21 +19,9 @@ dropped first (they contribute nothing and would make the infimum unattained).  
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .arrays import as_units
-
-
-@dataclass(frozen=True)
-class PhiResult:
-    """Result of :func:`phi_L_solve`: the value Φ_L and the optimal weighting λ (Lemma 3.4)."""
-
-    value: float  # Φ_L(W, a)
-    lam: np.ndarray  # optimal λ (length K, ‖λ‖₂ = 1, zeros on dropped units)
-    rank: int  # numerical rank of D_a W used in the optimisation
-    active: np.ndarray  # boolean mask of units kept (a_k ≠ 0 and w_k ≠ 0)
 
 
 DEAD_UNIT_RTOL = 1e-100
@@ -122,21 +110,22 @@ class _Objective:
                 - self.q * c * (c @ v) / phi**2 + v.sum() / t.size)
 
 
-def phi_L_solve(W, a, L: int, *, n_restarts: int = 4, closed_form: bool = True) -> PhiResult:
-    """Φ_L(W, a) and its optimal λ by minimising Ongie Lemma 3.4 eq. (14) (exact-Hessian Newton, restarts)."""
+def phi_L_solve(W, a, L: int, *, n_restarts: int = 4, closed_form: bool = True) -> tuple[float, np.ndarray]:
+    """Φ_L(W, a) and its optimal λ (‖λ‖₂ = 1, zero on dead units) by minimising Ongie Lemma 3.4 eq. (14)
+    (exact-Hessian Newton, restarts)."""
     if int(L) != L or L < 2:
         raise ValueError(f"depth L must be an integer >= 2, got {L}")
     Br, active, r, _ = reduce_units(W, a)
     lam_full = np.zeros(active.size)
     if r == 0:
-        return PhiResult(0.0, lam_full, 0, active)
+        return 0.0, lam_full
     weights = np.linalg.norm(Br, axis=1)  # |a_k| ‖w_k‖ on active units
 
     if closed_form and L == 2:
         # Ongie eq. (13): Φ_2 = Σ|a_k|‖w_k‖, attained at λ_k ∝ (|a_k|‖w_k‖)^{1/2}.
         lam = np.sqrt(weights)
         lam_full[active] = lam / np.linalg.norm(lam)
-        return PhiResult(float(weights.sum()), lam_full, r, active)
+        return float(weights.sum()), lam_full
 
     from scipy.optimize import minimize  # scipy loads when Φ_L is solved, not with the module
 
@@ -160,9 +149,9 @@ def phi_L_solve(W, a, L: int, *, n_restarts: int = 4, closed_form: bool = True) 
             best_t, best_f = res.x, float(res.fun)
     f = obj.fun(best_t)[0] - 0.5 * n * best_t.mean() ** 2  # without the gauge term (≈ 0 at the optimum anyway)
     lam_full[active] = np.exp(best_t - _log_norm(best_t))
-    return PhiResult(float(np.exp(f * 2.0 / L)), lam_full, r, active)
+    return float(np.exp(f * 2.0 / L)), lam_full
 
 
 def phi_L(W, a, L: int, **kwargs) -> float:
     """Φ_L(W, a) = inf_{λ>0, ‖λ‖₂=1} ‖D_λ⁻¹ D_a W‖_{S_{2/(L−1)}}^{2/L} (Ongie Lemma 3.4, eq. 14)."""
-    return phi_L_solve(W, a, L, **kwargs).value
+    return phi_L_solve(W, a, L, **kwargs)[0]
