@@ -2,9 +2,8 @@
 
 import torch
 
-from repcost.analysis.forces import (attraction_grad, layer_forces, project_points_and_forces, repulsion_grad,
-                                     ridge_pinv)
-from repcost.analysis.reformulation import augment
+from repcost.analysis.reformulation import (attraction_grad, augment, layer_forces, project_points_and_forces,
+                                            repulsion_grad, ridge_pinv)
 from repcost.models.fc import FC, FCConfig
 
 

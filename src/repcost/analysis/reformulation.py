@@ -1,4 +1,4 @@
-"""First reformulation of the L2-regularised loss (Jacot, Golikov, Hongler, Gabriel 2022, §3.1, Prop 1).
+"""First reformulation of the L2-regularised loss and its forces (Jacot, Golikov, Hongler, Gabriel 2022, §3.1, Prop 1).
 
     L^r(Z_1 … Z_L) = C(Z_L) + λ Σ_ℓ ‖Z_ℓ (Z^σ_{ℓ−1})⁺‖²_F,
     Z^σ_0 = [X; β1ᵀ],  Z^σ_ℓ = [σ(Z_ℓ); β1ᵀ].
@@ -9,6 +9,13 @@ The bias row β·1ᵀ is appended only when β > 0 (with β = 0 it is a zero row
 neither the pseudo-inverse norm nor the product). The augmented weight matrix of layer ℓ is
 [W_ℓ, b_ℓ] acting on Z^σ_{ℓ−1}, so its squared norm is ‖W_ℓ‖² + ‖b_ℓ‖²: the λ-term of Jacot 2022
 with biases regularised (`model.bias_regularised=true`).
+
+Holding the other layers fixed, the two terms of L^r that depend on Z_ℓ are
+    attraction term  A(Z_ℓ) = ‖Z_ℓ (Z^σ_{ℓ−1})⁺‖²_F        (pulls Z_ℓ towards the origin)
+    repulsion term   R(Z_ℓ) = ‖Z_{ℓ+1} (Z^σ_ℓ)⁺‖²_F         (pushes Z^σ_ℓ away from the origin).
+`attraction_grad` / `repulsion_grad` return ∂A/∂Z_ℓ and ∂R/∂Z_ℓ (n_ℓ × N). The *forces* drawn in Fig 1 are the
+negative gradients (the direction gradient flow moves Z_ℓ). As in the paper, the pseudo-inverse is replaced there
+by the Tikhonov-regularised M⁺_ρ = Mᵀ(MMᵀ + ρI)⁻¹ (→ M⁺ as ρ → 0), which keeps ∂R finite where Z^σ_ℓ loses rank.
 """
 
 from __future__ import annotations
@@ -55,3 +62,60 @@ def reformulated_loss(model, x: torch.Tensor, y: torch.Tensor, lam: float, loss:
         sq = sum((p.detach().double() ** 2).sum() for p in model.regularised_params())
     return {"reformulated": float(dl + lam * s * terms.sum()), "original": float(dl + lam * s * sq),
             "data_loss": float(dl), "terms": terms.tolist(), "param_sq_norm": float(sq)}
+
+
+def ridge_pinv(m: torch.Tensor, ridge: float) -> torch.Tensor:
+    """Tikhonov pseudo-inverse Mᵀ(MMᵀ + ρI)⁻¹ (= (MᵀM + ρI)⁻¹Mᵀ); differentiable; ρ = 0 needs full row rank."""
+    r, c = m.shape
+    if r <= c:
+        return torch.linalg.solve(m @ m.T + ridge * torch.eye(r, dtype=m.dtype, device=m.device), m).T
+    return torch.linalg.solve(m.T @ m + ridge * torch.eye(c, dtype=m.dtype, device=m.device), m.T)
+
+
+def attraction_grad(z: torch.Tensor, zsig_prev: torch.Tensor, ridge: float = 1e-6) -> torch.Tensor:
+    """∂_{Z_ℓ} ‖Z_ℓ (Z^σ_{ℓ−1})⁺_ρ‖²_F = 2 Z_ℓ P Pᵀ with P = (Z^σ_{ℓ−1})⁺_ρ (N × n_{ℓ−1})."""
+    p = ridge_pinv(zsig_prev.to(torch.float64), ridge)
+    return 2.0 * z.to(torch.float64) @ p @ p.T
+
+
+def repulsion_grad(z: torch.Tensor, z_next: torch.Tensor, beta: float, slope: float = 0.0,
+                   ridge: float = 1e-6) -> torch.Tensor:
+    """∂_{Z_ℓ} ‖Z_{ℓ+1} ([σ_a(Z_ℓ); β1ᵀ])⁺_ρ‖²_F by autograd (σ_a = leaky ReLU of slope a)."""
+    z = z.detach().to(torch.float64).clone().requires_grad_(True)
+    act = torch.nn.functional.leaky_relu(z, slope) if slope else torch.relu(z)
+    term = (z_next.detach().to(torch.float64) @ ridge_pinv(augment(act, beta), ridge)).pow(2).sum()
+    (g,) = torch.autograd.grad(term, z)
+    return g
+
+
+def layer_forces(model, x: torch.Tensor, ridge: float = 1e-6) -> list[dict]:
+    """Per hidden layer ℓ = 1 … L−1 of an `fc` model: {'Z', 'attraction', 'repulsion'} (n_ℓ × N).
+
+    'attraction' = −∂A/∂Z_ℓ and 'repulsion' = −∂R/∂Z_ℓ are the forces (negative gradients);
+    at a critical point of L^r in Z_ℓ, λ(attraction + repulsion) = 0 (C only depends on Z_L).
+    """
+    with torch.no_grad():
+        zs, zsig = representations(model, x)
+    out = []
+    for l in range(model.depth - 1):  # hidden layer ℓ = l + 1: Z_ℓ = zs[l], Z^σ_{ℓ−1} = zsig[l]
+        att = -attraction_grad(zs[l], zsig[l], ridge)
+        rep = -repulsion_grad(zs[l], zs[l + 1], float(model.beta), float(model.slope), ridge)
+        out.append({"Z": zs[l].detach(), "attraction": att.detach(), "repulsion": rep.detach()})
+    return out
+
+
+def project_points_and_forces(forces: dict, axis: str = "data") -> dict:
+    """Project a layer's Z_ℓ and its forces (a `layer_forces` entry) onto the top two principal directions of the
+    points: axis='data' → the N columns (points in R^{n_ℓ}), axis='neurons' → the n_ℓ rows (points in R^N).
+    Returns {'points', 'attraction', 'repulsion'}. The PCA is uncentred: it keeps the origin fixed, so rays from the
+    origin (aligned neurons) stay rays.
+    """
+    if axis not in ("data", "neurons"):
+        raise ValueError(f"axis must be 'data' or 'neurons', got {axis!r}")
+    arrays = {"points": forces["Z"], "attraction": forces["attraction"], "repulsion": forces["repulsion"]}
+    arrays = {name: (a.T if axis == "data" else a).double() for name, a in arrays.items()}
+    v = torch.linalg.svd(arrays["points"], full_matrices=False)[2][:2].T
+    # fix signs so that the projected points have a positive mean on each axis (deterministic plots)
+    sgn = torch.sign((arrays["points"] @ v).sum(0))
+    sgn[sgn == 0] = 1
+    return {name: (a @ (v * sgn)).numpy() for name, a in arrays.items()}

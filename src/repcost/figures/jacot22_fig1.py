@@ -16,8 +16,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ..analysis.alignment import merge_neurons, neuron_groups
-from ..analysis.forces import layer_forces, project_points_and_forces
-from ..analysis.reformulation import reformulated_loss
+from ..analysis.reformulation import layer_forces, project_points_and_forces, reformulated_loss
 from ..errors import RepcostError
 from . import Verdict, most_seeds
 
