@@ -93,14 +93,14 @@ def test_curve_2d_on_curve_and_noise(shape):
 
 
 def test_curve_2d_even_spacing_and_distances():
-    from repcost.data.curve_2d import curve_points, distance_to_curve, project_to_curve
+    from repcost.data.curve_2d import curve_points, distance_to_curve
 
     circle = data_schema("curve_2d", shape="circle")
     pts = torch.tensor([[2.0, 0.0], [0.0, 0.5], [0.6, 0.8], [-3.0, -4.0]], dtype=torch.float64)
     assert torch.allclose(distance_to_curve(circle, pts), torch.tensor([1.0, 0.5, 0.0, 4.0], dtype=torch.float64),
                           atol=1e-6)
-    near, d = project_to_curve(circle, np.array([[2.0, 0.0]]))
-    assert isinstance(d, np.ndarray) and np.allclose(near, [[1.0, 0.0]], atol=1e-6)
+    d = distance_to_curve(circle, np.array([[2.0, 0.0]]))
+    assert isinstance(d, np.ndarray) and np.allclose(d, [1.0], atol=1e-6)
     sine = data_schema("curve_2d", shape="sine", amplitude=0.5)
     xs = np.linspace(-1, 1, 400_001)
     brute = np.hypot(xs - 0.1, 0.5 * np.sin(math.pi * xs) - 0.4).min()  # brute force for the point (0.1, 0.4)

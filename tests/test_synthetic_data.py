@@ -77,13 +77,12 @@ def test_two_rays_on_rays_and_interpolated_by_two_relus():
 
 
 def test_teacher_default_architecture():
-    from repcost.data._nets import relu_net_forward
-    from repcost.data.teacher import teacher_params
+    from repcost.data._nets import random_relu_net, relu_net_forward, rng
 
     cfg = data_schema("teacher", n_train=40, n_test=10)
     b = load_data(cfg)
     assert b.x_train.shape == (40, 50) and b.y_train.shape == (40, 10) and b.x_test.shape == (10, 50)
-    params = teacher_params(cfg)
+    params = random_relu_net(list(cfg.widths), rng(cfg.teacher_seed, 0))  # the teacher: β = 0 by default
     assert [tuple(w.shape) for w, _ in params] == [(10, 50), (10, 10), (10, 10)]
     assert torch.equal(relu_net_forward(params, b.x_train), b.y_train)
     noisy = dataset("teacher", n_train=40, n_test=10, noise=0.1)

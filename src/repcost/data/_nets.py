@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 import torch
@@ -21,6 +22,13 @@ def spaced(spacing: str, lo: float, hi: float, n: int, gen: np.random.Generator)
 def arclength(points: np.ndarray) -> np.ndarray:
     """Cumulative arc length along the polyline through the rows of points (0 at the first)."""
     return np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(points, axis=0), axis=1))])
+
+
+def at_arclength(curve: Callable, u: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Parameters t of curve(t) at arc-length fractions u ∈ [0, 1] along the polyline through curve(grid) (sorted
+    grid): uniform u is uniform along the curve."""
+    s = arclength(curve(grid))
+    return np.interp(np.asarray(u, dtype=np.float64) * s[-1], s, grid)
 
 
 def gaussian(gen: np.random.Generator, *shape: int) -> torch.Tensor:

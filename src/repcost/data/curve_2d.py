@@ -9,7 +9,7 @@ import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from ._nets import arclength, rng
+from ._nets import arclength, at_arclength, rng
 from .bundle import DataBundle, check_shared, two_splits
 
 SHAPES = ("sine", "arc", "spiral", "circle")
@@ -63,8 +63,7 @@ def curve_param(cfg: Curve2DConfig, t: np.ndarray) -> np.ndarray:
 
 def points_at_arclength(cfg: Curve2DConfig, s: np.ndarray) -> np.ndarray:
     """Exact curve points at arc-length fractions s ∈ [0, 1] (the parameter is interpolated)."""
-    cum = arclength(curve_param(cfg, GRID))
-    return curve_param(cfg, np.interp(np.asarray(s, dtype=np.float64) * cum[-1], cum, GRID))
+    return curve_param(cfg, at_arclength(lambda t: curve_param(cfg, t), s, GRID))
 
 
 def curve_points(cfg: Curve2DConfig, n: int) -> torch.Tensor:
@@ -73,14 +72,13 @@ def curve_points(cfg: Curve2DConfig, n: int) -> torch.Tensor:
     return torch.from_numpy(points_at_arclength(cfg, s))
 
 
-def project_to_curve(cfg: Curve2DConfig, pts, k: int = 8):
-    """(nearest curve points (N, 2), distances (N,)) of 2-D points to the curve.
+def distance_to_curve(cfg: Curve2DConfig, pts, k: int = 8):
+    """Distance (N,) of 2-D points (N, 2) to the curve; tensor in, float64 tensor out (same device), else numpy.
 
-    The nearest point of the DENSE-vertex polyline through the curve among the segments that
-    touch the k vertices nearest to each point (a KD-tree query). The polyline is within ~1e-7 of
-    the curve; restricting to those segments is exact except for points about equidistant from
-    two distant parts of the curve, where the error is O(h²/distance), h ≈ length/4096.
-    Tensors in, float64 tensors out (same device); anything else in, numpy out.
+    The distance to the DENSE-vertex polyline through the curve over the segments that touch the k
+    vertices nearest to each point (a KD-tree query). The polyline is within ~1e-7 of the curve;
+    restricting to those segments is exact except for points about equidistant from two distant parts
+    of the curve, where the error is O(h²/distance), h ≈ length/4096.
     """
     from scipy.spatial import cKDTree
 
@@ -92,18 +90,8 @@ def project_to_curve(cfg: Curve2DConfig, pts, k: int = 8):
     seg = np.clip(np.concatenate([ik - 1, ik], axis=1), 0, len(a) - 1)  # (N, 2k) candidate segments
     aa, dd = a[seg], d[seg]  # (N, 2k, 2)
     u = np.clip(((p[:, None] - aa) * dd).sum(-1) / np.maximum((dd * dd).sum(-1), 1e-300), 0.0, 1.0)
-    proj = aa + u[..., None] * dd
-    sq = ((p[:, None] - proj) ** 2).sum(-1)
-    j, rows = sq.argmin(1), np.arange(len(p))
-    nearest, dist = proj[rows, j], np.sqrt(sq[rows, j])
-    if is_tensor:
-        return torch.from_numpy(nearest).to(pts.device), torch.from_numpy(dist).to(pts.device)
-    return nearest, dist
-
-
-def distance_to_curve(cfg: Curve2DConfig, pts):
-    """Distance (N,) of 2-D points (N, 2) to the curve; tensor in, tensor out (see project_to_curve)."""
-    return project_to_curve(cfg, pts)[1]
+    dist = np.sqrt(((p[:, None] - (aa + u[..., None] * dd)) ** 2).sum(-1).min(1))
+    return torch.from_numpy(dist).to(pts.device) if is_tensor else dist
 
 
 def _split(cfg: Curve2DConfig, n: int, stream: int):

@@ -82,11 +82,14 @@ def full_dir() -> Path:
     return Path(os.environ.get("REPCOST_DATA") or cache).expanduser() / "mnist"
 
 
-def _find_idx(root: Path, split: str, kind: str) -> Optional[Path]:
-    """The IDX file for split (train/t10k) and kind (images/labels) under root, or None."""
-    ndim = 3 if kind == "images" else 1
-    names = [f"{split}-{kind}{sep}idx{ndim}-ubyte{gz}" for sep in "-." for gz in ("", ".gz")]
-    return next((f / n for f in (root, root / "MNIST" / "raw", root / "raw") for n in names if (f / n).is_file()), None)
+def _find_idx(root: Path, split: str) -> Optional[Tuple[str, str]]:
+    """The (images, labels) IDX files of split (train/t10k) under root, or None when either is missing."""
+    paths = []
+    for kind, ndim in (("images", 3), ("labels", 1)):
+        names = [f"{split}-{kind}{sep}idx{ndim}-ubyte{gz}" for sep in "-." for gz in ("", ".gz")]
+        folders = (root, root / "MNIST" / "raw", root / "raw")
+        paths.append(next((str(f / n) for f in folders for n in names if (f / n).is_file()), None))
+    return None if None in paths else (paths[0], paths[1])
 
 
 def read_idx(path: Path) -> np.ndarray:
@@ -143,15 +146,11 @@ def mnist_source(cfg: MnistConfig) -> Tuple[Pool, Optional[Pool], str]:
         root, what, hint = Path(cfg.root).expanduser(), "data.root", IDX_HINT
     if not root.is_dir():
         raise RepcostError(f"MNIST: {what}: {root} is not a folder; {hint}")
-    found = {(s, k): _find_idx(root, s, k) for s in ("train", "t10k") for k in ("images", "labels")}
-    if found["train", "images"] is None or found["train", "labels"] is None:
+    train, test = _find_idx(root, "train"), _find_idx(root, "t10k")
+    if train is None:
         raise RepcostError(f"MNIST: {what}: no train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] in "
                            f"{root} (nor in {root / 'MNIST' / 'raw'}); {hint}")
-    train = read_pool(str(found["train", "images"]), str(found["train", "labels"]))
-    test = None
-    if found["t10k", "images"] is not None and found["t10k", "labels"] is not None:
-        test = read_pool(str(found["t10k", "images"]), str(found["t10k", "labels"]))
-    return train, test, f"idx:{found['train', 'images'].parent}"
+    return read_pool(*train), None if test is None else read_pool(*test), f"idx:{Path(train[0]).parent}"
 
 
 # ---------------------------------------------------------------- sampling
@@ -163,9 +162,7 @@ def balanced_counts(n: int, available: np.ndarray) -> np.ndarray:
     counts = np.zeros_like(available)
     left = n
     while left > 0:
-        open_ = np.flatnonzero(counts < available)
-        if len(open_) == 0:
-            raise ValueError(f"cannot draw {n} samples from {available.tolist()}")
+        open_ = np.flatnonzero(counts < available)  # never empty: callers ask for n <= available.sum()
         share, extra = divmod(left, len(open_))
         for i, c in enumerate(open_):
             give = min(share + (1 if i < extra else 0), available[c] - counts[c])

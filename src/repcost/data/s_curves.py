@@ -11,7 +11,7 @@ import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from ._nets import arclength, rng
+from ._nets import at_arclength, rng
 from .bundle import DataBundle, check_shared, two_splits
 
 T_MAX = 1.5 * math.pi  # the curve parameter runs over [-3π/2, 3π/2]
@@ -71,13 +71,6 @@ def inverted_s_wave(t: np.ndarray) -> np.ndarray:
 CURVES = {"arcs": inverted_s, "wave": inverted_s_wave}
 
 
-def arclength_params(curve, u: np.ndarray, grid: int = 4097) -> np.ndarray:
-    """Curve parameters t whose arc-length fractions are u ∈ [0, 1] (so uniform u is uniform along the curve)."""
-    tg = np.linspace(-T_MAX, T_MAX, grid)
-    s = arclength(curve(tg))
-    return np.interp(np.asarray(u) * s[-1], s, tg)
-
-
 def class_offsets(cfg: SCurvesConfig) -> List[float]:
     """x-translation of each class's curve: (c − (n_classes − 1)/2)·spacing, so the dataset is centred."""
     return [(c - (cfg.n_classes - 1) / 2) * cfg.spacing for c in range(cfg.n_classes)]
@@ -88,7 +81,7 @@ def _split(cfg: SCurvesConfig, n: int, stream: int):
     curve, k = CURVES[cfg.shape], cfg.n_classes
     # a row of arc-length fractions per class (one draw, in the order a per-class loop would make)
     u = np.tile(np.linspace(0.0, 1.0, n), (k, 1)) if cfg.sampling == "even" else gen.uniform(0.0, 1.0, size=(k, n))
-    t = arclength_params(curve, u)
+    t = at_arclength(curve, u, np.linspace(-T_MAX, T_MAX, 4097))
     x = np.concatenate([curve(t[c]) + np.array([dx, 0.0]) for c, dx in enumerate(class_offsets(cfg))])
     if cfg.noise > 0:
         x = x + cfg.noise * gen.standard_normal(x.shape)

@@ -30,15 +30,11 @@ class TeacherConfig:
         check(self.beta >= 0, "beta", self.beta, "a bias amount >= 0")
 
 
-def teacher_params(cfg: TeacherConfig) -> list:
-    """The teacher's [(W_l, b_l)]: depth len(widths)−1, He-scaled Gaussian weights (Jacot 2022 App. A)."""
-    return random_relu_net([int(w) for w in cfg.widths], rng(cfg.teacher_seed, 0), cfg.beta)
-
-
 @DATASETS.register("teacher", TeacherConfig)
 def load_teacher(cfg: TeacherConfig) -> DataBundle:
     """x ~ N(0, I_{n_0}), y = f_teacher(x) (+ noise on train) as in Jacot et al. 2022 Fig 2 / App. A."""
-    params = teacher_params(cfg)
-    meta = {"widths": [int(w) for w in cfg.widths], "depth": len(cfg.widths) - 1}
+    widths = [int(w) for w in cfg.widths]
+    params = random_relu_net(widths, rng(cfg.teacher_seed, 0), cfg.beta)  # He-scaled Gaussian weights (App. A)
+    meta = {"widths": widths, "depth": len(widths) - 1}
     return function_bundle("teacher", cfg, lambda x: relu_net_forward(params, x),
-                           lambda n, stream: gaussian(rng(cfg.seed, stream), n, int(cfg.widths[0])), cfg.n_train, meta)
+                           lambda n, stream: gaussian(rng(cfg.seed, stream), n, widths[0]), cfg.n_train, meta)
