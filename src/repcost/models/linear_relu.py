@@ -101,21 +101,18 @@ class LinearReLU(RepModel):
         u = torch.rand(K, generator=gen, dtype=torch.float64)
         self._kinks_through((pts[gap] + u * (pts[gap + 1] - pts[gap]))[:, None])
 
-    def _inner(self, x: torch.Tensor) -> list[torch.Tensor]:
-        hs, h = [], x
-        for W in self.linear:
-            h = h @ W.T
-            hs.append(h)
-        hs[-1] = hs[-1] + self.b
-        return hs
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = torch.relu(self._inner(x)[-1]) @ self.a.T
+        out = self.hidden(x)[-1].post @ self.a.T
         return out + self.c if self.c is not None else out
 
     def hidden(self, x: torch.Tensor) -> list[Hidden]:
-        hs = self._inner(x)
-        return [Hidden(h, h) for h in hs[:-1]] + [Hidden(hs[-1], torch.relu(hs[-1]))]
+        out, h = [], x
+        for W in self.linear:
+            h = h @ W.T
+            out.append(Hidden(h, h))
+        h = h + self.b  # the ReLU layer's pre-activation
+        out[-1] = Hidden(h, torch.relu(h))
+        return out
 
     def weight_matrices(self) -> list[torch.Tensor]:
         return list(self.linear) + [self.a]
