@@ -42,7 +42,7 @@ b = −wᵀx_j; for d = 2 the sup over w is over finitely many arcs where the ac
 from __future__ import annotations
 
 import warnings
-from itertools import pairwise
+from itertools import combinations, pairwise, product
 
 import numpy as np
 
@@ -79,19 +79,15 @@ def arrangement_patterns(x) -> np.ndarray:
         cands = _threshold_patterns(x[:, 0] if d == 1 else x @ (x[-1] - x[0]))
     else:
         scale = float(np.max(np.abs(x - x.mean(axis=0)))) or 1.0
-        for i in range(N):
-            for j in range(i + 1, N):
-                e = x[j] - x[i]
-                n = np.array([-e[1], e[0]])
-                s = (x - x[i]) @ n
-                on = np.abs(s) <= 1e-12 * scale * np.linalg.norm(n)
-                t = x[on] @ e
-                for sign in (1.0, -1.0):
-                    base = sign * s > 0
-                    for sub in _threshold_patterns(t):
-                        p = base.copy()
-                        p[on] = sub
-                        cands.append(p)
+        for i, j in combinations(range(N), 2):
+            e = x[j] - x[i]
+            n = np.array([-e[1], e[0]])
+            s = (x - x[i]) @ n
+            on = np.abs(s) <= 1e-12 * scale * np.linalg.norm(n)
+            for sign, sub in product((1.0, -1.0), _threshold_patterns(x[on] @ e)):
+                p = sign * s > 0
+                p[on] = sub
+                cands.append(p)
         cands.append(np.ones(N, dtype=bool))
     P = np.unique(np.array(cands, dtype=bool), axis=0)
     return P[P.any(axis=1)]

@@ -26,7 +26,6 @@ class KRR:
     x_train: np.ndarray = field(repr=False)
     alpha: np.ndarray = field(repr=False)  # (N, d_out) = (K + ρI)⁻¹Y
     bandwidth: float
-    ridge: float
 
     def predict(self, x) -> np.ndarray:
         """f̂(x) (M, d_out)."""
@@ -56,4 +55,4 @@ def fit_krr(x, y, ridge: float = 1e-6) -> KRR:
     r2 = sq_distances(x, x)
     h = float(np.median(np.sqrt(r2)[np.triu_indices(len(x), 1)]))
     alpha = np.linalg.solve(np.exp(-r2 / (2 * h * h)) + ridge * len(x) * np.eye(len(x)), y)
-    return KRR(x, alpha, h, ridge)
+    return KRR(x, alpha, h)
