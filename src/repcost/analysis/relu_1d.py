@@ -171,16 +171,13 @@ class ConvexMinimum:
         return (self.value - self.lower_bound) / self.value if self.value > 0 else 0.0
 
 
-def make_feasible(beta: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, float]:
-    """β (N, d) centred (Σβ = 0) and scaled into max_j ‖Φ_jᵀβ‖ ≤ 1; returns it and the sup before scaling."""
+def dual_at(beta: np.ndarray, phi: np.ndarray, y: np.ndarray, rho: float) -> tuple[float, float]:
+    """D(β) = 2ρ(−⟨β, y⟩ − (Nρ/2)‖β‖²) at β (N, d) made feasible: centred (Σβ = 0) and scaled into
+    max_j ‖Φ_jᵀβ‖ ≤ 1; and that sup before scaling."""
     beta = beta - beta.mean(axis=0, keepdims=True)
     sup = float(np.linalg.norm(phi.T @ beta, axis=1).max())
-    return (beta / sup if sup > 1 else beta), sup
-
-
-def dual_value(beta: np.ndarray, y: np.ndarray, rho: float) -> float:
-    """D(β) = 2ρ(−⟨β, y⟩ − (Nρ/2)‖β‖²) for a feasible β (N, d)."""
-    return 2 * rho * float(-(beta * y).sum() - y.shape[0] * rho / 2 * (beta ** 2).sum())
+    beta = beta / sup if sup > 1 else beta
+    return 2 * rho * float(-(beta * y).sum() - y.shape[0] * rho / 2 * (beta ** 2).sum()), sup
 
 
 def convex_minimum(x: np.ndarray, y: np.ndarray, rho: float) -> ConvexMinimum:
@@ -212,7 +209,6 @@ def convex_minimum(x: np.ndarray, y: np.ndarray, rho: float) -> ConvexMinimum:
     settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = 1e-10
     sol = clarabel.DefaultSolver(n * rho * sparse.identity(n * d, format="csc"), y.ravel(), A, b, cones,
                                  settings).solve()
-    beta, _ = make_feasible(np.asarray(sol.x).reshape(n, d), phi)
     eta = np.asarray(sol.z)[d:].reshape(k, d + 1)[:, 1:]
     size = np.linalg.norm(eta, axis=1)
     keep = size > _ZERO * size.max() if size.max() > 0 else np.zeros(k, dtype=bool)
@@ -220,7 +216,8 @@ def convex_minimum(x: np.ndarray, y: np.ndarray, rho: float) -> ConvexMinimum:
     fit = phi[:, keep] @ eta
     c = (y - fit).mean(axis=0)  # the free offset's optimum given η
     value = float(((fit + c - y) ** 2).sum(axis=1).mean() + 2 * rho * np.linalg.norm(eta, axis=1).sum())
-    return ConvexMinimum(balanced_net(kinks[keep], signs[keep], eta, c), value, dual_value(beta, y, rho))
+    return ConvexMinimum(balanced_net(kinks[keep], signs[keep], eta, c), value,
+                         dual_at(np.asarray(sol.x).reshape(n, d), phi, y, rho)[0])
 
 
 def gap_at(x: np.ndarray, f: np.ndarray, y: np.ndarray, rho: float, objective: float,
@@ -235,8 +232,7 @@ def gap_at(x: np.ndarray, f: np.ndarray, y: np.ndarray, rho: float, objective: f
         raise ValueError(f"the duality gap needs weight decay: rho = {rho} (with λ = 0 the dual is trivial)")
     x, f, y = as_f64(x).reshape(-1), as_f64(f), as_f64(y)
     n = y.shape[0]
-    own, sup = make_feasible((f - y) / (n * rho), features(x, *both_sides(np.unique(x))))
-    best = dual_value(own, y, rho)
+    best, sup = dual_at((f - y) / (n * rho), features(x, *both_sides(np.unique(x))), y, rho)
     if solve and n <= MAX_POINTS:
         best = max(best, convex_minimum(x, y, rho).lower_bound)
     gap = objective - best
