@@ -19,7 +19,7 @@ import time
 import numpy as np
 import torch
 
-from repcost.analysis.jacobians import jacobian_spectra
+from repcost.analysis.spectra import jacobian_spectra
 from repcost.models import MODELS, build_model
 
 

@@ -15,7 +15,7 @@ from repcost.analysis.costs import (
     phi3_lower_bound_search,
     phi3_upper_bound,
 )
-from repcost.analysis.jacobians import schatten_cost
+from repcost.analysis.spectra import schatten_cost
 from repcost.analysis.phi import phi_L, phi_L_solve
 from repcost.analysis.spectra import singular_values
 from repcost.analysis.sparsity import (

@@ -54,7 +54,7 @@ def test_projection_autoencoder_jacobian_is_k_ones_and_the_panels_draw():
     """Jacot 2023 §5: an autoencoder that projects onto the data's k-dim tangent space has Jf = k ones, then zeros."""
     from matplotlib.figure import Figure
 
-    from repcost.analysis.jacobians import jacobian_spectra
+    from repcost.analysis.spectra import jacobian_spectra
     from repcost.figures.jacot23_fig3 import autoencoder_jacobian_axes, ratio_vs_depth_axes
 
     d, k = 12, 3

@@ -8,17 +8,16 @@ import numpy as np
 import pytest
 import torch
 
-import importlib
-
-jac_mod = importlib.import_module("repcost.analysis.jacobians")  # the module (the package exports the function)
-from repcost.analysis.jacobians import (  # noqa: E402
+from repcost.analysis.spectra import (
+    _default_chunk,
     jacobian_spectra,
     jacobians,
+    numerical_rank,
     prop3_bound,
+    rank_measures,
     schatten_cost,
 )
-from repcost.analysis.spectra import numerical_rank, rank_measures  # noqa: E402
-from repcost.models import MODELS, build_model  # noqa: E402
+from repcost.models import MODELS, build_model
 
 FAMILIES = {
     "fc": dict(depth=4, width=9, slope=0.1, beta=1.0),
@@ -70,7 +69,7 @@ def test_jacobian_spectra_and_ranks():
 
 def test_default_chunk_bounds_memory():
     m = model("fc", 50, 50, depth=10, width=100)
-    c = jac_mod._default_chunk(m, 50, 50)
+    c = _default_chunk(m, 50, 50)
     assert 50 <= c <= 5000
 
 

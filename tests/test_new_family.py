@@ -218,7 +218,7 @@ def test_a_family_that_declares_no_symmetry_gets_no_balance_numbers(tmp_path):
 
 def test_prop3_bound_fails_for_a_skip_net_and_is_not_reported():
     from repcost.analysis.hooks import AnalysisContext, CommonOptions
-    from repcost.analysis.jacobians import jacobian_spectra, prop3_bound, schatten_cost
+    from repcost.analysis.spectra import jacobian_spectra, prop3_bound, schatten_cost
     from repcost.registry import ANALYSES
 
     m = SkipReLU(SkipConfig(depth=3, width=1), 1, 1, torch.Generator().manual_seed(0))

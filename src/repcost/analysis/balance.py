@@ -48,11 +48,8 @@ def relative_gap(u, v):
 
 @dataclass
 class Balance:
-    """One balance statement of layer ℓ: its sides u (incoming) and v (outgoing) and their relative gap; for a layer
-    pair (ℓ, ℓ+1) u = ‖W_ℓ‖²_F + ‖b_ℓ‖² (bias iff regularised), v = ‖W_{ℓ+1}‖²_F; for the units of hidden layer ℓ
-    arrays, one entry per unit in `model.hidden(x)[ℓ−1]` column order (for parallel, sub-network i's unit j is entry
-    i·n_ℓ + j): u = ‖W_ℓ[i,:]‖² (+ b_ℓ[i]² iff regularised), v = ‖W_{ℓ+1}[:,i]‖²; for a linear_relu pair (ℓ, ℓ+1)
-    u = W_ℓW_ℓᵀ, v = W_{ℓ+1}ᵀW_{ℓ+1} (their diagonals if diag_only) and gap = ‖u − v‖ / max(‖u‖, ‖v‖)."""
+    """One balance statement of layer ℓ: its sides u (incoming) and v (outgoing) and their gap, as the function that
+    made it (layer_balance, neuron_balance, linear_layer_balance) defines them."""
 
     layer: int
     u: Any
@@ -84,7 +81,8 @@ def neuron_balance(model) -> list[Balance]:
     a's column k, and the penalty sees ‖W_{L−1}[k,:]‖², not ‖W[k,:]‖²), outgoing = column k of a;
     b is free. The linear layers' (stronger) balance is linear_layer_balance.
     parallel: every sub-network hidden layer; the last (one unit per sub-network) has outgoing
-    ‖α[:, i]‖² (Savarese App. C).
+    ‖α[:, i]‖² (Savarese App. C). u and v are arrays, one entry per unit in `model.hidden(x)[ℓ−1]` column order
+    (for parallel, sub-network i's unit j is entry i·n_ℓ + j).
     """
     units = [(u.layer, as_f64(u.incoming).reshape(-1), as_f64(u.outgoing).reshape(-1))
              for u in float64_model(model).unit_norms()]

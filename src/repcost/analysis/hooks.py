@@ -33,8 +33,7 @@ from .arrays import float64_model
 from .balance import balance_summary, layer_balance, not_applicable
 from .critical import critical_point_certificate
 from .family_costs import FAMILY_COSTS, family_costs
-from .jacobians import jacobian_spectra, prop3_bound, schatten_cost
-from .spectra import hidden_spectra, rank_measures, weight_spectra
+from .spectra import hidden_spectra, jacobian_spectra, prop3_bound, rank_measures, schatten_cost, weight_spectra
 
 
 # -- options ---------------------------------------------------------------------------------------

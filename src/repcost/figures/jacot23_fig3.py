@@ -19,8 +19,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..analysis.denoising import add_noise, denoising, nearest_distance, pca_projection
-from ..analysis.jacobians import jacobian_spectra
-from ..analysis.spectra import numerical_rank
+from ..analysis.spectra import jacobian_spectra, numerical_rank
 from ..data.curve_2d import curve_points, distance_to_curve
 from . import Verdict, is_full, load_runs, most_seeds
 
