@@ -14,24 +14,32 @@ from repcost.data import load_data
 from repcost.models import build_model
 from repcost.train.engine import Engine
 from repcost.train.run import train_run
-from repcost.train.step import COMPILE_MIN_STEPS_CUDA, COMPILE_MIN_WORK_CPU, fast_step_options, use_compile
+from repcost.train.step import COMPILE_MIN_STEPS_CUDA, COMPILE_MIN_WORK_CPU, fast_step_options
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 
 
+def _compiled(setting: str, device: torch.device, steps: int, K: int, n: int, n_params: int) -> bool:
+    cfg = SimpleNamespace(compile=setting, cuda_graphs="off", total_steps=steps)
+    return fast_step_options(cfg, device, K, n, n_params)["compiled"]
+
+
+def _n_params(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
 def test_auto_rules():
     """on/off are obeyed; auto compiles on CUDA from the step threshold, on the CPU from the work threshold."""
-    assert use_compile("on", CPU, 1, 1, 1, 1) and not use_compile("off", CUDA, 10**9, 1, 1, 1)
-    assert use_compile("auto", CUDA, COMPILE_MIN_STEPS_CUDA, 1, 1, 1)
-    assert not use_compile("auto", CUDA, COMPILE_MIN_STEPS_CUDA - 1, 64, 10**6, 10**6)
+    assert _compiled("on", CPU, 1, 1, 1, 1) and not _compiled("off", CUDA, 10**9, 1, 1, 1)
+    assert _compiled("auto", CUDA, COMPILE_MIN_STEPS_CUDA, 1, 1, 1)
+    assert not _compiled("auto", CUDA, COMPILE_MIN_STEPS_CUDA - 1, 64, 10**6, 10**6)
     n = 1000
     steps_needed = int(COMPILE_MIN_WORK_CPU / (n * 10**5)) + 1
-    assert use_compile("auto", CPU, steps_needed, 1, n, 10**5)
-    assert not use_compile("auto", CPU, steps_needed // 2, 1, n, 10**5)
-    assert use_compile("auto", CPU, steps_needed // 2, 2, n, 10**5)  # members count as work
-    graphed = [fast_step_options(SimpleNamespace(compile="off", cuda_graphs=g, total_steps=1), dev, 1, 1,
-                                 torch.nn.Linear(1, 1))["graphed"] for g, dev in
-               [("auto", CUDA), ("on", CUDA), ("off", CUDA), ("auto", CPU)]]
+    assert _compiled("auto", CPU, steps_needed, 1, n, 10**5)
+    assert not _compiled("auto", CPU, steps_needed // 2, 1, n, 10**5)
+    assert _compiled("auto", CPU, steps_needed // 2, 2, n, 10**5)  # members count as work
+    graphed = [fast_step_options(SimpleNamespace(compile="off", cuda_graphs=g, total_steps=1), dev, 1, 1, 1)["graphed"]
+               for g, dev in [("auto", CUDA), ("on", CUDA), ("off", CUDA), ("auto", CPU)]]
     assert graphed == [True, True, False, False]
 
 
@@ -40,11 +48,11 @@ def test_short_cpu_runs_and_tests_stay_eager():
     spec = validate(compose_config(["experiment=jacot23-fig1-quick", "device=cpu"]))
     data = load_data(spec.data)
     model = build_model(spec.model, data.d_in, data.d_out, 0)
-    quick = fast_step_options(spec.train, CPU, 1, data.x_train.shape[0], model)
+    quick = fast_step_options(spec.train, CPU, 1, data.x_train.shape[0], _n_params(model))
     spec_full = validate(compose_config(["experiment=jacot23-fig1", "device=cpu"]))
     data_full = load_data(spec_full.data)
     full = fast_step_options(spec_full.train, CPU, 1, data_full.x_train.shape[0],
-                             build_model(spec_full.model, data_full.d_in, data_full.d_out, 0))
+                             _n_params(build_model(spec_full.model, data_full.d_in, data_full.d_out, 0)))
     assert quick == {"compiled": False, "graphed": False}
     assert full == {"compiled": True, "graphed": False}
 

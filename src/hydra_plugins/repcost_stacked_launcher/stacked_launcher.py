@@ -121,16 +121,13 @@ def plan_groups(keys: Sequence[str | None], max_members: int = 64,
 class StackedLauncher(Launcher):
     def __init__(self, **params: Any) -> None:
         self.params = params
-        self.config: Optional[DictConfig] = None
-        self.task_function: Optional[TaskFunction] = None
-        self.hydra_context: Optional[HydraContext] = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
-        self.config, self.task_function, self.hydra_context = config, task_function, hydra_context
+        """Hydra calls it before `launch` (the task function is repcost-train's, which `run_group` does not need)."""
+        self.config, self.hydra_context = config, hydra_context
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
         setup_globals()
-        assert self.config is not None and self.hydra_context is not None and self.task_function is not None
         opts = _options(self.params)
         config = self.config
         configure_log(config.hydra.hydra_logging, config.hydra.verbose)

@@ -134,7 +134,7 @@ class TrainConfig:
     diverge_factor: float = 1e6
     # how steps execute (docs/ARCHITECTURE.md, "Fast steps"); results agree with eager to float
     # round-off, so neither is part of the run's identity. auto: compile where the budget makes the
-    # compile time pay (train.step.use_compile), CUDA graphs on every CUDA run
+    # compile time pay (train.step.fast_step_options), CUDA graphs on every CUDA run
     compile: str = field(default="auto", metadata={"identity": False})  # auto | on | off
     cuda_graphs: str = field(default="auto", metadata={"identity": False})  # auto | on | off
     # CPU runs set parameter and optimiser-moment entries below the smallest normal float to 0 every

@@ -33,18 +33,18 @@ def cost_over_min(cfg: TrainConfig, gap: float | None, cost: float, x: torch.Ten
     return cost / c_min if c_min > 0 else None
 
 
-def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, rounds: int, steps: int,
-                   ratio: float | None = None) -> dict:
+def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, rounds: int, steps: int, cost: float,
+                   x: torch.Tensor, y: torch.Tensor) -> dict:
     """summary.json's record of certified stopping (empty when `train.certify` is off; gap null where none exists;
     with `cost_tol`, C(θ)/C_min as `certify.cost_over_min`, null where no C_min applies)."""
     if cfg.certify.gap_tol is None:
         return {}
-    cost = {} if cfg.certify.cost_tol is None else {"certify.cost_tol": cfg.certify.cost_tol,
-                                                     "certify.cost_over_min": ratio}
+    ratio = {} if cfg.certify.cost_tol is None else {"certify.cost_tol": cfg.certify.cost_tol,
+                                                      "certify.cost_over_min": cost_over_min(cfg, gap, cost, x, y)}
     return {"certified": stop_reason == "certified", "certify.gap_rel": gap,
             "certify.gap_tol": cfg.certify.gap_tol, "certify.rounds": rounds,
             "certify.max_rounds": cfg.certify.rounds, "certify.budget_steps": cfg.total_steps, "certify.steps": steps,
-            **cost}
+            **ratio}
 
 
 def _cost_clause(summary: dict) -> str:

@@ -268,13 +268,14 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
         with torch.no_grad():  # the activations of the largest batch, before any training (compiling takes minutes)
             models[0](data.x_train[:rows])
     family = models[0].family
-    threads.fit_to_model(data.x_train.shape[0], K * sum(p.numel() for p in models[0].parameters()))
+    n_params = sum(p.numel() for p in models[0].parameters())
+    threads.fit_to_model(data.x_train.shape[0], K * n_params)
     runners = [AnalysisRunner(j.spec.analysis, m, data, j.rd.path, j.spec.train) for m, j in zip(models, jobs)]
     outs = [_metrics(j) for j in jobs]
     engine = Engine(models, data, [j.spec.train for j in jobs], [j.spec.seed for j in jobs],
                     on_logs=[o[2] for o in outs], hooks=[r.periodic if r.enabled_periodic else None for r in runners],
                     hook_every=spec.analysis.every, stop_flag=stop_flag,
-                    **fast_step_options(spec.train, device, K, data.x_train.shape[0], models[0]))
+                    **fast_step_options(spec.train, device, K, data.x_train.shape[0], n_params))
     for i, j in enumerate(jobs):  # each from its own checkpoint, at the common position
         if j.resume is not None:
             engine.load_state_dict(i, j.resume["trainer"])
@@ -337,8 +338,7 @@ def run_summary(engine: Engine, i: int, result: TrainResult, job: RunJob, data_n
         "stop_reason": result.stop_reason,
         "status": result.status,
         **certify.summary_fields(spec.train, result.stop_reason, m.gap, spec.train.round_of(engine.last_phase(i)),
-                                 engine.position(i).step, certify.cost_over_min(spec.train, m.gap, cost, m.data.x_train,
-                                                                                m.y_train)),
+                                 engine.position(i).step, cost, m.data.x_train, m.y_train),
         "message": result.message,
         "wall_time_s": wall,
         "device": str(torch.device(spec.device)),

@@ -49,21 +49,16 @@ def _raise_recompile_limit() -> None:
             setattr(dynamo.config, key, max(getattr(dynamo.config, key), 64))
 
 
-def use_compile(setting: str, device: torch.device, steps: int, K: int, n: int, n_params: int) -> bool:
-    """Whether a run compiles its step: `train.compile` on/off, or the auto rule above."""
-    if setting != "auto":
-        return setting == "on"
-    if device.type == "cuda":
-        return steps >= COMPILE_MIN_STEPS_CUDA
-    return steps * K * n * n_params >= COMPILE_MIN_WORK_CPU
-
-
-def fast_step_options(cfg, device: torch.device, K: int, n: int, model) -> dict:
-    """{compiled, graphed} for an engine: train.compile (`use_compile`); CUDA graphs on every CUDA run unless
-    `train.cuda_graphs=off`."""
-    n_params = sum(p.numel() for p in model.parameters())
-    return {"compiled": use_compile(cfg.compile, device, cfg.total_steps, K, n, n_params),
-            "graphed": device.type == "cuda" and cfg.cuda_graphs != "off"}
+def fast_step_options(cfg, device: torch.device, K: int, n: int, n_params: int) -> dict:
+    """{compiled, graphed} for an engine of K members with `n_params` parameters each on n samples: `train.compile`
+    on/off or the auto rule above; CUDA graphs on every CUDA run unless `train.cuda_graphs=off`."""
+    if cfg.compile != "auto":
+        compiled = cfg.compile == "on"
+    elif device.type == "cuda":
+        compiled = cfg.total_steps >= COMPILE_MIN_STEPS_CUDA
+    else:
+        compiled = cfg.total_steps * K * n * n_params >= COMPILE_MIN_WORK_CPU
+    return {"compiled": compiled, "graphed": device.type == "cuda" and cfg.cuda_graphs != "off"}
 
 
 def objective_terms(terms, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor | None, stated_coef: torch.Tensor,

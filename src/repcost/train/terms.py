@@ -41,13 +41,11 @@ def functional_terms(template: nn.Module, loss: str, stacked: bool, state: dict,
         out, sq = functional_call(template, st, (xb,))
         return data_loss(out, yb, loss), sq
 
+    if idx is not None:
+        x, y = (x[idx], y[idx]) if stacked else (x[idx[0]], y[idx[0]])
     if not stacked:
-        if idx is not None:
-            x, y = x[idx[0]], y[idx[0]]
         dl, sq = one(state, x, y)
         return dl[None], sq[None]
-    if idx is not None:
-        x, y = x[idx], y[idx]
     d = None if idx is None else 0
     return vmap(one, in_dims=(0, d, d))(state, x, y)
 
