@@ -100,11 +100,7 @@ def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: flo
     cfg = FCConfig(depth=m.depth, width=widths, slope=float(m.slope), beta=beta,
                    bias_regularised=bool(m.bias_regularised))
     new = FC(cfg, weights[0].shape[1], weights[-1].shape[0], torch.Generator().manual_seed(0)).double()
-    with torch.no_grad():
-        for i in range(m.depth):
-            new.weights[i].copy_(weights[i])
-            if beta > 0:
-                new.biases[i].copy_(biases[i])
+    new.load_state_dict({f"{kind}.{i}": t for kind, ts in (("weights", weights), ("biases", biases)) for i, t in enumerate(ts)})
     return new.eval(), widths, all_groups
 
 
