@@ -30,7 +30,7 @@ def _per_member(v: torch.Tensor, p: torch.Tensor, stacked: bool) -> torch.Tensor
     """v (K,) shaped to broadcast over p: along p's leading member axis, or as a scalar for K = 1."""
     if stacked:
         return v.reshape(v.shape[0], *([1] * (p.dim() - 1)))
-    return v.reshape(()) if p.dim() == 0 else v.reshape([1] * p.dim())
+    return v.reshape([1] * p.dim())
 
 
 class Optimizer:

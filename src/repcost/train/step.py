@@ -109,7 +109,7 @@ class Stepper:
     def __init__(self, terms, x: torch.Tensor, y: torch.Tensor, K: int, compiled: bool = False,
                  graphed: bool = False, want_grad: bool = False):
         self.terms, self.x, self.y, self.K = terms, x, y, K
-        self.compiled, self.graphed, self.want_grad = compiled, graphed, want_grad
+        self.graphed, self.want_grad = graphed, want_grad
         self.params = terms.params
         self._objective, self._update = objective_terms, update_
         if compiled:
@@ -130,7 +130,6 @@ class Stepper:
             except Exception as e:  # noqa: BLE001 - any compiler failure; an eager error re-raises below
                 log.warning("torch.compile of the %s failed (%s); this run continues eagerly", attr[1:],
                             str(e).splitlines()[0][:200])
-                self.compiled = False
                 self._objective, self._update = objective_terms, update_
                 return eager(*args)
             setattr(self, attr, fn)
