@@ -53,7 +53,6 @@ Usage: python -m repcost.studies.check_recipes [--only 1d|rays|rays_L2|rays_L3] 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -69,7 +68,6 @@ GAP_TOL = 0.01  # 1-D: certified = duality gap ≤ 1 % (what the recipe's train.
 COST_TOL = 0.01  # 1-D: |C(θ)/C_min − 1| ≤ 1 % (the recipe's train.certify.cost_tol)
 
 
-FAMILIES = ("uniform", "clustered", "multiscale", "heavy_tailed", "large_n", "near_duplicate")
 DEV, HELDOUT = range(0, 20), range(20, 40)  # the blocks of every 1-D family (module docstring): held out in tens
 CLUSTER_WIDTHS = (0.01, 0.03, 0.1)  # clustered dataset i has width CLUSTER_WIDTHS[i % 3]
 
@@ -176,10 +174,9 @@ def near_duplicate_1d(i: int) -> tuple[np.ndarray, np.ndarray]:
     return _rounded(x[order]), _rounded(y[order])
 
 
-def family_1d(family: str, i: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dataset i of a 1-D family (module docstring)."""
-    return {"uniform": heldout_1d, "clustered": clustered_1d, "multiscale": multiscale_1d,
-            "heavy_tailed": heavy_tailed_1d, "large_n": large_n_1d, "near_duplicate": near_duplicate_1d}[family](i)
+# dataset i of a 1-D family: FAMILIES[family](i) (module docstring)
+FAMILIES = {"uniform": heldout_1d, "clustered": clustered_1d, "multiscale": multiscale_1d,
+            "heavy_tailed": heavy_tailed_1d, "large_n": large_n_1d, "near_duplicate": near_duplicate_1d}
 
 
 def heldout_rays(i: int) -> dict:
@@ -245,7 +242,7 @@ def case_1d(family: str, i: int, out: Path, extra: list[str] = ()) -> dict:
     from repcost.analysis import spline_min_cost
     from repcost.errors import RepcostError
 
-    x, y = family_1d(family, i)
+    x, y = FAMILIES[family](i)
     run_dir = out / f"1d_{family}_{i}"
     cmin = spline_min_cost(x, y)
     block = "dev" if i in DEV else "heldout" if i in HELDOUT else f"{i // 10 * 10}–{i // 10 * 10 + 9}"
@@ -273,6 +270,7 @@ def case_rays(i: int, L: int, out: Path, extra: list[str] = ()) -> dict:
     docstring)."""
     from repcost.analysis import min_r2_interpolant, phi_L
     from repcost.analysis.two_rays import f_and_g_for_data
+    from repcost.api import Run
     from repcost.config import compose_config, validate
     from repcost.data import load_data
 
@@ -292,8 +290,8 @@ def case_rays(i: int, L: int, out: Path, extra: list[str] = ()) -> dict:
     f, g, _ = f_and_g_for_data(data)
     ref = min(phi_L(f.W, f.a, 3), phi_L(g.W, g.a, 3))
     K = int(cfg.train.ensemble_size)
-    s = train(ov + ["model.depth=3", f"train.ensemble_size={5 * K}", *extra], run_dir)
-    members = [json.loads((run_dir / "members" / str(m) / "summary.json").read_text()) for m in range(5 * K)]
+    s = train(ov + ["model.depth=3", *extra, f"train.ensemble_size={5 * K}"], run_dir)  # K from `extra` too
+    members = [m.summary for m in Run(run_dir).members()]
     costs = [min(members[j * K:(j + 1) * K], key=lambda r: r["objective"])["cost"] for j in range(5)]
     spread = (max(costs) - min(costs)) / min(costs)
     return _row(s, y, run_dir, **head, C=max(costs), C_min=ref, ratio=max(costs) / ref, spread=spread,
@@ -372,8 +370,8 @@ def main(argv=None) -> int:
             rows.append(run.result())
             print(_line(rows[-1]), flush=True)
     groups = blocks(rows)
-    for k, tens in groups.items():
-        sel = [r for b in tens.values() for r in b]
+    flat = {k: [r for b in tens.values() for r in b] for k, tens in groups.items()}
+    for k, sel in flat.items():
         col = lambda c: [r[c] for r in sel]  # noqa: E731
         one_d, failed = sel[0]["study"] == "1d", sum(r["run_dir"].startswith("failed") for r in sel)
         misses = [m for r in sel if one_d for m in missed_1d(r)]
@@ -385,12 +383,12 @@ def main(argv=None) -> int:
                  f"C/C_min {np.nanmin(col('ratio')):.4f}–{np.nanmax(col('ratio')):.4f}" if one_d else "")
               + (f"; {failed} run(s) failed" if failed else "")
               + ("; by block of ten: " + ", ".join(f"{t}–{t + 9}: {sum(r['passed'] for r in b)}/{len(b)}"
-                                                   for t, b in tens.items()) if len(tens) > 1 else ""))
+                                                   for t, b in groups[k].items()) if len(groups[k]) > 1 else ""))
     print(f"total {time.perf_counter() - t0:.0f} s with {a.jobs} jobs")
     csv_path = REPO / a.csv
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(csv_path, csv_bytes(rows))
-    _figure({k: [r for b in tens.values() for r in b] for k, tens in groups.items()}, csv_path.with_suffix(".png"))
+    _figure(flat, csv_path.with_suffix(".png"))
     # the target: at least 9 of every 10 (each 1-D block of ten, each two-rays study)
     return 0 if all(sum(r["passed"] for r in b) >= 0.9 * len(b) for t in groups.values() for b in t.values()) else 1
 
@@ -406,15 +404,15 @@ def _figure(groups: dict[str, list[dict]], path: Path) -> None:
     for ax in axes.flat[len(groups):]:
         ax.set_visible(False)
     for ax, (k, sel) in zip(axes.flat, groups.items()):
-        one_d = sel[0]["study"] == "1d"
-        if one_d:
+        colours = ["tab:green" if r["passed"] else "tab:red" for r in sel]
+        if sel[0]["study"] == "1d":
             ax.axhline(GAP_TOL, color="0.5", lw=0.8, ls="--")
             ax.set_yscale("log")
             # a gap that closed to round-off is drawn at 1e-8 (the log axis has no 0)
             # a failed run (no gap) is drawn at 1, the bound every unfitted net sits at
             values = [1.0 if math.isnan(r["global_gap_rel"]) else max(r["global_gap_rel"], 1e-8) for r in sel]
             ax.scatter([r["dataset"] for r in sel], [max(abs(r["ratio"] - 1), 1e-8) for r in sel], marker="x",
-                       c=["tab:green" if r["passed"] else "tab:red" for r in sel], zorder=3)
+                       c=colours, zorder=3)
             ax.set_ylabel("duality gap (•), |C/C_min − 1| (×)")
         else:
             ax.axhspan(1 - TOL, 1 + TOL, color="0.9")
@@ -422,8 +420,7 @@ def _figure(groups: dict[str, list[dict]], path: Path) -> None:
             values = [r["ratio"] for r in sel]
             ref = {"rays_L2": "convex-program min R2", "rays_L3": "min(Φ3(f), Φ3(g)) (worst seed)"}[k]
             ax.set_ylabel(f"C / {ref}")
-        ax.scatter([r["dataset"] for r in sel], values, c=["tab:green" if r["passed"] else "tab:red" for r in sel],
-                   zorder=3)
+        ax.scatter([r["dataset"] for r in sel], values, c=colours, zorder=3)
         ax.set_title(f"{k}: {sum(r['passed'] for r in sel)}/{len(sel)} pass", fontsize=10)
         ax.set_xlabel("dataset")
     fig.tight_layout()
