@@ -86,6 +86,11 @@ class LoadedRun:
         run = load_run(path)
         return cls(run.model("float64"), run.data(), run.summary, run.spec, path=str(path))
 
+    def columns(self, *keys: str) -> dict:
+        """The summary's `keys`, then what every figure row reports of its run: train loss, steps, wall time and
+        whether it ended at a critical point (None where the summary has no such key)."""
+        return {k: self.summary.get(k) for k in (*keys, "train_loss", "steps", "wall_time_s", "critical_point")}
+
 
 def load_runs(fig_id: str, args) -> list[LoadedRun]:
     """The finished runs of a figure's sweep (`sweep_for`), loaded; a sweep without any is a RepcostError."""
@@ -139,16 +144,24 @@ def preset_data(fig_id: str, full: bool):
 
 def figure_main(module, description: str) -> None:
     """experiments/<id>.py: sweep (finished jobs reused) or the module's own `inputs(args)`, compute, plot, verdict;
-    PNG and CSV (with a verdict column). A RepcostError (bad input, unfinished sweep) ends with one line and exit 2."""
+    PNG and CSV (with a verdict column). A RepcostError (bad input, unfinished sweep) ends with one line and exit 2.
+
+    Paper-settings figures go to figures/, quick ones to figures/quick/ (never over the committed paper figures),
+    and the figure says at its foot which variant it is and with what extra overrides."""
+    fig_id = module.FIG_ID
     try:
         args = figure_args(description).parse_args()
+        full = is_full(args, fig_id)
         # a figure of several sweeps, or of none (analysis only), builds its own inputs
-        inputs = module.inputs(args) if hasattr(module, "inputs") else load_runs(module.FIG_ID, args)
-        rows = module.compute(inputs)
-        v = module.verdict(rows, full=is_full(args, module.FIG_ID))
+        rows = module.compute(module.inputs(args) if hasattr(module, "inputs") else load_runs(fig_id, args))
+        v = module.verdict(rows, full=full)
         for r in rows:
             r["verdict"] = v.label
-        save_figure(module.plot(rows), module.FIG_ID, rows, args)
+        variant = "paper settings" if full else "quick variant (smaller; make fig-<id> FULL=1 for the paper's)"
+        extra = (args.full_only and f" (full: {', '.join(args.full_only)})") or ""
+        note = f"{fig_id}: {variant}{extra}" + (f"; overrides {' '.join(args.set)}" if args.set else "")
+        out_dir = args.out if args.out is not None else (FIG_DIR if full else FIG_DIR / "quick")
+        save_figure(module.plot(rows), fig_id, rows, out_dir, note)
     except RepcostError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2)
@@ -163,20 +176,10 @@ def _relative(value):
     return value
 
 
-def save_figure(fig, fig_id: str, rows: list[dict], args=None) -> tuple[Path, Path]:
-    """Write <out>/<id>.png and the plotted data <out>/<id>.csv; returns both paths.
-
-    `args` are the script's parsed `figure_args` (or an output folder): paper-settings figures go to
-    figures/, quick ones to figures/quick/ (never over the committed paper figures), and the figure
-    says at its foot which variant it is and with what extra overrides.
-    """
-    if args is None or isinstance(args, (str, Path)):
-        out_dir, note = Path(args) if args is not None else FIG_DIR, None
-    else:
-        out_dir = args.out if args.out is not None else (FIG_DIR if is_full(args, fig_id) else FIG_DIR / "quick")
-        variant = "paper settings" if is_full(args, fig_id) else "quick variant (smaller; make fig-<id> FULL=1 for the paper's)"
-        extra = (args.full_only and f" (full: {', '.join(args.full_only)})") or ""
-        note = f"{fig_id}: {variant}{extra}" + (f"; overrides {' '.join(args.set)}" if args.set else "")
+def save_figure(fig, fig_id: str, rows: list[dict], out_dir: Path, note: str = "") -> tuple[Path, Path]:
+    """Write <out_dir>/<id>.png, `note` at its foot, and the plotted data <out_dir>/<id>.csv (row keys starting with
+    "_" left out); returns both paths."""
+    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if note:
         fig.text(0.5, -0.01, note, ha="center", va="top", fontsize=8, color="0.35")

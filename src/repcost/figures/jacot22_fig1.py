@@ -74,9 +74,8 @@ def _run_rows(run) -> list[dict]:
     for o in rows:
         o.update(merged_widths=" ".join(map(str, widths)), merged_rel_output_change=rel,
                  merged_sq_norm=float(merged.param_sq_norm().detach()), sq_norm=float(model.param_sq_norm().detach()),
-                 reformulated=r["reformulated"], original=r["original"], train_loss=summary["train_loss"],
-                 steps=summary["steps"], wall_time_s=summary["wall_time_s"],
-                 stationarity=summary.get("critical.stationarity"), critical_point=summary.get("critical_point"))
+                 reformulated=r["reformulated"], original=r["original"], **run.columns(),
+                 stationarity=summary.get("critical.stationarity"))
     rows[0]["_panels"] = panels
     return rows
 

@@ -50,29 +50,24 @@ def _n_train(rows: list[dict]) -> int:
 def compute(inp) -> list[dict]:
     """A row per (panel, λ, width): objective, losses, plateau starts; the first row carries the plot (`_panels`)."""
     mnist, teacher, mode = inp
-    out, left, right = [], [], []
-    for lam in sorted({float(r["train.lam"]) for r in mnist}, reverse=True):
-        rs, w, obj, _, _ = width_curve([r for r in mnist if float(r["train.lam"]) == lam])
-        left += [dict(widths=w, values=obj, label=f"train objective, λ={lam:g}"),
-                 dict(widths=w, values=[float(r["test_loss"]) for r in rs], style="--", label=f"test loss, λ={lam:g}")]
+    lam_t = float(teacher[0]["train.lam"]) if teacher[0].get("train.lam") not in (None, "") else 1e-6
+    curves = [("mnist", lam, [r for r in mnist if float(r["train.lam"]) == lam], f", λ={lam:g}", f", λ={lam:g}")
+              for lam in sorted({float(r["train.lam"]) for r in mnist}, reverse=True)]
+    out, series = [], {"mnist": [], "teacher": []}
+    for panel, lam, rows, tag, test_tag in curves + [("teacher", lam_t, teacher, " (best of trials)", " (best trial)")]:
+        rs, w, obj, tw, tv = width_curve(rows)
+        series[panel] += [dict(widths=w, values=obj, label=f"train objective{tag}", trials=(tw, tv)),
+                          dict(widths=w, values=[float(r["test_loss"]) for r in rs], style="--", label=f"test loss{test_tag}")]
         starts, bad = _starts(w, obj), optimisation_failures(w, obj, FAIL_TOL)
-        out += [{"panel": "mnist", "lam": lam, "width": wi, "objective": o, "train_loss": float(r["train_loss"]),
-                 "test_loss": float(r["test_loss"]), "wall_time_s": float(r["wall_time_s"]),
-                 "not_at_minimum": wi in bad, **{f"plateau_start_{k}": v for k, v in starts.items()}}
-                for wi, o, r in zip(w, obj, rs)]
-    rs, w, obj, tw, tv = width_curve(teacher)
-    lam = float(teacher[0]["train.lam"]) if teacher[0].get("train.lam") not in (None, "") else 1e-6
-    right += [dict(widths=w, values=obj, label="train objective (best of trials)", trials=(tw, tv)),
-              dict(widths=w, values=[float(r["test_loss"]) for r in rs], style="--", label="test loss (best trial)")]
-    starts, bad = _starts(w, obj), optimisation_failures(w, obj, FAIL_TOL)
-    out += [{"panel": "teacher", "lam": lam, "width": wi, "objective": o, "train_loss": float(r["train_loss"]),
-             "test_loss": float(r["test_loss"]), "wall_time_s": float(r["wall_time_s"]), "not_at_minimum": wi in bad,
-             "trial_objectives": " ".join(f"{v:.6g}" for ww, v in zip(tw, tv) if ww == wi),
-             **{f"plateau_start_{k}": v for k, v in starts.items()}} for wi, o, r in zip(w, obj, rs)]
+        out += [{"panel": panel, "lam": lam, "width": wi, "objective": o, "train_loss": float(r["train_loss"]),
+                 "test_loss": float(r["test_loss"]), "wall_time_s": float(r["wall_time_s"]), "not_at_minimum": wi in bad,
+                 "trial_objectives": " ".join(f"{v:.6g}" for ww, v in zip(tw, tv) if ww == wi),
+                 **{f"plateau_start_{k}": v for k, v in starts.items()}} for wi, o, r in zip(w, obj, rs)]
     out[0]["_panels"] = [
-        dict(series=left, title=f"MNIST ({mode[FIG_ID]}: N = {_n_train(mnist)}), cross-entropy, L = 3", ylabel="loss"),
-        dict(series=right, title=f"teacher ({mode[FIG_ID + '-teacher']}: N = {_n_train(teacher)}; depth 3, width 10), "
-                                 f"MSE, λ = {lam:g}", ylabel="loss")]
+        dict(series=series["mnist"], title=f"MNIST ({mode[FIG_ID]}: N = {_n_train(mnist)}), cross-entropy, L = 3",
+             ylabel="loss"),
+        dict(series=series["teacher"], title=f"teacher ({mode[FIG_ID + '-teacher']}: N = {_n_train(teacher)}; depth 3, "
+                                             f"width 10), MSE, λ = {lam_t:g}", ylabel="loss")]
     return out
 
 

@@ -38,8 +38,8 @@ def compute(runs) -> list[dict]:
     """One row per (seed, N, depth): norms, hidden and Jacobian ranks against f*'s, and the KRR baseline of that N."""
     table, krr = [], {}
     for run in sorted(runs, key=lambda r: (r.spec.seed, r.data.x_train.shape[0], r.model.depth)):
-        model, data, summ, spec = run.model, run.data, run.summary, run.spec
-        L, N, k = model.depth, data.x_train.shape[0], data.meta["k"]
+        data, summ, spec = run.data, run.summary, run.spec
+        L, N, k = run.model.depth, data.x_train.shape[0], data.meta["k"]
         hidden, _, jac, true_r = spectra(run)
         ranks = [numerical_rank(s, TAU) for s in hidden]
         b = int(np.argmin(ranks))
@@ -58,9 +58,7 @@ def compute(runs) -> list[dict]:
                       "jacobian_rank_equals_true": int(np.sum(jac_r == true_r)),
                       "true_jacobian_ranks": " ".join(map(str, true_r)),
                       "krr_jacobian_rank": kr, "krr_jacobian_rank_1e-3": kr3, "krr_jacobian_gap_median": kgap,
-                      "train_loss": summ["train_loss"], "test_loss": summ.get("test_loss"), "krr_test_loss": ktest,
-                      "critical_point": summ.get("critical_point"), "steps": summ["steps"],
-                      "wall_time_s": summ["wall_time_s"]})
+                      "krr_test_loss": ktest, **run.columns("test_loss")})
     return table
 
 

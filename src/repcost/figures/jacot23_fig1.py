@@ -68,12 +68,11 @@ def _run_rows(run) -> list[dict]:
     rows += [{"kind": "balance", "layer": b.layer, "lhs": b.u, "rhs": b.v, "gap": b.gap} for b in bal]
     middle = [ell for ell in range(1, L) if L / 4 <= ell <= 3 * L / 4]
     npd = summ["param_sq_norm_per_depth"]
-    rows.append({"kind": "summary", "k": k, "param_sq_norm_per_depth": npd, "train_loss": summ["train_loss"],
-                 "test_loss": summ.get("test_loss"), "steps": summ["steps"], "wall_time_s": summ["wall_time_s"],
+    rows.append({"kind": "summary", "k": k, **run.columns("param_sq_norm_per_depth", "test_loss"),
                  "middle_layers": " ".join(map(str, middle)),
                  "middle_max_ratio": max(ratio(hidden[ell - 1], k) for ell in middle),
                  "jacobian_rank_equals_true": int(np.sum(net_r == true_r)), "n_points": len(jac),
-                 "prop12_gap_max": max(b.gap for b in bal), "critical_point": summ.get("critical_point"),
+                 "prop12_gap_max": max(b.gap for b in bal),
                  "_hidden": hidden, "_weights": weights, "_jac": jac,
                  "_title": f"L={L}, width {spec.model.width}, N={data.x_train.shape[0]}, λ={spec.train.lam:g}, "
                            f"steps={summ['steps']}, ‖θ‖²/L={npd:.1f}, train MSE={summ['train_loss']:.3g}"})

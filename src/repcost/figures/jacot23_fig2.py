@@ -33,20 +33,18 @@ def compute(runs) -> list[dict]:
     """One row per (depth, λ): tripoints in the wide and the data window, accuracy; the grid for the plot."""
     rows = []
     for run in sorted(runs, key=lambda r: (r.spec.model.depth, r.spec.train.lam)):
-        model, data, summ, spec = run.model, run.data, run.summary, run.spec
+        model, data, summ = run.model, run.data, run.summary
         x, y = data.x_train.numpy(), data.y_train.numpy()
         g, sep = _grid(model, x, MARGIN)
         tp_raw, tp = count_tripoints(g), count_tripoints(g, min_separation=sep)
         g0, sep0 = _grid(model, x, MARGIN_DATA)
         tp0 = count_tripoints(g0, min_separation=sep0)
         acc = float((model(data.x_train).argmax(1) == data.y_train).double().mean())
-        L, lam = model.depth, spec.train.lam
+        L, lam = model.depth, run.spec.train.lam
         rows.append({"depth": L, "lam": lam, "tripoints": tp.count, "tripoints_unfiltered": tp_raw.count,
                      "tripoints_data_window": tp0.count,
                      "tripoint_xy": ";".join(f"{p[0]:.2f},{p[1]:.2f}" for p in tp.points),
-                     "train_acc": acc, "train_loss": summ["train_loss"], "test_loss": summ.get("test_loss"),
-                     "param_sq_norm_per_depth": summ["param_sq_norm_per_depth"], "steps": summ["steps"],
-                     "critical_point": summ.get("critical_point"), "wall_time_s": summ["wall_time_s"],
+                     "train_acc": acc, **run.columns("test_loss", "param_sq_norm_per_depth"),
                      "_panel": {"labels": g.labels, "extent": g.extent, "x": x, "y": y, "n_classes": data.n_classes,
                                 "tripoints": tp.points,
                                 "title": f"L={L}, λ={lam:g}: {tp.count} tripoint(s), train acc {acc:.2f}, "

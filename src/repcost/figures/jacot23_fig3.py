@@ -32,7 +32,6 @@ PCA_KS = (25, 50, 100, 200)  # rank-k linear projections: the best linear denois
 RANK_TOL = 1e-2  # Jacobian rank: count s_i > RANK_TOL · s_1 (as jacot23-depth)
 N_JAC = 20  # clean test images at which the MNIST autoencoders' Jacobians are taken (784 x 784 each)
 N_NEAREST = 1000  # noisy test images whose outputs are compared with every training image (nearest_train_ratio)
-RUN_KEYS = ("train_loss", "param_sq_norm_per_depth", "critical_point", "steps", "wall_time_s")  # each net's row reports
 CLAIM = ("Paper: deep autoencoders are naturally denoising, shallow ones are not (target: deep ratio <= 0.5 and "
          "below the shallow ratio).")
 
@@ -48,7 +47,7 @@ def inputs(args):
 def _mnist(runs, rows: list[dict], plot: dict) -> None:
     clean = data = None
     for run in runs:
-        model, data, summ = run.model, run.data, run.summary
+        model, data = run.model, run.data
         L, clean = model.depth, data.y_test.numpy()
         recon = denoising(model, clean, clean)  # noise-free reconstruction error (d_in = 0)
         s = jacobian_spectra(model, clean[:N_JAC])  # §5: Jf(x) should be the projection onto the tangent space
@@ -62,7 +61,7 @@ def _mnist(runs, rows: list[dict], plot: dict) -> None:
             near = denoising(model, noisy[:N_NEAREST], distance=lambda p: nearest_distance(p, data.y_train.numpy()))
             rows.append({"panel": "A mnist", "seed": run.spec.seed, "depth": L, "sigma": sigma, **d.summary(),
                          "nearest_train_ratio": near.ratio, "clean_recon_err": float(recon.d_out.mean()), **js,
-                         **{k: summ.get(k) for k in RUN_KEYS}})
+                         **run.columns("param_sq_norm_per_depth")})
             if sigma == MNIST_SIGMA and run.spec.seed == runs[0].spec.seed:  # a row of images each: label -> images
                 plot["images"].setdefault(f"noisy σ={sigma}", noisy[:N_SHOW])
                 plot["images"][f"L={L} output"] = d.outputs[:N_SHOW]
@@ -80,14 +79,14 @@ def _mnist(runs, rows: list[dict], plot: dict) -> None:
 
 def _curve(runs, rows: list[dict], plot: dict) -> None:
     for run in runs:
-        model, data, summ, cfg = run.model, run.data, run.summary, run.spec.data
+        model, data, cfg = run.model, run.data, run.spec.data
         L = model.depth
         dist = lambda p, cfg=cfg: distance_to_curve(cfg, p)  # noqa: E731
         d = denoising(model, add_noise(data.y_test.numpy(), CURVE_SIGMA, seed=1), distance=dist)
         uni = np.random.default_rng(2).uniform(-1.2, 1.2, size=(400, 2))
         du = denoising(model, uni, distance=dist)
         rows.append({"panel": "B/C curve", "seed": run.spec.seed, "depth": L, "sigma": CURVE_SIGMA, **d.summary(),
-                     **du.summary("uniform_"), **{k: summ.get(k) for k in RUN_KEYS}})
+                     **du.summary("uniform_"), **run.columns("param_sq_norm_per_depth")})
         if run.spec.seed != runs[0].spec.seed:
             continue
         # as the paper's panels B, C: random inputs in the plane and where the autoencoder maps them

@@ -29,17 +29,14 @@ def compute(runs) -> list[dict]:
     grid = np.stack([m.ravel() for m in np.meshgrid(g, g)], axis=1)
     rows = []
     for run in sorted(runs, key=lambda r: (r.model.depth, r.spec.seed)):
-        model, data, summ, spec = run.model, run.data, run.summary, run.spec
-        net = net_from_model(model)
+        data, spec = run.data, run.spec
+        net = net_from_model(run.model)
         u = np.asarray(data.meta["direction"])
         al = alignment_summary(net, u)
-        rows.append({"L": model.depth, "seed": spec.seed, "width": spec.model.width, "lam": spec.train.lam,
-                     "train_loss": summ["train_loss"], "steps": summ["steps"], "wall_time_s": summ["wall_time_s"],
-                     "C_L": summ["cost"], "R2": path_norm(net.W, net.a), "R3": phi_L(net.W, net.a, 3),
-                     "n_units": al["n_units"], "s2_over_s1": al["s2_over_s1"],
-                     "v1_angle_to_u_deg": al["v1_angle_to_w0_deg"],
-                     "perp_variation": directional_variation(net, grid, u),
-                     "critical_point": summ.get("critical_point"),
+        rows.append({"L": run.model.depth, "seed": spec.seed, "width": spec.model.width, "lam": spec.train.lam,
+                     **run.columns(), "C_L": run.summary["cost"], "R2": path_norm(net.W, net.a),
+                     "R3": phi_L(net.W, net.a, 3), "n_units": al["n_units"], "s2_over_s1": al["s2_over_s1"],
+                     "v1_angle_to_u_deg": al["v1_angle_to_w0_deg"], "perp_variation": directional_variation(net, grid, u),
                      "_surface": grid_values(net, lim=1.0), "_s": al["s"], "_x": data.x_train.numpy(),
                      "_y": data.y_train.numpy()[:, 0], "_u": u})
     return rows

@@ -36,20 +36,15 @@ def compute(runs) -> list[dict]:
     rows, per_angle = [], {}
     min_seed = min(r.spec.seed for r in runs)
     for r in runs:
-        model, data, summ, spec = r.model, r.data, r.summary, r.spec
-        ang = float(data.meta["angle"])
-        key = round(ang / math.pi, 4)
+        model, data, spec = r.model, r.data, r.spec
+        key = round(float(data.meta["angle"]) / math.pi, 4)
         net = net_from_model(model)
-        w1, w2 = data.meta["w1"], data.meta["w2"]
-        al = alignment_summary(net, data.meta["w0"], [w1, w2])
+        al = alignment_summary(net, data.meta["w0"], [data.meta["w1"], data.meta["w2"]])
         rows.append({"kind": "trained", "angle_pi": key, "L": model.depth, "seed": spec.seed,
-                     "width": spec.model.width, "lam": spec.train.lam, "train_loss": summ["train_loss"],
-                     "steps": summ["steps"], "wall_time_s": summ["wall_time_s"], "C_L": summ["cost"],
-                     "R2": path_norm(net.W, net.a), "R3": phi_L(net.W, net.a, 3),
-                     "n_units": al["n_units"], "s2_over_s1": al["s2_over_s1"],
-                     "v1_angle_to_w0_deg": al["v1_angle_to_w0_deg"],
-                     "unit_angle_to_rays_deg": al["unit_angle_to_rays_deg"],
-                     "critical_point": summ.get("critical_point")})
+                     "width": spec.model.width, "lam": spec.train.lam, **r.columns(), "C_L": r.summary["cost"],
+                     "R2": path_norm(net.W, net.a), "R3": phi_L(net.W, net.a, 3), "n_units": al["n_units"],
+                     "s2_over_s1": al["s2_over_s1"], "v1_angle_to_w0_deg": al["v1_angle_to_w0_deg"],
+                     "unit_angle_to_rays_deg": al["unit_angle_to_rays_deg"]})
         slot = per_angle.setdefault(key, {"data": data, "nets": {}})
         if spec.seed == min_seed:
             slot["nets"][model.depth] = net
@@ -112,12 +107,8 @@ def table(rows: list[dict]) -> list[str]:
 
 def verdict(rows: list[dict], full: bool) -> Verdict:
     """Every L = 3 net rank one along w0, every L = 2 net's units along the rays (the targets above)."""
-    ok = True
-    for r in rows:
-        if r["kind"] != "trained":
-            continue
-        if r["L"] == 3:
-            ok &= r["s2_over_s1"] < TARGET["s2_over_s1"] and r["v1_angle_to_w0_deg"] < TARGET["v1_deg"]
-        elif r["L"] == 2:
-            ok &= r["unit_angle_to_rays_deg"] < TARGET["units_deg"]
+    trained = [r for r in rows if r["kind"] == "trained"]
+    ok = all(r["s2_over_s1"] < TARGET["s2_over_s1"] and r["v1_angle_to_w0_deg"] < TARGET["v1_deg"]
+             for r in trained if r["L"] == 3)
+    ok &= all(r["unit_angle_to_rays_deg"] < TARGET["units_deg"] for r in trained if r["L"] == 2)
     return quick_verdict(ok, table(rows), full, FIG_ID)

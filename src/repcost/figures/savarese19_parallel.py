@@ -26,9 +26,9 @@ def compute(runs) -> list[dict]:
     """One row per depth; `_bar` (normalised α) and `_gap` (active sub-networks' Cor C.2 gaps) for the plot."""
     rows = []
     for run in sorted(runs, key=lambda r: r.spec.model.depth):
-        model, data, summary, spec = run.model, run.data, run.summary, run.spec
-        N, L = data.x_train.shape[0], spec.model.depth
-        Ws, alpha = [as_f64(w) for w in model.sub], as_f64(model.alpha)[0]
+        spec, cost = run.spec, run.summary["cost"]
+        N, L = run.data.x_train.shape[0], spec.model.depth
+        Ws, alpha = [as_f64(w) for w in run.model.sub], as_f64(run.model.alpha)[0]
         bar = parallel_alpha_normalised(Ws, alpha)
         top = np.abs(bar).max(initial=0.0)
         on = np.abs(bar) > REL_TOL * top if top > 0 else np.zeros(bar.size, bool)
@@ -37,14 +37,10 @@ def compute(runs) -> list[dict]:
         rows.append({"depth_L": L, "n_points_N": N, "n_subnets_k": spec.model.n_subnets, "width_m": spec.model.width,
                      "active_subnets": int(on.sum()),
                      "active_at_1e-2": int(np.sum(np.abs(bar) > 1e-2 * top)) if top > 0 else 0,
-                     "l2L_quasinorm": q, "C_L": summary["cost"],
-                     "C_L_over_quasinorm": summary["cost"] / q if q > 0 else float("nan"),
+                     "l2L_quasinorm": q, "C_L": cost, "C_L_over_quasinorm": cost / q if q > 0 else float("nan"),
                      "balance_gap_median_active": float(np.median(gap)) if gap.size else float("nan"),
                      "balance_gap_max_active": float(np.max(gap)) if gap.size else float("nan"),
-                     "train_loss": summary["train_loss"], "objective": summary["objective"],
-                     "critical_point": summary.get("critical_point"), "steps": summary["steps"],
-                     "wall_time_s": summary["wall_time_s"], "lam": spec.train.lam, "path": run.path,
-                     "_bar": bar, "_gap": gap})
+                     **run.columns("objective"), "lam": spec.train.lam, "path": run.path, "_bar": bar, "_gap": gap})
     return rows
 
 

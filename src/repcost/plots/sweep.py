@@ -84,18 +84,6 @@ def aggregate(rows: Sequence[dict], x: str, y: str, hue: str | None = None) -> l
     return out
 
 
-def _integer_ticks(ax, x: bool, y: bool) -> None:
-    """Integer ticks on the asked axes (MaxNLocator), or the single value itself where an axis has only one."""
-    from matplotlib.ticker import FixedLocator, MaxNLocator
-
-    for on, axis, data in ((x, ax.xaxis, [ln.get_xdata() for ln in ax.lines]),
-                           (y, ax.yaxis, [ln.get_ydata() for ln in ax.lines])):
-        if not on:
-            continue
-        values = np.unique(np.concatenate([np.asarray(d, dtype=float) for d in data])) if data else []
-        axis.set_major_locator(FixedLocator(values) if len(values) == 1 else MaxNLocator(integer=True))
-
-
 def sweep_figure(series: Sequence[Series], x: str, y: str, logx: bool = False, logy: bool = False,
                  title: str | None = None, xlabel: str | None = None, ylabel: str | None = None):
     """Mean of y against x per hue group, the min–max band over the grouped runs, and every run as a dot;
@@ -142,14 +130,20 @@ def curves_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], x: str, 
 
 def _finish(fig, ax, logx: bool, logy: bool, integer_x: bool, integer_y: bool, xlabel: str, ylabel: str, title: str,
             legend_size: int | None):
-    """Log scales, integer ticks on the linear axes asked for, the labels and the legend (None: none); laid out."""
+    """Log scales, integer ticks on the linear axes asked for (MaxNLocator, or the single value itself where an axis
+    has only one), the labels and the legend (None: none); laid out."""
+    from matplotlib.ticker import FixedLocator, MaxNLocator
+
     if logx:
-        ax.set_xscale("log")
+        ax.set_xscale("log")  # only then: setting a scale resets the tick locators a categorical axis was given
     if logy:
         ax.set_yscale("log")
-    _integer_ticks(ax, x=integer_x and not logx, y=integer_y and not logy)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    for on, axis, data in ((integer_x and not logx, ax.xaxis, [ln.get_xdata() for ln in ax.lines]),
+                           (integer_y and not logy, ax.yaxis, [ln.get_ydata() for ln in ax.lines])):
+        if on:
+            values = np.unique(np.concatenate([np.asarray(d, dtype=float) for d in data])) if data else []
+            axis.set_major_locator(FixedLocator(values) if len(values) == 1 else MaxNLocator(integer=True))
+    ax.set(xlabel=xlabel, ylabel=ylabel)
     ax.set_title(title, fontsize=9)
     if legend_size:
         ax.legend(fontsize=legend_size)
