@@ -231,7 +231,7 @@ def test_relu_net_1d_cost_hand_example():
     np.testing.assert_allclose(f.knots, [0.0, 1.0, 2.0])
     np.testing.assert_allclose(f.jumps, [2.0, -1.0, 8.0])
     # f′(−∞) = 0.5 + (−1)(−1) + 1·(−2) = −0.5 ; f′(+∞) = 0.5 + 2 + 6 = 8.5
-    assert f.left_slope == pytest.approx(-0.5) and f.right_slope == pytest.approx(8.5)
+    assert f.slopes[0] == pytest.approx(-0.5) and f.slopes[-1] == pytest.approx(8.5)
     assert relu_net_1d_cost(w, b, a, c=1.0) == pytest.approx(max(11.0, 8.0))
     xs = np.linspace(-3, 5, 41)
     direct = np.maximum(np.outer(xs, w) + b, 0) @ a + 1.0
@@ -269,7 +269,7 @@ def test_spline_min_cost_matches_interpolant(seed):
     np.testing.assert_allclose(f(x), y, atol=1e-12)
     cost = spline_min_cost(x, y)
     assert cost == pytest.approx(f.rbar(), abs=1e-12)
-    assert cost == pytest.approx(_interpolated(f.knots, f.values, f.left_slope, f.right_slope).rbar(),
+    assert cost == pytest.approx(_interpolated(f.knots, f.values, f.slopes[0], f.slopes[-1]).rbar(),
                                  abs=1e-12)
     xs = np.sort(x)
     assert cost == pytest.approx(_brute_force_27(xs, y[np.argsort(x)]), abs=1e-7)
@@ -290,7 +290,7 @@ def test_spline_collinear_data_hand_check():
     line = _interpolated(x, y, m, m)
     assert line.rbar() == pytest.approx(2 * abs(m))
     f = linear_spline_interpolant(x, y)
-    assert f.left_slope == pytest.approx(m / 2) and f.right_slope == pytest.approx(m / 2)
+    assert f.slopes[0] == pytest.approx(m / 2) and f.slopes[-1] == pytest.approx(m / 2)
     assert spline_min_cost([1.0], [3.0]) == 0.0
 
 

@@ -45,7 +45,7 @@ def test_deep_net_function_matches_forward_everywhere():
         # outer slopes are the slopes of the function far away
         far = np.array([lo - 100.0, lo - 99.0, hi + 99.0, hi + 100.0])
         y = _forward(Ws, bs, far, slope)
-        np.testing.assert_allclose([y[1] - y[0], y[3] - y[2]], [f.left_slope, f.right_slope], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose([y[1] - y[0], y[3] - y[2]], [f.slopes[0], f.slopes[-1]], rtol=1e-9, atol=1e-9)
         # R̄ from the exact kinks agrees with a fine grid covering every kink
         grid = np.sort(np.concatenate([x, f.knots - 1e-7, f.knots + 1e-7]))
         assert abs(f.rbar() - rbar_on_grid(grid, _forward(Ws, bs, grid, slope))) < 1e-4 * max(1.0, f.rbar())

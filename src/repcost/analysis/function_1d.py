@@ -32,23 +32,13 @@ class PiecewiseLinear1D:
     slopes: np.ndarray  # (M+1,), slopes[0] = f′(−∞), slopes[i] on (knots[i-1], knots[i]), slopes[M] = f′(+∞)
 
     @property
-    def left_slope(self) -> float:
-        """f′(−∞)."""
-        return float(self.slopes[0])
-
-    @property
-    def right_slope(self) -> float:
-        """f′(+∞)."""
-        return float(self.slopes[-1])
-
-    @property
     def jumps(self) -> np.ndarray:
         """Slope jumps u_i = f′(x_i⁺) − f′(x_i⁻) at the knots (the point masses of f″)."""
         return np.diff(self.slopes)
 
     def rbar(self) -> float:
         """R̄(f) = max(∫|f″|, |f′(−∞) + f′(+∞)|) (Savarese Thm 3.1), ∫|f″| = Σ_i |u_i| the total variation of f′."""
-        return max(float(np.sum(np.abs(self.jumps))), abs(self.left_slope + self.right_slope))
+        return max(float(np.sum(np.abs(self.jumps))), abs(float(self.slopes[0]) + float(self.slopes[-1])))
 
     def __call__(self, x):
         """Evaluate f at x (numpy in, numpy out; same shape as x)."""

@@ -134,7 +134,7 @@ def min_norm_relu_net_1d(f: PiecewiseLinear1D) -> TwoLayerNet:
     [x_i − x]₊ get α(−1) = (α₊ − α₋)/2.
     """
     u = f.jumps
-    S = f.left_slope + f.right_slope
+    S = float(f.slopes[0]) + float(f.slopes[-1])  # f′(−∞) + f′(+∞)
     U = float(np.sum(np.abs(u)))
     if abs(S) <= U:
         alpha_minus, extra = (S / U) * np.abs(u) if U > 0 else np.zeros_like(u), 0.0
