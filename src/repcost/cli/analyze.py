@@ -23,7 +23,6 @@ from ..data import load_data
 from ..errors import OneLineParser, RepcostError
 from ..runio import atomic_write_json
 from ..places import is_run_dir
-from ..renamed import config_keys
 from ..rundir import CHECKPOINT
 
 GROUPS = ("model", "data", "train", "analysis")
@@ -60,16 +59,14 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, co
     from ..provenance import provenance
 
     run_dir = Path(run_dir)
-    cfg_path = run_dir / ".hydra" / "config.yaml"
-    if not cfg_path.exists() or not checkpoint_file(run_dir).exists():
+    if not (run_dir / ".hydra" / "config.yaml").exists() or not checkpoint_file(run_dir).exists():
         raise RepcostError(f"{run_dir} is not a repcost run directory (needs .hydra/config.yaml and {CHECKPOINT})")
     target = check_out(Path(out_dir)) if out_dir else _new_reanalysis_dir(run_dir)
-    cfg = OmegaConf.create(config_keys(OmegaConf.to_container(OmegaConf.load(cfg_path))))
-    cfg = apply_overrides(cfg, overrides, check_config_dirs(config_dirs, "--config-dir"))
+    run = load_run(run_dir)
+    cfg = apply_overrides(OmegaConf.create(run.config), overrides, check_config_dirs(config_dirs, "--config-dir"))
     cfg.device = "cpu"  # the analyses run on the CPU, whatever device the run trained on
     spec = validate(cfg)
     data = load_data(spec.data)
-    run = load_run(run_dir)
     model = run.model(spec.torch_dtype, spec=spec, data=data)
     data = data.to(spec.torch_dtype, "cpu")
     scalars = AnalysisRunner(spec.analysis, model, data, target).final(model)
