@@ -47,11 +47,11 @@ MAX_ITER = 300  # L-BFGS-B iterations of the matrix-free solve
 class _Slopes(TorchFunctionMode):
     """ReLU / leaky ReLU calls with the kinked entries' slopes taken from `slopes` (None: find the kinks)."""
 
-    def __init__(self, masks: list | None = None, slopes: torch.Tensor | None = None):
+    def __init__(self, masks: list | None = None, slopes: torch.Tensor | None = None, pieces: bool = False):
         super().__init__()
-        self.masks, self.slopes = masks, slopes
+        self.masks, self.slopes, self.pieces = masks, slopes, pieces  # pieces: masked entries output s·z (smooth)
         self.found: list[tuple[torch.Tensor, float]] = []  # per call: kink mask, lower slope
-        self.inputs: list[torch.Tensor] = []  # per call (without masks): the pre-activations (on the graph if any)
+        self.inputs: list[torch.Tensor] = []  # per call: the pre-activations (on the graph if any)
         self.outputs: list[torch.Tensor] = []  # per call (with masks): the activation's output
         self.call, self.at = 0, 0
 
@@ -75,6 +75,7 @@ class _Slopes(TorchFunctionMode):
             return out
         mask = self.masks[self.call]
         self.call += 1
+        self.inputs.append(z)
         n = int(mask.sum())
         if n == 0:
             self.outputs.append(out)
@@ -83,7 +84,7 @@ class _Slopes(TorchFunctionMode):
         s[mask] = self.slopes[self.at:self.at + n].to(z)  # dtype and device (the slopes come from numpy)
         self.at += n
         zd = z.detach()
-        kinked = (F.leaky_relu(zd, lo) if lo else torch.relu(zd)) + s * (z - zd)
+        kinked = s * z if self.pieces else (F.leaky_relu(zd, lo) if lo else torch.relu(zd)) + s * (z - zd)
         self.outputs.append(torch.where(mask, kinked, out))
         return self.outputs[-1]
 

@@ -4,12 +4,19 @@ Units that weight decay has cut off (no output on the data, or no outgoing weigh
 geometrically but never reach 0, and every one of their pre-activations sits on a kink, where no smooth method
 settles. They are removed exactly (`remove_dead_units`): their parameters set to 0, which changes neither the
 function on the data nor, beyond that contribution, the objective; their gradient is then 0, so they stay there.
-Then full-batch L-BFGS with a strong-Wolfe line search runs in float64 until it stalls (or its iteration and time
-budgets end).
-
-Live units that put pre-activations on the kink z = 0 at data points (Jacot et al. 2022 Prop 1: the minimiser is
-a function of the pre-activations, and a kink is part of it) are not treated here: the critical-point certificate
-measures them (analysis/clarke.py). What the polish reaches is measured, not promised (docs/usage.md).
+Then live units that put pre-activations on the kink z = 0 at data points (Jacot et al. 2022 Prop 1: the minimiser is
+a function of the pre-activations, and a kink is part of it) are treated by an active-set augmented Lagrangian: the
+certificate's kinks (analysis/clarke.py, its finder and KINK_TOL) are held, z_j(θ) = 0 as equality constraints with the
+held entries' output fixed at a·z (a: the leaky slope, 0 for ReLU), the entries released from the kink kept on their
+side's piece, and full-batch float64 L-BFGS (strong Wolfe) minimises objective + ν·z + ρ/2·‖z‖² over the held entries.
+After each inner solve the multipliers step (ν += ρz) and give each held kink its slope s_j = a + ν_j/(∂obj/∂out_j); a
+kink whose slope leaves [a, 1] is released to the side the slope points to (above 1: z > 0 lowers the objective), an
+entry that crossed 0 is held, new kinks are taken in. The gradient at the slopes clipped to [a, 1] is an element of
+the certificate's set, so its norm over the penalty's pull bounds the certificate's Clarke measure: the polish stops
+once it is at most TOL, or at its iteration and time budgets, and keeps the point of least measure (never one of
+higher objective than it started from). Nearly parallel units of one layer merge only slowly (a weakly curved valley):
+there the measure falls slowly whatever the kinks do. What the polish reaches is measured, not promised
+(docs/usage.md).
 """
 
 from __future__ import annotations
@@ -23,12 +30,17 @@ from dataclasses import dataclass
 import torch
 
 from ..analysis.arrays import float64_inputs, float64_model
-from ..objective import objective
+from ..analysis.clarke import _kinked, _Slopes
+from ..objective import objective, reg_scale_factor
 
 log = logging.getLogger(__name__)
 
 DEAD = 1e-12  # a unit whose output into the next layer is at most this fraction of its layer's largest is removed
-CHUNK = 100  # L-BFGS iterations between progress lines and time checks
+CHUNK = 100  # L-BFGS iterations between time checks
+TOL = 1e-7  # the polish stops once the gradient at the multipliers' slopes is at most this fraction of the penalty's pull
+RHO = 1e3  # the augmented Lagrangian's first penalty on the held pre-activations (×10 while they do not shrink 4×)
+INNER = 200  # L-BFGS iterations at most between multiplier updates
+RELEASE = 1e-3  # a held kink is released once its slope is this far outside [a, 1]
 
 
 @dataclass
@@ -40,6 +52,7 @@ class PolishResult:
     objective_start: float
     objective_end: float
     seconds: float
+    clarke: float  # the gradient norm at the multipliers' slopes, relative to the penalty's pull
 
 
 def _unit_entries(model, layer: int, units: torch.Tensor) -> list[torch.Tensor]:
@@ -85,9 +98,9 @@ def remove_dead_units(model, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
 
 
 def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float) -> int:
-    """Full-batch L-BFGS with a strong-Wolfe line search, CHUNK iterations at a time (a progress line and a time check
-    between chunks), until it stalls, `iterations` or `deadline`; returns the iterations done. Removed units stay at 0:
-    their gradient is 0."""
+    """Full-batch L-BFGS with a strong-Wolfe line search on `value`, CHUNK iterations at a time (a time check between
+    chunks), until it stalls, `iterations` or `deadline`; returns the iterations done. Removed units stay at 0: their
+    gradient is 0."""
     opt = torch.optim.LBFGS(params, lr=1.0, history_size=100, line_search_fn="strong_wolfe", tolerance_grad=0.0,
                             tolerance_change=1e-16)
 
@@ -105,35 +118,119 @@ def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float
         opt.step(closure)
         stalled = opt.state[params[0]]["n_iter"] - done < chunk  # it stopped on its own tolerance
         done = opt.state[params[0]]["n_iter"]
-        with torch.no_grad():
-            log.info("polish: %d L-BFGS iterations, objective %.12g", done, float(value()))
         if stalled:
             break
     opt.zero_grad(set_to_none=True)
     return done
 
 
+class _ActiveSet:
+    """The kinked pre-activations' pattern: per activation call, the entries tracked (`track`), those held on the kink
+    (`held`, with multipliers `nu`) and the slope of each tracked entry's piece (`slope`: 1 above, the leaky a below
+    and on the kink, whose slope comes from `nu`); untracked entries keep the activation itself."""
+
+    def __init__(self, model, x, y, loss, lam, reg_scale):
+        self.model, self.x, self.y, self.loss, self.lam, self.reg_scale = model, x, y, loss, lam, reg_scale
+        finder = _Slopes()
+        with torch.no_grad(), finder:
+            model(x)
+        self.lo = [a for _, a in finder.found]
+        self.track = [torch.zeros_like(m) for m, _ in finder.found]
+        self.held = [t.clone() for t in self.track]
+        self.slope = [torch.full(t.shape, a, dtype=x.dtype) for t, a in zip(self.track, self.lo)]
+        self.nu = [torch.zeros_like(s) for s in self.slope]
+        self.take_kinks()
+
+    def take_kinks(self) -> None:
+        """The certificate's kinks (live units, data points) not yet tracked are held."""
+        _, masks, _, _ = _kinked(self.model, self.x, self.y, self.loss, self.lam, self.reg_scale)
+        for i, m in enumerate(masks):
+            new = m & ~self.track[i]
+            self.track[i], self.held[i] = self.track[i] | new, self.held[i] | new
+            self.slope[i] = torch.where(new, self.lo[i], self.slope[i])
+
+    def run(self, slopes: list[torch.Tensor] | None = None):
+        """(objective, Σ‖p‖², mode): every tracked pre-activation on its piece, or (with `slopes`) the held ones at these
+        slopes and every other one through the activation itself."""
+        masks, s = (self.track, self.slope) if slopes is None else (self.held, slopes)  # else the activation itself
+        mode = _Slopes(masks, torch.cat([v[t] for v, t in zip(s, masks)]), pieces=True)
+        with mode:
+            obj, _, sq = objective(self.model, self.x, self.y, self.loss, self.lam, self.reg_scale)
+        return obj, sq.detach(), mode
+
+    def lagrangian(self, rho: float) -> torch.Tensor:
+        """The augmented Lagrangian: the objective on the pattern's pieces, + ν·z + ρ/2·‖z‖² over the held entries."""
+        obj, _, mode = self.run()
+        z = torch.cat([zi[h] for zi, h in zip(mode.inputs, self.held)])
+        nu = torch.cat([v[h] for v, h in zip(self.nu, self.held)])
+        return obj + (nu * z).sum() + 0.5 * rho * (z * z).sum()
+
+    def update(self, rho: float) -> tuple[float, float, int]:
+        """Multipliers stepped, slopes read off them (s = a + ν/(∂obj/∂out)), kinks whose slope leaves [a, 1] released
+        to the side it points to, entries that crossed 0 held; returns the held |z| at most (relative to its unit's
+        largest |z| over the data), the gradient norm at the slopes
+        clipped to [a, 1] (an element of the certificate's set) relative to the penalty's pull, and the kinks held."""
+        with torch.enable_grad():
+            obj, _, mode = self.run()
+            signal = torch.autograd.grad(obj, mode.outputs)
+        far, slopes = 0.0, []
+        for i, (z, g) in enumerate(zip(mode.inputs, signal)):
+            z, h, lo = z.detach(), self.held[i], self.lo[i]
+            scale = z.abs().reshape(-1, z.shape[-1]).amax(0)
+            far = max([far] + (z.abs() / scale.clamp_min(1e-300))[h].tolist())
+            nu = torch.where(h, self.nu[i] + rho * z, 0.0)
+            s = torch.where(g != 0, lo + nu / torch.where(g != 0, g, 1.0), lo)
+            up, down = h & (s > 1 + RELEASE), h & (s < lo - RELEASE)
+            crossed = self.track[i] & ~h & (((self.slope[i] == 1) & (z < 0)) | ((self.slope[i] != 1) & (z > 0)))
+            self.slope[i] = torch.where(up, 1.0, torch.where(down | crossed, lo, self.slope[i]))
+            self.held[i] = (h & ~up & ~down) | crossed
+            self.nu[i] = torch.where(self.held[i], nu, 0.0)
+            slopes.append(s.clamp(lo, 1.0))
+        self.take_kinks()
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        with torch.enable_grad():
+            obj, sq, _ = self.run(slopes)
+            grad = torch.autograd.grad(obj, params, allow_unused=True)
+        pull = 2.0 * self.lam * reg_scale_factor(self.reg_scale, self.model.depth) * math.sqrt(float(sq))
+        norm = math.sqrt(sum(float((g * g).sum()) for g in grad if g is not None))
+        return far, norm / pull if pull > 0 else norm, sum(int(h.sum()) for h in self.held)
+
+
 def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str, iterations: int,
            seconds: float = math.inf) -> PolishResult:
-    """Polish `model` in place (module docstring): dead units removed, then at most `iterations` L-BFGS iterations
-    within `seconds` seconds. Runs in float64 on the model's device; the parameters are written back in the model's
-    dtype."""
+    """Polish `model` in place (module docstring): dead units removed, then the active-set method with at most
+    `iterations` L-BFGS iterations in all within `seconds` seconds, until the gradient at the multipliers' slopes is
+    at most TOL of the penalty's pull. Runs in float64 on the model's device; the parameters are written back in the
+    model's dtype."""
     t0 = time.perf_counter()
     target, model = model, float64_model(model)
     x, y = float64_inputs(model, x, y)
     params = [p for p in model.parameters() if p.requires_grad]
-
-    def value() -> torch.Tensor:
-        return objective(model, x, y, loss, lam, reg_scale)[0]
-
     with torch.no_grad():
-        start = float(value())
+        start = float(objective(model, x, y, loss, lam, reg_scale)[0])
     removed, _ = remove_dead_units(model, x)
-    done = _descend(params, value, iterations, t0 + seconds)
+    pattern, rho, done, last = _ActiveSet(model, x, y, loss, lam, reg_scale), RHO, 0, math.inf
+    best = (math.inf, [p.detach().clone() for p in params])  # the least measure at no higher objective, its point
+    while done < iterations and time.perf_counter() < t0 + seconds:
+        done += _descend(params, lambda: pattern.lagrangian(rho), min(INNER, iterations - done), t0 + seconds)
+        far, measure, held = pattern.update(rho)
+        with torch.no_grad():
+            obj = float(objective(model, x, y, loss, lam, reg_scale)[0])
+        log.info("polish: %d L-BFGS iterations, objective %.12g, %d kinks held (|z| ≤ %.2g), Clarke %.3g", done, obj,
+                 held, far, measure)
+        if measure < best[0] and obj <= start:
+            best = (measure, [p.detach().clone() for p in params])
+        if measure <= TOL:
+            break
+        rho = min(rho * 10, RHO * 1e4) if far > max(0.25 * last, 1e-12) else rho
+        last = far
+    measure = best[0]
     with torch.no_grad():
-        end = float(value())
+        for p, q in zip(params, best[1]):
+            p.copy_(q)
+        end = float(objective(model, x, y, loss, lam, reg_scale)[0])
     if model is not target:  # written back through the caller's tensors (they may be views into a stack)
         with torch.no_grad():
             for p, q in zip([p for p in target.parameters() if p.requires_grad], params):
                 p.copy_(q)
-    return PolishResult(done, removed, start, end, time.perf_counter() - t0)
+    return PolishResult(done, removed, start, end, time.perf_counter() - t0, measure)
