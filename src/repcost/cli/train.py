@@ -25,8 +25,7 @@ from ..train.preempt import Interrupted
 
 from .hydra_errors import clean_exit
 from .refused import forget_refused_run
-from .train_args import check_argv
-from .train_help import help_text
+from .train_args import check_argv, help_text
 
 # hydra/launcher=stacked, registered by hand too (Hydra's documented Plugins.register): Hydra's plugin scan lists
 # hydra_plugins.* with pkgutil, which cannot see into an editable install
