@@ -8,10 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
 
 from ..errors import RepcostError
 from ..paths import CONFIG_DIR
+from .messages import composition_error
 
 
 def check_config_dirs(dirs: Sequence[str | Path], flag: str = "config dir") -> list[Path]:
@@ -25,23 +28,26 @@ def check_config_dirs(dirs: Sequence[str | Path], flag: str = "config dir") -> l
 
 def store_schema_defaults() -> None:
     """Hydra group options from the schemas, which are where every default is written: `model=<name>` and
-    `data=<name>` for each registered family and dataset, and `analysis_defaults`, which each analysis preset
-    extends. A plugin's family or dataset (imported after composing) brings its own YAML in a config dir."""
+    `data=<name>` for each registered family and dataset, and `analysis_defaults` and `train_defaults`, which
+    each analysis and train preset extends. A plugin's family or dataset (imported after composing) brings its own
+    YAML in a config dir."""
     from hydra.core.config_store import ConfigStore
 
     from ..registry import DATASETS, MODELS
-    from .schema import AnalysisConfig
+    from .schema import AnalysisConfig, TrainConfig
 
     store = ConfigStore.instance()
     for group, registry in (("model", MODELS), ("data", DATASETS)):
         for entry in map(registry.get, registry.names()):
             if (entry.module or "").startswith(registry.package):  # a plugin's option is its own YAML
                 store.store(group=group, name=entry.name, node=OmegaConf.to_container(OmegaConf.structured(entry.schema)))
-    store.store(name="analysis_defaults", node=OmegaConf.to_container(OmegaConf.structured(AnalysisConfig)))
+    for name, schema in (("analysis_defaults", AnalysisConfig), ("train_defaults", TrainConfig)):
+        store.store(name=name, node=OmegaConf.to_container(OmegaConf.structured(schema)))
 
 
 def compose_config(overrides: Sequence[str] = (), config_dirs: Sequence[str | Path] = ()) -> DictConfig:
-    """The config `repcost-train [--config-dir D …] OVERRIDES…` would run (without the hydra node).
+    """The config `repcost-train [--config-dir D …] OVERRIDES…` would run (without the hydra node); a RepcostError
+    (one line, as repcost-train words it) for what Hydra cannot compose.
 
     `config_dirs` are the user's own config dirs, searched before repcost's (Hydra's search path).
     """
@@ -51,8 +57,11 @@ def compose_config(overrides: Sequence[str] = (), config_dirs: Sequence[str | Pa
     extra = []
     if config_dirs:
         extra.append(f"hydra.searchpath=[{','.join(f'file://{d}' for d in check_config_dirs(config_dirs))}]")
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[*extra, *overrides], return_hydra_config=True)
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=[*extra, *overrides], return_hydra_config=True)
+    except (HydraException, OmegaConfBaseException) as e:
+        raise RepcostError(composition_error(e)) from None
     with open_dict(cfg):
         del cfg["hydra"]
     return cfg
