@@ -19,13 +19,8 @@ def note(run_dir: Path) -> None:
     """Before Hydra creates the run directory: the folders that already exist on the way to it, or None when it
     exists itself (then nothing is ever removed)."""
     global _existing
-    target = _real(run_dir)
+    target = Path(os.path.realpath(run_dir))  # (Path.resolve raises on a symlink loop; the run's mkdir refuses it)
     _existing = None if target.exists() else {p for p in target.parents if p.is_dir()}
-
-
-def _real(path: Path) -> Path:
-    """`path` with its symbolic links resolved (Path.resolve raises on a symlink loop; the run's mkdir refuses it)."""
-    return Path(os.path.realpath(path))
 
 
 def forget_refused_run(run_dir: Path) -> bool:
@@ -34,7 +29,7 @@ def forget_refused_run(run_dir: Path) -> bool:
     command created. Returns whether it removed the run directory."""
     from ..rundir import remove_startup_litter  # only on a refusal: `--help` and the start-up load no torch
 
-    run_dir, existing = _real(run_dir), _existing
+    run_dir, existing = Path(os.path.realpath(run_dir)), _existing
     if existing is None or run_dir in existing or not run_dir.is_dir() or not remove_startup_litter(run_dir):
         return False
     for parent in run_dir.parents:

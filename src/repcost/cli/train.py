@@ -88,33 +88,29 @@ def _import_torch() -> None:
 
 def main() -> None:
     """Console entry point for repcost-train (`repcost-train --resume RUN_DIR` resumes a run)."""
+    logging.captureWarnings(True)  # torch/numpy/Hydra warnings go to the run's train.log (configs/hydra/job_logging/repcost.yaml)
     try:
-        _main()
+        with clean_exit("repcost-train"), startup_guard():  # stop signals handled before any directory exists
+            if sys.argv[1:2] == ["--resume"]:
+                sys.argv = [sys.argv[0], *_resume_argv(sys.argv[1:])]
+            options = check_argv(sys.argv[1:])
+            if options.help:
+                print(help_text(options.config_dir))
+                return
+            if options.version:
+                from importlib.metadata import version
+
+                from ..provenance import repcost_version
+
+                print(f"repcost-train {repcost_version()} (Hydra {version('hydra-core')})")
+                return
+            _import_torch()
+            store_schema_defaults()  # model=<name>, data=<name> and the analysis defaults, from the schemas
+            _app()
     except KeyboardInterrupt as e:  # Ctrl-C: after a run's checkpoint (its line is out), or before/after training
         if not isinstance(e, Interrupted):
             print("repcost-train: interrupted", file=sys.stderr)
         sys.exit(130)
-
-
-def _main() -> None:
-    logging.captureWarnings(True)  # torch/numpy/Hydra warnings go to the run's train.log (configs/hydra/job_logging/repcost.yaml)
-    with clean_exit("repcost-train"), startup_guard():  # stop signals handled before any directory exists
-        if sys.argv[1:2] == ["--resume"]:
-            sys.argv = [sys.argv[0], *_resume_argv(sys.argv[1:])]
-        options = check_argv(sys.argv[1:])
-        if options.help:
-            print(help_text(options.config_dir))
-            return
-        if options.version:
-            from importlib.metadata import version
-
-            from ..provenance import repcost_version
-
-            print(f"repcost-train {repcost_version()} (Hydra {version('hydra-core')})")
-            return
-        _import_torch()
-        store_schema_defaults()  # model=<name>, data=<name> and the analysis defaults, from the schemas
-        _app()
 
 
 if __name__ == "__main__":

@@ -1,12 +1,18 @@
-"""Config error wording: what a key allows, in the schema's own words."""
+"""Config error wording: what a key allows, in the schema's own words; Hydra's composition errors in one line."""
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
+import sys
 import typing
 from typing import Any
 
-from ..errors import ConfigError
+from hydra.errors import MissingConfigException, OverrideParseException
+from omegaconf import DictConfig
+
+from ..errors import ConfigError, did_you_mean
 
 
 def _describe(tp: Any) -> str:
@@ -44,3 +50,55 @@ def type_allowed(schema: type, key: str) -> str:
         return _describe(typing.get_type_hints(schema)[key])
     except Exception:  # an annotation that cannot be resolved
         return "a value of its type"
+
+
+def _near_key(key: str, cause: BaseException | None) -> str:
+    """'; did you mean <key with the misspelt part mended>?' from the keys beside the misspelt one, else how to
+    list the keys."""
+    parent, bad = getattr(cause, "parent_node", None), str(getattr(cause, "key", "") or "")
+    parts = key.lstrip("+~").split(".")
+    if bad in parts and isinstance(parent, DictConfig):  # (a list's index has no near names)
+        i = parts.index(bad)
+        near = difflib.get_close_matches(bad, [str(k) for k in parent.keys()], n=2, cutoff=0.6)
+        if near:
+            return "; did you mean " + " or ".join(".".join([*parts[:i], n, *parts[i + 1:]]) for n in near) + "?"
+    return " (`--cfg job` lists the keys; a leading + appends a new key)"
+
+
+def parse_error(exc: OverrideParseException, argv: list[str]) -> str:
+    """One line for an override Hydra's grammar cannot read: which one, and what to write instead (`argv`: the
+    command's arguments, where the shell may have split one override in two at a space)."""
+    o = exc.override
+    i = argv.index(o) if o in argv else -1
+    prev, nxt = (argv[i - 1] if i > 0 else ""), (argv[i + 1] if 0 <= i < len(argv) - 1 else "")
+    if o.endswith(",") and nxt and "=" not in nxt:
+        fix = f"write {o}{nxt} (a list of values is one word: no space after a comma)"
+    elif "=" not in o and prev.endswith(("=", ",")):
+        fix = f"write {prev}{o} (no space around = or after a comma)"
+    elif "=" not in o:
+        fix = "every override is KEY=VALUE (a value with spaces goes in quotes: 'key=a b')"
+    elif any(o.count(a) != o.count(b) for a, b in ("[]", "()", "{}")):
+        fix = "its brackets do not pair up (a list is key=[1,2])"
+    else:
+        fix = "quote a value with special characters (key='value')"
+    return f"cannot read the override '{o}': {fix}; see https://hydra.cc/docs/advanced/override_grammar/basic"
+
+
+def composition_error(exc: BaseException) -> str:
+    """One line for an error of Hydra's composition (an override, a group option, a key) or of OmegaConf."""
+    if isinstance(exc, OverrideParseException):
+        return parse_error(exc, sys.argv[1:])
+    if isinstance(exc, MissingConfigException) and exc.options is not None:  # a group's option (maybe nested)
+        group, _, name = str(exc.missing_cfg_file).rpartition("/")
+        near, allowed = did_you_mean(name, exc.options), ", ".join(exc.options) or "(none)"
+        hint = (f"; a plugin's? its {group}/{name}.yaml goes in a --config-dir and its module in "
+                "plugins=[mypkg.module]") if group in ("model", "data") and not near else ""
+        return f"unknown {group} '{name}'" + (f"{near} (allowed: {allowed})" if near else f"; allowed: {allowed}") + hint
+    m = re.search(r"Could not override '([^']+)'", str(exc))
+    if m and "not in struct" in str(exc.__cause__ or ""):
+        return f"invalid config: {m.group(1)} is not a key of this config{_near_key(m.group(1), exc.__cause__)}"
+    text = " ".join(str(exc).split())
+    cause = exc.__cause__
+    if cause is not None and str(cause).split():
+        text += " (" + " ".join(str(cause).split("\n")[0].split()) + ")"
+    return text
