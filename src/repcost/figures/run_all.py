@@ -22,12 +22,11 @@ from . import FIG_DIR
 def summary_line(fig_id: str, output: str, seconds: float, code: int) -> str:
     """`<id>  pass|fail  <time>  <the verdict's last line>` from a figure script's printout."""
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-    label = next((ln.removeprefix("verdict: ") for ln in reversed(lines) if ln.startswith("verdict: ")), None)
-    if code != 0 or label is None:
+    at = max((i for i, ln in enumerate(lines) if ln.startswith("verdict: ")), default=None)
+    if code != 0 or at is None:
         why = next((ln for ln in reversed(lines) if ln.startswith("error:")), f"exit status {code}")
         return f"{fig_id:20s} error {seconds:6.0f} s  {why}"
-    at = max(i for i, ln in enumerate(lines) if ln.startswith("verdict: "))
-    behind = lines[at - 1] if at > 0 else ""
+    label, behind = lines[at].removeprefix("verdict: "), lines[at - 1] if at > 0 else ""
     return f"{fig_id:20s} {label:5s} {seconds:6.0f} s  {behind}"
 
 
