@@ -18,23 +18,17 @@ def as_f64(x: Any) -> np.ndarray:
 def as_vector(x: Any, name: str = "a") -> np.ndarray:
     """Return ``x`` as a 1-D float64 array, accepting (K,), (1, K) or (K, 1) inputs."""
     v = as_f64(x)
-    if v.ndim == 0:
-        return v.reshape(1)
-    if v.ndim == 2 and 1 in v.shape:
-        return v.reshape(-1)
-    if v.ndim != 1:
+    if v.ndim > 2 or (v.ndim == 2 and 1 not in v.shape):
         raise ValueError(f"{name} must be a vector (scalar-output network), got shape {v.shape}")
-    return v
+    return v.reshape(-1)
 
 
 def as_matrix(x: Any, name: str = "W") -> np.ndarray:
     """Return ``x`` as a 2-D float64 array (a 1-D input is read as a single column)."""
     m = as_f64(x)
-    if m.ndim == 1:
-        return m.reshape(-1, 1)
-    if m.ndim != 2:
+    if m.ndim not in (1, 2):
         raise ValueError(f"{name} must be a matrix, got shape {m.shape}")
-    return m
+    return m.reshape(-1, 1) if m.ndim == 1 else m
 
 
 def sq_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
