@@ -120,49 +120,44 @@ class Terms:
 
 
 def shared_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b inside vmap, for 2-D a and b; where exactly one is per member, one GEMM over all members.
+    """a @ b inside vmap, for a shared 2-D a (N, d) and a per-member 2-D b (d, m): one GEMM over all members.
 
     vmap's own rule for matmul(shared (N, d), per-member (K, d, m)) expands the shared operand to
     (K, N, d) and calls bmm, forward and backward. Here the per-member operand is unwrapped to its
     stacked tensor, the product is one GEMM (N, d) @ (d, K·m), and the result is wrapped back;
     autograd records plain ops on the stacked tensors, so the weight gradient Xᵀ·G is one GEMM too.
     The result is laid out per member (contiguous (K, N, m)): elementwise kernels on the strided
-    (N, K, m) layout, ReLU's backward above all, run ~30x slower than the copy costs.
+    (N, K, m) layout, ReLU's backward above all, run ~30x slower than the copy costs. Any other pair of
+    operands gets vmap's own rule.
     """
-    if is_batchedtensor(a) == is_batchedtensor(b):  # both per member (or both shared): vmap's own rule
+    if is_batchedtensor(a) or not is_batchedtensor(b):
         return a @ b
-    if is_batchedtensor(b):  # shared a (N, d), per-member b (d, m)
-        level = maybe_get_level(b)
-        bv, bd = _unwrap_batched(b, level)
-        bv = bv.movedim(bd, 0)
-        k, d, m = bv.shape
-        out = a @ bv.permute(1, 0, 2).reshape(d, k * m)
-        return _add_batch_dim(out.reshape(a.shape[0], k, m).movedim(1, 0).contiguous(), 0, level)
-    level = maybe_get_level(a)  # per-member a (n, d), shared b (d, m)
-    av, ad = _unwrap_batched(a, level)
-    av = av.movedim(ad, 0)
-    k, n, d = av.shape
-    return _add_batch_dim((av.reshape(k * n, d) @ b).reshape(k, n, b.shape[1]), 0, level)
+    level = maybe_get_level(b)
+    bv, bd = _unwrap_batched(b, level)
+    bv = bv.movedim(bd, 0)
+    k, d, m = bv.shape
+    out = a @ bv.permute(1, 0, 2).reshape(d, k * m)
+    return _add_batch_dim(out.reshape(a.shape[0], k, m).movedim(1, 0).contiguous(), 0, level)
 
 
 _MATMULS = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.mm, torch.Tensor.mm}
 
 
 class _ShareMatmuls(TorchFunctionMode):
-    """Routes 2-D × 2-D matmuls (and F.linear) of a shared by a per-member operand to `shared_matmul`, and
-    F.linear of two per-member operands to addmm."""
+    """Routes 2-D × 2-D matmuls (and F.linear) of a shared input by a per-member weight to `shared_matmul`, and
+    any other F.linear of 2-D operands to addmm."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         a, b = (*args, None, None)[:2]
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == 2 and b.dim() == 2):
             return func(*args, **kwargs)
-        one_shared = is_batchedtensor(a) != is_batchedtensor(b)
-        if func in _MATMULS and len(args) == 2 and not kwargs and one_shared:
+        shared_input = not is_batchedtensor(a) and is_batchedtensor(b)
+        if func in _MATMULS and len(args) == 2 and not kwargs and shared_input:
             return shared_matmul(a, b)
         if func is torch.nn.functional.linear:
             bias = args[2] if len(args) > 2 else kwargs.get("bias")
-            if one_shared:
+            if shared_input:
                 out = shared_matmul(a, b.mT)
                 return out if bias is None else out + bias
             # vmap's rule for F.linear of two per-member operands has a slow backward (~3x addmm's
