@@ -6,7 +6,9 @@ Between the process start and the moment a run trains, Hydra composes the config
 the process outright and can leave a directory holding only an empty `train.log`. `startup_guard` installs
 handlers before Hydra runs: a signal in that window raises `StartupInterrupted` (one line, exit 128 + signal), and
 the directory being set up (`note_run_dir`) is removed if it holds only start-up files
-(`rundir.remove_startup_litter`).
+(`rundir.remove_startup_litter`). A run refused before training (`forget_refused_run`) leaves none either: its
+directory goes if this command created it, with the empty folders above it that the command created; a directory
+that held anything else (a checkpoint, metrics, results) is never touched.
 
 Once a run's directory is ready (`.hydra/` written), `training_begins` gives the signals back to their previous
 handlers, so the training loop's own (`repcost.train.preempt.stop_on_signals`) take over unchanged: they treat any
@@ -15,6 +17,7 @@ Python handler already installed as a launcher's. `job_ended` guards the next jo
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -39,6 +42,7 @@ class StartupInterrupted(FatalError):
 _guarding = False  # inside `startup_guard`
 _saved: dict[int, object] = {}  # the handlers replaced while a start-up is guarded
 _run_dir: Path | None = None  # the directory the current start-up is setting up
+_existing: set[Path] | None = None  # the folders on the way to it that existed when it was noted (None: it did)
 
 
 def _raise(signum: int, _frame: object) -> None:
@@ -65,8 +69,25 @@ def training_begins() -> None:
 
 def note_run_dir(path: Path | str | None) -> None:
     """The run (or sweep job) directory this start-up is about to set up: removed if the start is interrupted."""
-    global _run_dir
-    _run_dir = None if path is None else Path(path)
+    global _run_dir, _existing
+    _run_dir = None if path is None else Path(os.path.realpath(path))  # (Path.resolve raises on a symlink loop)
+    _existing = None if _run_dir is None or _run_dir.exists() else {p for p in _run_dir.parents if p.is_dir()}
+
+
+def forget_refused_run() -> None:
+    """A run refused before training: remove its directory if this command created it (noted before it existed) and
+    it holds nothing but start-up files; then the empty folders above it that the command created."""
+    from .rundir import remove_startup_litter  # rundir loads torch: not before a run needs it
+
+    if _run_dir is None or _existing is None or not _run_dir.is_dir() or not remove_startup_litter(_run_dir):
+        return
+    for parent in _run_dir.parents:
+        if parent in _existing:
+            break
+        try:
+            os.rmdir(parent)  # only an empty folder
+        except OSError:
+            break
 
 
 @contextmanager

@@ -31,7 +31,6 @@ from ..places import check_interpolated_names, check_plain_name, check_run_place
 from ..runio import append_line
 from ..sweep import add_last_job, start_last_jobs
 from .collect import report_sweep
-from . import refused
 
 OUTCOMES = ".sweep_outcomes"  # <OUTCOMES>.<launch>: start time and job count, then per ended job "ok|failed<TAB>dir<TAB>error"
 LAUNCH = "REPCOST_SWEEP_LAUNCH"  # the launch's id (its pid), in the environment its job processes inherit
@@ -85,7 +84,6 @@ class GuardsCallback(Callback):
         _fatal(_check_names, config, "hydra.run.dir")
         run_dir = _fatal(check_run_place, OmegaConf.select(config, "hydra.run.dir", default=None))
         startup.note_run_dir(run_dir)
-        refused.note(run_dir)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.hydra.mode == RunMode.MULTIRUN:

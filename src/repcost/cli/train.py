@@ -20,11 +20,10 @@ from ..config import resolvers  # noqa: F401  (registers ${repcost_job_dir:})
 from ..errors import FatalError, RepcostError
 from ..paths import CONFIG_DIR
 from ..renamed import override
-from ..startup import startup_guard
+from ..startup import forget_refused_run, startup_guard
 from ..train.preempt import Interrupted
 
 from .hydra_errors import clean_exit
-from .refused import forget_refused_run
 from .train_args import check_argv, help_text
 
 # hydra/launcher=stacked, registered by hand too (Hydra's documented Plugins.register): Hydra's plugin scan lists
@@ -45,7 +44,7 @@ def _app(cfg: DictConfig):
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             return job_failed(e, cfg, HydraConfig.instance().cfg)
         if isinstance(e, RepcostError):  # a FatalError passes Hydra, which would print "Error executing job" first
-            forget_refused_run(Path(HydraConfig.get().runtime.output_dir))
+            forget_refused_run()
             raise FatalError(str(e)) from None
         raise
 
