@@ -122,8 +122,6 @@ class Stepper:
         """`fn`'s first call, after which `fn` itself is `self.<attr>`; a compile that fails (no compiler, a killed
         g++, a backend bug) makes this run eager instead of failing it (nothing was computed yet: the call is
         simply redone)."""
-        eager = getattr(self, attr)
-
         def call(*args):
             try:
                 out = fn(*args)
@@ -131,7 +129,7 @@ class Stepper:
                 log.warning("torch.compile of the %s failed (%s); this run continues eagerly", attr[1:],
                             str(e).splitlines()[0][:200])
                 self._objective, self._update = objective_terms, update_
-                return eager(*args)
+                return getattr(self, attr)(*args)
             setattr(self, attr, fn)
             return out
 
