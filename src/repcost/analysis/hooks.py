@@ -263,7 +263,7 @@ class AnalysisRunner:
         returns the scalars (with `not_applicable`: the analyses and terms that do not apply to the run, and why)."""
         names = ["critical"] if self.critical else []
         if self.cfg.at_end:
-            names += self.names
+            names += [n for n in self.names if n not in names]  # `critical` listed in `analyses` too: once
         if not names:
             return {}
         r = self._run(model, names)
