@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -104,3 +106,12 @@ def test_a_sweeps_job_count_is_the_product_of_its_lists_the_command_line_over_th
     config = OmegaConf.create({"hydra": {"sweeper": {"params": {"model.width": "2,3", "train.lam": "1,2,3,4"}},
                                          "overrides": {"task": ["seed=0,1,2", "model.width=4", "+extra=[1,2]"]}}})
     assert count_jobs(config) == 3 * 1 * 4  # seeds × the command line's one width × the params' four λ
+
+
+def test_help_into_a_closed_pipe_is_silent(tmp_path):
+    """`repcost-train --help | head`: the reader closing the pipe is no error to report."""
+    p = subprocess.Popen([sys.executable, "-m", "repcost.cli.train", "--help"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p.stdout.close()  # before the child writes: its first write meets a pipe with no reader
+    err = p.stderr.read()
+    assert p.wait(timeout=60) == 141 and err == ""

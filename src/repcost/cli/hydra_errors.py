@@ -26,6 +26,9 @@ def clean_exit(prog: str):
         line, code = str(e), getattr(e, "code", 2)
     except (HydraException, OmegaConfBaseException) as e:
         line, code = composition_error(e), 2
+    except BrokenPipeError:  # the reader has gone (`repcost-train --help | head`): nothing to tell anyone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the interpreter's last flush is quiet
+        sys.exit(141)  # as a shell tool killed by SIGPIPE
     except Exception as e:  # a directory or log file that cannot be written, invalid YAML: one line; else a bug
         # (logging's "Unable to configure handler 'file'" is a ValueError whose cause is the log file's OSError)
         fault, code = (e.__cause__ if "Unable to configure handler" in str(e) else e), 2
