@@ -40,7 +40,7 @@ CHUNK = 100  # L-BFGS iterations between time checks
 TOL = 1e-7  # the polish stops once the gradient at the multipliers' slopes is at most this fraction of the penalty's pull
 RHO = 1e3  # the augmented Lagrangian's first penalty on the held pre-activations (×10 while they do not shrink 4×)
 INNER = 200  # L-BFGS iterations at most between multiplier updates
-RELEASE = 1e-3  # a held kink is released once its slope is this far outside [a, 1]
+RELEASE = 0.1  # a held kink is released once its slope is this far outside [a, 1]
 
 
 @dataclass
