@@ -210,7 +210,7 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
         start = float(objective(model, x, y, loss, lam, reg_scale)[0])
     removed, _ = remove_dead_units(model, x)
     pattern, rho, done, last = _ActiveSet(model, x, y, loss, lam, reg_scale), RHO, 0, math.inf
-    best = (math.inf, [p.detach().clone() for p in params])  # the least measure at no higher objective, its point
+    best = (pattern.update(rho)[1], [p.detach().clone() for p in params])  # the least measure at ≤ start, its point
     while done < iterations and time.perf_counter() < t0 + seconds:
         done += _descend(params, lambda: pattern.lagrangian(rho), min(INNER, iterations - done), t0 + seconds)
         far, measure, held = pattern.update(rho)
