@@ -18,6 +18,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import torch
 from omegaconf import OmegaConf
 
@@ -31,6 +32,14 @@ from repcost.train.run import train_run
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["train.phases.0.steps=15", "train.phases.1.steps=0", "train.progress=false"]
 QUICK = ("train.phases.0.steps=3", "train.phases.1.steps=3", "train.progress=false")
+
+
+def slow_but(values: list, fast: tuple = ()) -> list:
+    """Parameters for `parametrize`: those in `fast` (default: the first) run in `make test`, the others carry the
+    slow marker (each case is a process start of seconds; the slow suite runs them all)."""
+    fast = fast or (values[0],)
+    return [v if v in fast else pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=pytest.mark.slow)
+            for v in values]
 
 
 def pyproject() -> dict:

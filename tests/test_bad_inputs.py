@@ -22,7 +22,7 @@ import torch
 from repcost.cli import analyze as analyze_cli
 from repcost.cli import collect as collect_cli
 from repcost.cli import train as train_cli
-from helpers import QUICK, in_process, train, assert_one_line, BAD_CONFIGS
+from helpers import BAD_CONFIGS, QUICK, assert_one_line, in_process, slow_but, train
 
 
 
@@ -316,6 +316,7 @@ def test_a_multirun_with_failed_jobs_exits_non_zero_in_one_line(failing_sweep):
     assert first.is_file() and first.parent.parent == cwd / "outputs" / "sweeps" / "f"
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_the_relaunch_retries_only_the_failed_jobs(tmp_path):
     argv = ["-m", "name=r", "model.width=0,4", *QUICK]
     code, _, err = train(argv, tmp_path)
@@ -368,9 +369,10 @@ def _fail_writes(monkeypatch, names: tuple[str, ...], errno_code: int, after: in
     monkeypatch.setattr(os, "open", faulty)
 
 
-@pytest.mark.parametrize("names,after", [(("FINISHED",), 0), (("summary.json",), 0), (("checkpoint.pt",), 3),
-                                         (("FINISHED", "error.txt"), 0),
-                                         (("checkpoint.pt", "summary.json", "FINISHED", "error.txt"), 3)],
+@pytest.mark.parametrize("names,after", slow_but([(("FINISHED",), 0), (("summary.json",), 0), (("checkpoint.pt",), 3),
+                                                   (("FINISHED", "error.txt"), 0),
+                                                   (("checkpoint.pt", "summary.json", "FINISHED", "error.txt"), 3)],
+                                                  ((("checkpoint.pt", "summary.json", "FINISHED", "error.txt"), 3),)),
                          ids=["finished-marker", "summary", "late-checkpoint", "no-room-for-error-txt", "everything"])
 def test_a_full_disk_late_in_a_run(tmp_path, monkeypatch, names, after):
     """ENOSPC at the end of a run: one line naming the file; error.txt where it can be written; never a checkpoint
@@ -519,6 +521,7 @@ def test_a_declared_parameter_count_counts_what_is_built(model, d_in, d_out):
     assert spec.model.param_count(d_in, d_out) == sum(p.numel() for p in m.parameters())
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_library_warnings_go_to_train_log_not_stderr(tmp_path, run_cli):
     """A library's warnings.warn (here a plugin module's, at import) lands in train.log; stdout and stderr carry
     only repcost's own lines."""
@@ -553,8 +556,8 @@ def _signal_at(monkeypatch, target: str, sig=None) -> None:
     monkeypatch.setattr(mod, attr, wrapped)
 
 
-@pytest.mark.parametrize("where", ["repcost.cli.guards:check_run_place", "repcost.train.job:record_plugin_sources",
-                                   "repcost.train.run:open_run"], ids=["before-any-dir", "after-hydra", "locked"])
+@pytest.mark.parametrize("where", slow_but(["repcost.cli.guards:check_run_place", "repcost.train.job:record_plugin_sources",
+                                             "repcost.train.run:open_run"], ("repcost.train.run:open_run",)), ids=["before-any-dir", "after-hydra", "locked"])
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
 def test_a_signal_during_start_up_leaves_nothing_behind(tmp_path, monkeypatch, where, sig):
     import signal

@@ -7,7 +7,7 @@ import pytest
 
 from repcost.errors import RepcostError
 
-from helpers import TINY
+from helpers import TINY, slow_but
 
 
 REFUSED = {  # override -> what the one line says (a type, a typo, a mismatch found after locking, a plugin name)
@@ -18,7 +18,7 @@ REFUSED = {  # override -> what the one line says (a type, a typo, a mismatch fo
 }
 
 
-@pytest.mark.parametrize("override", list(REFUSED))
+@pytest.mark.parametrize("override", slow_but(list(REFUSED)))
 def test_a_refused_config_is_one_line_and_leaves_no_directory(tmp_path, run_cli, override):
     p = run_cli("repcost-train", override, *TINY, cwd=tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr
@@ -83,10 +83,10 @@ def test_command_line_misuse_is_one_line_naming_the_fix(tmp_path, run_cli):
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "options go before" in p.stderr
 
 
-@pytest.mark.parametrize("argv, says", [
+@pytest.mark.parametrize("argv, says", slow_but([
     (["-m", "model.depth=2,", "3"], "write model.depth=2,3 (a list of values is one word"),
     (["model.depth=", "3"], "write model.depth=3"),
-    (["model.width=[1,2"], "its brackets do not pair up")])
+    (["model.width=[1,2"], "its brackets do not pair up")]))
 def test_an_override_the_grammar_cannot_read_is_one_line_saying_what_to_write(tmp_path, run_cli, argv, says):
     p = run_cli("repcost-train", *argv, cwd=tmp_path)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr

@@ -10,10 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 from omegaconf import OmegaConf
-
-
 
 
 def _train_cmd(run: Path) -> list[str]:
@@ -21,6 +20,7 @@ def _train_cmd(run: Path) -> list[str]:
             "train.phases.1.steps=0", "train.progress=false", "train.log_every=50", "threads=1"]
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_ctrl_c_checkpoints_says_one_line_exits_130_and_the_relaunch_resumes(tmp_path):
     run = tmp_path / "run"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

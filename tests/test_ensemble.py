@@ -16,7 +16,7 @@ from repcost.errors import RepcostError
 from repcost.models import build_model
 from repcost.train.engine import Engine
 from repcost.train.terms import _ShareMatmuls, shared_matmul
-from helpers import StopAfter, train_direct, load, close, assert_member_matches_single
+from helpers import StopAfter, assert_member_matches_single, close, load, slow_but, train_direct
 
 
 FC = ("model=fc", "model.width=8", "model.beta=1.0", "data=teacher", "data.n_train=40", "data.n_test=20")
@@ -34,7 +34,7 @@ OPT = {
 
 
 @pytest.mark.parametrize("model", ["fc", "linear_relu"])
-@pytest.mark.parametrize("opt", list(OPT))
+@pytest.mark.parametrize("opt", slow_but(list(OPT), ("adam_gd", "sgd")))
 def test_members_match_single_runs(tmp_path, model, opt):
     args = (*(FC if model == "fc" else LR), *OPT[opt], "train.log_every=20", "seed=3")
     if not opt.startswith("adam_gd"):

@@ -55,6 +55,7 @@ def test_savarese19_fig2_verdict_rules():
     assert isinstance(savarese19_fig2.verdict(good, full=False), Verdict)
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_savarese19_parallel_compute_and_verdict(tmp_path):
     runs = _runs(tmp_path, "savarese19-parallel-quick", "model.depth", (2, 3), "model.n_subnets=4", "model.width=3",
                  "train.phases.0.steps=30", "train.phases.1.steps=5")

@@ -10,6 +10,8 @@ from repcost.config import compose_config, validate
 from repcost.paths import CONFIG_DIR
 from repcost.train.run import train_run
 
+from helpers import slow_but
+
 PRESETS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
 RECIPES = [p for p in PRESETS if p.startswith("min_norm_")]  # recipes checked by `make check-recipes`, not figures
 
@@ -26,7 +28,8 @@ def test_preset_composes_and_validates(preset):
     validate(compose_config([f"experiment={preset}"]))
 
 
-@pytest.mark.parametrize("preset", [p for p in PRESETS if p.endswith("-quick")] + RECIPES)
+@pytest.mark.parametrize("preset", slow_but([p for p in PRESETS if p.endswith("-quick")] + RECIPES,
+                                             ("min_norm_1d", "jacot22-bipartite-quick", "jacot23-fig1-quick")))
 def test_quick_preset_runs_a_few_steps(tmp_path, preset):
     cfg = compose_config([f"experiment={preset}", "train.progress=false"])
     n_phases, n_rounds = len(cfg.train.phases), len(cfg.train.certify.phases)

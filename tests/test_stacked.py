@@ -89,6 +89,7 @@ def test_stack_key_ignores_only_stackable_keys():
     assert stack_key(cfg) is None
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_stacked_runs_write_their_single_runs(singles, tmp_path):
     out = dict(zip(GRID, _run_grid(tmp_path, list(GRID))))
     assert isinstance(out["D"], RepcostError) and "diverge" in str(out["D"])

@@ -17,6 +17,7 @@ def _modules_after(code: str) -> set[str]:
     return {m.split(".")[0] for m in out.split("MODULES", 1)[1].split()}
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_import_and_help_load_no_heavy_modules(tmp_path):
     heavy = {"torch", "matplotlib", "scipy", "cvxpy", "tensorboard", "submitit", "sklearn", "pandas"}
     assert not heavy & _modules_after("import repcost, repcost.cli.train, repcost.config.resolvers")
