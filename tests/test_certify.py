@@ -47,6 +47,7 @@ def test_escalation_stops_as_soon_as_the_gap_certifies_and_a_smaller_budget_says
             assert ln["objective"] == lines[ln["step"]]["objective"]
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_without_a_duality_gap_nothing_escalates_and_the_run_says_its_certificate_is_local(tmp_path, run_cli):
     d = tmp_path / "deep"
     p = run_cli("repcost-train", *SMALL, "model.depth=3", "train.certify.rounds=4", f"hydra.run.dir={d}", cwd=tmp_path)

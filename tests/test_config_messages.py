@@ -27,6 +27,7 @@ def test_a_refused_config_is_one_line_and_leaves_no_directory(tmp_path, run_cli,
     assert not list(tmp_path.iterdir()), list(tmp_path.rglob("*"))
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_a_refused_config_keeps_a_directory_that_existed(tmp_path, run_cli):
     run = tmp_path / "mine"
     run.mkdir()

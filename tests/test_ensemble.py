@@ -81,6 +81,7 @@ def test_float32_members_match(tmp_path):
     assert m["dtype"] == "float32" and close(m["objective"], single["objective"], 1e-4)
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_stopping_rules_per_member(tmp_path):
     """target_loss stops each member at its own step, exactly where its single run stops."""
     args = (*FC, "train=adam", "train.phases.0.lr=0.01", "train.phases.0.steps=200", "train.target_loss=6.0")

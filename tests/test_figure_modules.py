@@ -68,6 +68,7 @@ def test_savarese19_parallel_compute_and_verdict(tmp_path):
     assert v.passed == all(r["active_subnets"] <= r["n_points_N"] for r in rows if r["depth_L"] >= 3)
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_jacot23_fig2_counts_tripoints_of_real_nets_and_judges_them(tmp_path):
     from repcost.figures import jacot23_fig2
 

@@ -6,6 +6,8 @@ import dataclasses
 import shutil
 from pathlib import Path
 
+import pytest
+
 from repcost.config import compose_config
 from repcost.config.schema import PhaseConfig, TrainConfig
 from repcost.identity import member_config, run_hash, run_identity, strip_defaults
@@ -141,6 +143,7 @@ def test_src_has_no_import_cycle_and_never_imports_cli():
             visit(m, [m])
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_a_run_made_by_earlier_code_is_still_recognised(tmp_path, run_cli):
     """tests/fixtures/legacy_run was made by repcost before run identity moved into the library: reused as is."""
     d = tmp_path / "legacy"

@@ -30,11 +30,13 @@ def _train_ring_study(tmp_path, run_cli, conf, pkgs) -> None:
     _check_ring_run(run)
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_user_config_dir_preset_and_plugin_dataset_from_config_key(tmp_path, run_cli):
     conf, pkgs = user_setup(tmp_path, preset_plugins=True)
     _train_ring_study(tmp_path, run_cli, conf, pkgs)
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_plugin_from_entry_point(tmp_path, run_cli):
     conf, pkgs = user_setup(tmp_path, preset_plugins=False)
     dist = pkgs / "ringdata-0.1.dist-info"  # what `pip install` of the user's package leaves on sys.path
@@ -44,6 +46,7 @@ def test_plugin_from_entry_point(tmp_path, run_cli):
     _train_ring_study(tmp_path, run_cli, conf, pkgs)
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_user_preset_of_builtin_parts_on_the_hydra_searchpath(tmp_path, run_cli):
     conf = tmp_path / "myconf"
     (conf / "experiment").mkdir(parents=True)

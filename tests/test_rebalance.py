@@ -79,6 +79,7 @@ def _run(tmp_path, name: str, *extra: str) -> dict:
     return train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), tmp_path / name)
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_a_rebalanced_phase_ends_balanced_where_plain_gd_does_not(tmp_path):
     """Adam leaves the units unbalanced and GD at a small λ·lr barely moves them; rebalancing before the GD
     phase starts it at the balanced point, which GD keeps (its drift off balance is O(lr²) per step)."""

@@ -41,6 +41,7 @@ def test_finished_run_is_never_overwritten_and_force_moves_it_aside(tmp_path):
     assert json.loads((d / "summary.json").read_text())["config_hash"] != json.loads(before["summary.json"])["config_hash"]
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_a_second_process_is_refused_and_a_stale_lock_taken_over(tmp_path):
     d = tmp_path / "run"
     holder = subprocess.Popen([sys.executable, "-c", (

@@ -114,6 +114,7 @@ def test_stacked_runs_write_their_single_runs(singles, tmp_path):
         train_runs([a[0], b[0]], [a[1], b[1]], [tmp_path / "x", tmp_path / "y"])
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_preempted_stacked_runs_resume_each_from_its_own_checkpoint(singles, tmp_path):
     out = dict(zip(GRID, _run_grid(tmp_path, list(GRID), stop_flag=StopAfter(60))))
     assert out["A"]["status"] == out["C"]["status"] == "preempted"

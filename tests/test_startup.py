@@ -8,7 +8,7 @@ import sys
 from importlib.metadata import version
 
 import pytest
-from helpers import REPO, TINY
+from helpers import REPO, TINY, slow_but
 
 
 def _modules_after(code: str) -> set[str]:
@@ -43,6 +43,7 @@ def test_import_and_help_load_no_heavy_modules(tmp_path):
 
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_a_run_loads_matplotlib_only_after_finishing_and_draws_its_figure(tmp_path):
     """The run's own process: the final certificate's solves (duality gap by Clarabel, Clarke measure at its kinks by
     scipy's bounded least squares); fit.png drawn in process once FINISHED is written."""
@@ -63,7 +64,7 @@ def test_a_run_loads_matplotlib_only_after_finishing_and_draws_its_figure(tmp_pa
     assert (run / "figures" / "fit.png").stat().st_mtime >= (run / "FINISHED").stat().st_mtime
 
 
-@pytest.mark.parametrize("fault", ["figures is a file", "file-size limit"])
+@pytest.mark.parametrize("fault", slow_but(["figures is a file", "file-size limit"]))
 def test_a_figure_that_cannot_be_written_is_a_warning_not_a_lost_run(tmp_path, fault):
     """figures/fit.png is written last: a disk that fills or a limit reached there costs the figure only; the run
     ends finished (checkpoint, summary, FINISHED), exit 0, with one warning line, also in train.log."""

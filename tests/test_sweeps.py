@@ -93,6 +93,7 @@ def subprocess_collect(cwd, sweep):
     return _rows(sweep)
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_failed_job_leaves_others_intact(tmp_path):
     # width=0 is invalid: that job fails with its error line, the other job finishes
     p = subprocess.run(TRAIN + ["-m", "name=f", "model.width=0,4", "train.phases.0.steps=20", "train.phases.1.steps=0",

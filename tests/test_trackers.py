@@ -51,6 +51,7 @@ def test_logger_values_and_missing_extras(monkeypatch):
             validate(compose_config(["device=cpu", f"logger={name}"]))
 
 
+@pytest.mark.slow  # several seconds of process starts and training
 def test_trackers_are_imported_only_when_chosen():
     """Start-up and validation of a run import no tracker."""
     code = ("import sys; from repcost.config import compose_config, validate; import repcost.cli.train, "
