@@ -44,7 +44,7 @@ MAX_KINKS = 200_000  # beyond: not computed (between: matrix-free L-BFGS-B)
 MAX_ITER = 300  # L-BFGS-B iterations of the matrix-free solve
 
 
-class _Slopes(TorchFunctionMode):
+class Slopes(TorchFunctionMode):
     """ReLU / leaky ReLU calls with the kinked entries' slopes taken from `slopes` (None: find the kinks)."""
 
     def __init__(self, masks: list | None = None, slopes: torch.Tensor | None = None, pieces: bool = False):
@@ -94,19 +94,19 @@ def _flat(grads, params) -> torch.Tensor:
     return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
 
 
-def _kinked(model, x, y, loss, lam, reg_scale):
+def kinked(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str) -> tuple:
     """(params, masks, lo, G): the trainable parameters, the kink masks per activation call (live kinks only: those
     whose activation output gets a nonzero ∂obj/∂out), per kink in mask order its least slope a (its upper one is 1),
     and G(slopes, create_graph=False), the objective's gradient as one flat tensor with the kinks at those slopes
     (differentiable in `slopes` with create_graph)."""
     params = [p for p in model.parameters() if p.requires_grad]
 
-    def run(masks, slopes) -> tuple[torch.Tensor, _Slopes]:
-        mode = _Slopes(masks, slopes)
+    def run(masks, slopes) -> tuple[torch.Tensor, Slopes]:
+        mode = Slopes(masks, slopes)
         with torch.enable_grad(), mode:
             return objective(model, x, y, loss, lam, reg_scale)[0], mode
 
-    finder = _Slopes()
+    finder = Slopes()
     with torch.no_grad(), finder:
         model(x)
     masks = [m for m, _ in finder.found]
@@ -160,7 +160,7 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     solves with exact Jacobian columns, beyond that matrix-free, and with more than `max_kinks` it is NaN (not computed). Kinks
     count only where the activation receives a backward signal (module docstring).
     """
-    _, _, lo, G = _kinked(model, x, y, loss, lam, reg_scale)
+    _, _, lo, G = kinked(model, x, y, loss, lam, reg_scale)
     n = lo.size
     if n > max_kinks:
         return float("nan"), n
@@ -200,13 +200,13 @@ def chain_rule_is_clarke(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     two-layer nets). Deeper nets with kinks in several layers get an outer estimate: a least norm near 0 is
     necessary for Clarke stationarity there, not sufficient.
     """
-    params, masks, lo, _ = _kinked(model, x, y, loss, lam, reg_scale)
+    params, masks, lo, _ = kinked(model, x, y, loss, lam, reg_scale)
     n = lo.size
     if n == 0 or n > EXACT_KINKS:
         return None
     if sum(bool(m.any()) for m in masks) > 1:
         return False
-    finder = _Slopes()
+    finder = Slopes()
     with torch.enable_grad(), finder:
         model(x)
     z = torch.cat([zi[m] for zi, m in zip(finder.inputs, masks)])

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 
 from ..analysis.arrays import float64_inputs, float64_model
-from ..analysis.clarke import _kinked, _Slopes
+from ..analysis.clarke import Slopes, kinked
 from ..objective import objective, reg_scale_factor
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ class _ActiveSet:
 
     def __init__(self, model, x, y, loss, lam, reg_scale):
         self.model, self.x, self.y, self.loss, self.lam, self.reg_scale = model, x, y, loss, lam, reg_scale
-        finder = _Slopes()
+        finder = Slopes()
         with torch.no_grad(), finder:
             model(x)
         self.lo = [a for _, a in finder.found]
@@ -143,7 +143,7 @@ class _ActiveSet:
 
     def take_kinks(self) -> None:
         """The certificate's kinks (live units, data points) not yet tracked are held."""
-        _, masks, _, _ = _kinked(self.model, self.x, self.y, self.loss, self.lam, self.reg_scale)
+        _, masks, _, _ = kinked(self.model, self.x, self.y, self.loss, self.lam, self.reg_scale)
         for i, m in enumerate(masks):
             new = m & ~self.track[i]
             self.track[i], self.held[i] = self.track[i] | new, self.held[i] | new
@@ -153,7 +153,7 @@ class _ActiveSet:
         """(objective, Σ‖p‖², mode): every tracked pre-activation on its piece, or (with `slopes`) the held ones at these
         slopes and every other one through the activation itself."""
         masks, s = (self.track, self.slope) if slopes is None else (self.held, slopes)  # else the activation itself
-        mode = _Slopes(masks, torch.cat([v[t] for v, t in zip(s, masks)]), pieces=True)
+        mode = Slopes(masks, torch.cat([v[t] for v, t in zip(s, masks)]), pieces=True)
         with mode:
             obj, _, sq = objective(self.model, self.x, self.y, self.loss, self.lam, self.reg_scale)
         return obj, sq.detach(), mode
