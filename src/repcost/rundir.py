@@ -35,7 +35,6 @@ from .runio import FILE_MODE, atomic_write_bytes, atomic_write_json, jsonable
 CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR, LOCK = (
     "checkpoint.pt", "summary.json", "metrics.jsonl", "FINISHED", "error.txt", ".lock")
 MEMBERS = "members"
-INCOMPLETE = "checkpoint.incomplete.pt"  # a final checkpoint whose run died before FINISHED (`settle_failure`)
 
 
 def load_checkpoint(path: Path) -> dict:
@@ -137,7 +136,7 @@ class RunDir:
 
     def has_results(self) -> bool:
         """Whether anything a run leaves (checkpoint, summary, metrics, markers, members) is here."""
-        return any(self.file(n).exists() for n in (CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR, MEMBERS, INCOMPLETE))
+        return any(self.file(n).exists() for n in (CHECKPOINT, SUMMARY, METRICS, FINISHED, ERROR, MEMBERS))
 
     def summary(self) -> dict:
         return read_summary(self.file(SUMMARY))
@@ -192,19 +191,13 @@ class RunDir:
 
     def settle_failure(self, message: str) -> None:
         """After a run died with an error once its directory was ready (e.g. a full disk while writing results):
-        error.txt when the run has not written its own and it can be written, and a checkpoint that claims `finished` without FINISHED renamed to
-        checkpoint.incomplete.pt (a rename needs no free space), so no file claims a result the run never marked.
-        Never raises: the caller is already reporting an error."""
-        if self.finished_hash() is not None or not self.path.is_dir():
-            return
+        error.txt when the run trained, has not written its own, and it can be written. (`finish` renames the final
+        checkpoint into place only after FINISHED, so no checkpoint claims a result the run never marked.) Never
+        raises: the caller is already reporting an error."""
         trained = self.file(CHECKPOINT).exists() or self.file(METRICS).exists()
-        with suppress(RepcostError):  # e.g. the disk is still full: the error line on stderr says why
-            if trained and not self.file(ERROR).exists():  # refused before any training: no failure to record
+        if trained and self.finished_hash() is None and not self.file(ERROR).exists():  # else: no failure to record
+            with suppress(RepcostError):  # e.g. the disk is still full: the error line on stderr says why
                 self.record_failure(message)
-        ck = self.file(CHECKPOINT)
-        with suppress(RepcostError, OSError):  # an unreadable checkpoint claims nothing
-            if ck.exists() and load_checkpoint(ck).get("status") == "finished":
-                os.replace(ck, self.file(INCOMPLETE))
 
     def move_aside(self, why: str) -> Path:
         """Move every result here into a new sibling `<dir>.stale-<time>` (never deleted); returns it.

@@ -151,7 +151,6 @@ def job_failed(e: Exception, cfg: DictConfig, hydra_cfg: DictConfig) -> dict:
             if not run_dir.file(".hydra/overrides.yaml").exists():  # failed before the run started
                 run_dir.write_config(cfg, hydra_cfg)
             run_dir.record_failure(msg)
-            run_dir.settle_failure(msg)  # a checkpoint claiming `finished` without FINISHED is renamed
             if not isinstance(e, RepcostError):
                 run_dir.write_bytes("traceback.txt", "".join(traceback.format_exception(e)).encode())
     print(f"job failed: {run_dir.path}: {' '.join(msg.split())}", file=sys.stderr)
