@@ -87,7 +87,7 @@ def test_aggregate_mean_band_and_dropped_rows():
 def _hand_sweep(tmp_path: Path) -> Path:
     """runs.csv of 3 depths × 2 λ × 2 seeds (one seed missing at depth 4) whose ‖θ‖² does not depend on λ, so the
     two λ lines lie exactly on top of each other."""
-    from repcost.runio import csv_bytes
+    from repcost.rundir import csv_bytes
 
     rows = [{"job": f"L{d}-lam{lam}-s{s}", "status": "finished", "model.depth": d, "train.lam": lam, "seed": s,
              "param_sq_norm": 10.0 * d + s, "steps": 100 * d, "data.noise": 0.1 * d}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from typing import Any
 from .config.schema import AnalysisConfig, PhaseConfig, TopLevelConfig, TrainConfig
 from .errors import RepcostError
 from .registry import DATASETS, MODELS
-from .runio import config_hash
+from .rundir import jsonable
 
 ALWAYS_KEPT = ("name",)  # a section's registry name says which schema the rest is read against
 
@@ -99,8 +100,8 @@ def run_identity(cfg: dict) -> dict:
 
 
 def run_hash(cfg: dict) -> str:
-    """The hash that names a run's identity (written to FINISHED and summary.json)."""
-    return config_hash(run_identity(cfg))
+    """The hash that names a run's identity (written to FINISHED and summary.json): sorted JSON, sha256, 12 digits."""
+    return hashlib.sha256(json.dumps(jsonable(run_identity(cfg)), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def member_config(cfg: dict, seed: int) -> dict:

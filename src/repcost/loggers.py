@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .config.schema import TrackingConfig
-from .runio import atomic_write_json, leaves
+from .rundir import atomic_write_json, leaves
 
 IDS = "trackers.json"  # {tracker: its run id} of a run directory, so a resumed run continues the same tracker run
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RepcostError, one_line
-from .rundir import ERROR, FINISHED, SUMMARY, read_summary
-from .runio import append_line, atomic_write_bytes, csv_bytes, leaves, remove_dead_temp_files
+from .rundir import (ERROR, FINISHED, SUMMARY, append_line, atomic_write_bytes, csv_bytes, leaves, read_summary,
+                     remove_dead_temp_files)
 
 RUNS_CSV, LAYERS_CSV = "runs.csv", "layers.csv"
 LAST_JOBS = "last_sweep_jobs.txt"  # the job dirs of the latest multirun into a sweep dir, one per line

@@ -28,7 +28,7 @@ from ..errors import RepcostError, check
 from ..objective import training_targets
 from ..registry import ANALYSES
 from ..renamed import GAP_FIELDS
-from ..runio import atomic_write_bytes, csv_bytes
+from ..rundir import atomic_write_bytes, csv_bytes
 from .arrays import float64_model
 from .balance import balance_summary, layer_balance, not_applicable
 from .critical import critical_point_certificate

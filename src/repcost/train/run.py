@@ -28,8 +28,7 @@ from ..data import load_data
 from ..errors import RepcostError, io_error
 from ..identity import check_stackable, run_hash
 from ..models import build_model
-from ..rundir import CHECKPOINT, ERROR, METRICS, SUMMARY, MetricsWriter, RunDir
-from ..runio import remove_dead_temp_files
+from ..rundir import CHECKPOINT, ERROR, METRICS, SUMMARY, MetricsWriter, RunDir, remove_dead_temp_files
 from ..provenance import identity_changes, provenance
 from .. import startup, threads
 from . import certify
