@@ -178,19 +178,24 @@ def test_the_last_line_names_which_of_gap_and_cost_a_run_did_not_reach():
 
 
 def test_the_cost_ratio_exists_only_where_c_min_does():
-    """C(θ)/C_min: None without cost_tol, without a duality gap, for 2-D inputs and for constant labels (C_min = 0)."""
+    """C(θ)/C_min: absent without cost_tol, None without a duality gap, for 2-D inputs and for constant labels
+    (C_min = 0)."""
     import torch
 
     from repcost.config import compose_config, validate
-    from repcost.train.certify import cost_over_min
+    from repcost.train.certify import summary_fields
 
     on = validate(compose_config(["train=certified", "train.certify.cost_tol=0.01"])).train
     off = validate(compose_config(["train=certified"])).train
     x, y = torch.tensor([[0.0], [1.0], [2.0]]), torch.tensor([[0.0], [1.0], [0.0]])
-    assert cost_over_min(on, 1e-9, 4.0, x, y) == 4.0 / 2.0  # the hat's minimal cost: slopes +1 then −1, Σ|Δslope| = 2
-    assert cost_over_min(off, 1e-9, 4.0, x, y) is None and cost_over_min(on, None, 4.0, x, y) is None
-    assert cost_over_min(on, 1e-9, 4.0, torch.ones(3, 2), y) is None
-    assert cost_over_min(on, 1e-9, 4.0, x, torch.ones(3, 1)) is None
+
+    def ratio(cfg, gap, xx, yy):
+        return summary_fields(cfg, "certified", gap, 0, 10, 4.0, xx, yy).get("certify.cost_over_min", "absent")
+
+    assert ratio(on, 1e-9, x, y) == 4.0 / 2.0  # the hat's minimal cost: slopes +1 then −1, Σ|Δslope| = 2
+    assert ratio(off, 1e-9, x, y) == "absent" and ratio(on, None, x, y) is None
+    assert ratio(on, 1e-9, torch.ones(3, 2), y) is None
+    assert ratio(on, 1e-9, x, torch.ones(3, 1)) is None
 
 
 @pytest.mark.slow  # an end-to-end CLI run of several seconds

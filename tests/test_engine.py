@@ -13,7 +13,7 @@ from repcost.analysis.critical import critical_point_certificate, weighted_gap
 from repcost.config import compose_config, validate
 from repcost.errors import RepcostError
 from repcost.train.run import train_run
-from repcost.train.schedule import lr_factor
+from repcost.train.optim import lr_factor
 from helpers import one_unit_net
 
 

@@ -12,7 +12,7 @@ from repcost.data import load_data
 from repcost.errors import RepcostError
 from repcost.models import build_model
 from repcost.train.engine import Engine
-from repcost.train.optim import Optimizer
+from repcost.train.optim import Optimizer, lr_factor
 
 
 def make_optimizer(name: str, params, lr: float, momentum: float) -> torch.optim.Optimizer:
@@ -64,7 +64,7 @@ def test_stacked_optimizer_member_state_is_its_single_state():
     W = torch.randn(3, 5, 2, generator=g, dtype=torch.float64)
     stacked = W.clone().requires_grad_()
     lrs = torch.tensor([0.1, 0.01, 0.03], dtype=torch.float64)
-    opt = Optimizer("adam", [stacked], K=3, stacked=True)
+    opt = Optimizer("adam", [stacked], K=3)
     singles = [W[i].clone().requires_grad_() for i in range(3)]
     sopts = [Optimizer("adam", [s]) for s in singles]
     for _ in range(20):
@@ -140,8 +140,6 @@ def test_unstackable_runs_are_refused(tmp_path):
 
 def test_lr_schedule_factor_is_shared():
     """Every schedule is a factor in [final ratio, 1], from 1 at the first step to the final ratio at the last."""
-    from repcost.train.schedule import lr_factor
-
     for sched in ("constant", "cosine", "linear", "exponential"):
         for step in (0, 7, 19):
             f = lr_factor(sched, 0.1, step, 20)

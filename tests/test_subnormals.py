@@ -20,7 +20,7 @@ def test_flush_zeroes_exactly_the_active_members_subnormal_entries(dtype):
     rng = np.random.default_rng(0)
     W = rng.choice(values, size=(3, 4, 5))  # 3 stacked members
     p = torch.tensor(W, dtype=dtype)
-    opt = Optimizer("adam", [p], K=3, stacked=True)
+    opt = Optimizer("adam", [p], K=3)
     opt.bufs[0][0].copy_(torch.tensor(rng.choice(values, size=W.shape), dtype=dtype))
     m_before = opt.bufs[0][0].numpy().copy()
     opt.active[1] = False  # a member that already stopped keeps what it stopped with

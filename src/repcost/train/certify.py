@@ -24,27 +24,24 @@ from ..analysis.relu_1d import spline_min_cost
 from ..config.schema import TrainConfig
 
 
-def cost_over_min(cfg: TrainConfig, gap: float | None, cost: float, x: torch.Tensor, y: torch.Tensor) -> float | None:
-    """C(θ)/C_min on 1-D data with one output where `certify.cost_tol` is set and the duality gap exists (a two-layer
-    ReLU net, Savarese et al. 2019's setting); None otherwise, and where C_min = 0 (constant labels)."""
-    if cfg.certify.cost_tol is None or gap is None or x.shape[1] != 1 or y.reshape(len(y), -1).shape[1] != 1:
-        return None
-    c_min = spline_min_cost(*(t.detach().double().cpu().reshape(-1).numpy() for t in (x, y)))
-    return cost / c_min if c_min > 0 else None
-
-
 def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, rounds: int, steps: int, cost: float,
                    x: torch.Tensor, y: torch.Tensor) -> dict:
-    """summary.json's record of certified stopping (empty when `train.certify` is off; gap null where none exists;
-    with `cost_tol`, C(θ)/C_min as `certify.cost_over_min`, null where no C_min applies)."""
-    if cfg.certify.gap_tol is None:
+    """summary.json's record of certified stopping (empty when `train.certify` is off; gap null where none exists).
+
+    With `cost_tol`, C(θ)/C_min as `certify.cost_over_min`: on 1-D data with one output where the duality gap exists
+    (a two-layer ReLU net, Savarese et al. 2019's setting); null otherwise, and where C_min = 0 (constant labels)."""
+    c = cfg.certify
+    if c.gap_tol is None:
         return {}
-    ratio = {} if cfg.certify.cost_tol is None else {"certify.cost_tol": cfg.certify.cost_tol,
-                                                      "certify.cost_over_min": cost_over_min(cfg, gap, cost, x, y)}
-    return {"certified": stop_reason == "certified", "certify.gap_rel": gap,
-            "certify.gap_tol": cfg.certify.gap_tol, "certify.rounds": rounds,
-            "certify.max_rounds": cfg.certify.rounds, "certify.budget_steps": cfg.total_steps, "certify.steps": steps,
-            **ratio}
+    out = {"certified": stop_reason == "certified", "certify.gap_rel": gap, "certify.gap_tol": c.gap_tol,
+           "certify.rounds": rounds, "certify.max_rounds": c.rounds, "certify.budget_steps": cfg.total_steps,
+           "certify.steps": steps}
+    if c.cost_tol is not None:
+        c_min = 0.0
+        if gap is not None and x.shape[1] == 1 and y.reshape(len(y), -1).shape[1] == 1:
+            c_min = spline_min_cost(*(t.detach().double().cpu().reshape(-1).numpy() for t in (x, y)))
+        out.update({"certify.cost_tol": c.cost_tol, "certify.cost_over_min": cost / c_min if c_min > 0 else None})
+    return out
 
 
 def _cost_clause(summary: dict) -> str:

@@ -26,10 +26,9 @@ from ..data.bundle import DataBundle
 from ..errors import RepcostError
 from ..models.base import RepModel
 from ..objective import data_loss, objective, reg_scale_factor, training_targets
-from .optim import Optimizer
+from .optim import Optimizer, lr_factor
 from .polish import polish
 from .preempt import StopFlag
-from .schedule import lr_factor
 from .step import Stepper
 from .terms import Terms
 
@@ -402,7 +401,7 @@ class Engine:
     def _start_phase(self, ph: PhaseConfig) -> int | None:
         """A fresh optimiser for phase `ph` (resumed state applied), the stepper told; returns the batch size."""
         members, dev = self.members, self.terms.params[0].device
-        opt = self.optimizer = Optimizer(ph.optimizer, self.terms.params, ph.momentum, self.K, self.terms.stacked)
+        opt = self.optimizer = Optimizer(ph.optimizer, self.terms.params, ph.momentum, self.K)
         for i, sd in self.resume_optimizers.items():
             if sd is not None:
                 opt.load_member_state_dict(i, sd)

@@ -44,15 +44,6 @@ def launch_concurrency(hc: DictConfig) -> int:
     return threads.cores_available() if n_jobs < 0 else n_jobs
 
 
-def record_plugin_sources(spec: RunSpec, cfg: DictConfig) -> None:
-    """The config's `plugin_sources`: the sha256 of each plugin module the run uses (part of its identity, so a
-    plugin edit makes a finished run stale); a run without plugins gets no key and keeps its identity."""
-    sources = run_plugin_sources(spec, plugin_names(cfg))
-    if sources or "plugin_sources" in cfg:
-        with open_dict(cfg):
-            cfg.plugin_sources = sources
-
-
 def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
     """(spec, resolved run config, run dir, `on_stale`) of the job whose Hydra config is current.
 
@@ -62,7 +53,12 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
     """
     hc = HydraConfig.get()
     spec = validate(cfg)
-    record_plugin_sources(spec, cfg)
+    # the sha256 of each plugin module the run uses is part of its identity (a plugin edit makes a finished run
+    # stale); a run without plugins gets no key and keeps its identity
+    sources = run_plugin_sources(spec, plugin_names(cfg))
+    if sources or "plugin_sources" in cfg:
+        with open_dict(cfg):
+            cfg.plugin_sources = sources
     run_cfg = OmegaConf.to_container(cfg, resolve=True)
     run_cfg.pop("hydra", None)
     logging.captureWarnings(True)  # library warnings go to train.log only (configs/hydra/job_logging/repcost.yaml)

@@ -1,4 +1,5 @@
-"""The optimisers of the engine: gd/sgd (with momentum) and Adam, one learning rate per member.
+"""The optimisers of the engine: gd/sgd (with momentum) and Adam, one learning rate per member, and the learning-rate
+schedules.
 
 One implementation serves every run: a single model's parameters (K = 1), K stacked members
 (leading member axis, `terms.Terms`), eager, compiled (`torch.compile`) or replayed from a
@@ -16,6 +17,7 @@ host, so it can be captured in a CUDA graph.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -24,6 +26,22 @@ ADAM_BETAS = (0.9, 0.999)  # torch.optim.Adam's defaults, which every phase has 
 ADAM_EPS = 1e-8
 # torch.optim's names of `bufs`, in order
 STATE_KEYS = {"adam": ("exp_avg", "exp_avg_sq"), "sgd": ("momentum_buffer",), "gd": ("momentum_buffer",)}
+
+
+def lr_factor(schedule: str, final_ratio: float, step: int, steps: int) -> float:
+    """lr at `step` of a phase of `steps` steps over the phase's lr: 1 (constant), or decaying to final_ratio.
+
+    A pure function of the step, so resuming is exact. Every schedule is lr × a factor that does not depend on lr, so
+    members of a stacked grid that differ in lr share it (`Engine` multiplies each member's lr by it in float64).
+    """
+    if schedule == "constant" or steps <= 1:
+        return 1.0
+    t = min(step / (steps - 1), 1.0)
+    if schedule == "cosine":
+        return final_ratio + (1 - final_ratio) * 0.5 * (1 + math.cos(math.pi * t))
+    if schedule == "linear":
+        return 1 - (1 - final_ratio) * t
+    return final_ratio**t  # exponential
 
 
 def _per_member(v: torch.Tensor, p: torch.Tensor, stacked: bool) -> torch.Tensor:
@@ -40,9 +58,8 @@ class Optimizer:
     gradients in `p.grad` and changes nothing of an inactive member.
     """
 
-    def __init__(self, name: str, params: Sequence[torch.Tensor], momentum: float = 0.0, K: int = 1,
-                 stacked: bool = False):
-        self.name, self.params, self.momentum, self.K, self.stacked = name, list(params), momentum, K, stacked
+    def __init__(self, name: str, params: Sequence[torch.Tensor], momentum: float = 0.0, K: int = 1):
+        self.name, self.params, self.momentum, self.K, self.stacked = name, list(params), momentum, K, K > 1
         p0 = self.params[0]
         self.lr = torch.zeros(K, dtype=torch.float64, device=p0.device)
         self.active = torch.ones(K, dtype=torch.bool, device=p0.device)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,7 @@ from ..config.limits import allocating
 from ..data import load_data
 from ..errors import RepcostError, io_error
 from ..identity import check_stackable, run_hash
+from ..loggers import Trackers
 from ..models import build_model
 from ..rundir import CHECKPOINT, ERROR, METRICS, SUMMARY, MetricsWriter, RunDir, remove_dead_temp_files
 from ..provenance import identity_changes, provenance
@@ -71,10 +72,14 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
     if fh is not None:  # FINISHED may hold a hash of other identity rules: the checkpoint's config decides then
         if fh == chash:
             return "finished", None
+        ck, version = {}, None
         with suppress(RepcostError):  # an unreadable checkpoint: not this run's
-            if _has_identity(rd.load_checkpoint(), chash):
+            ck = rd.load_checkpoint()
+            if _has_identity(ck, chash):
                 return "finished", None
-        changed = _changes(rd, cfg)
+            version = rd.summary().get("repcost_version")
+        old = ck.get("config")  # what differs between it and this config (`provenance.identity_changes`):
+        changed = identity_changes(old, cfg, version) if isinstance(old, dict) and cfg is not None else "config unknown"
         if on_stale != "move":
             raise RepcostError(f"{rd.path} holds a finished run of another config ({changed}; hash {fh}, this config "
                                f"{chash}); finished results are never overwritten: use another directory, or force=true "
@@ -101,15 +106,6 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
     return "fresh", None
 
 
-def _changes(rd: RunDir, cfg: dict | None) -> str:
-    """What differs between the finished run in `rd` and `cfg` (`provenance.identity_changes`)."""
-    try:
-        old, version = rd.load_checkpoint().get("config"), rd.summary().get("repcost_version")
-    except (RepcostError, OSError, ValueError):
-        return "its config cannot be read"
-    return identity_changes(old, cfg, version) if isinstance(old, dict) and cfg is not None else "config unknown"
-
-
 @dataclass
 class RunJob:
     """One run directory opened for training (locked, `open_run` decided): its config, identity and checkpoint."""
@@ -133,10 +129,10 @@ class RunJob:
         p = self.resume["trainer"]["position"]
         return (p["phase"], p["step_in_phase"], p["step"])
 
-    def checkpoint(self, state: dict, status: str, wall: float, family: str) -> dict:
-        """checkpoint.pt: the engine's state of this run plus what identifies and resumes it."""
-        return {"trainer": state, "config_hash": self.chash, "status": status, "family": family,
-                "config": self.cfg_dict, "wall_time_s": wall}
+    def checkpoint(self, engine: Engine, i: int, status: str, wall: float) -> dict:
+        """checkpoint.pt: the engine's state of this run (its member i) plus what identifies and resumes it."""
+        return {"trainer": engine.state_dict(i), "config_hash": self.chash, "status": status,
+                "family": engine.members[i].model.family, "config": self.cfg_dict, "wall_time_s": wall}
 
     def preempted(self, steps: int, sig: int | None) -> dict:
         """What this run returns when a stop signal ended it at `steps` (its checkpoint written)."""
@@ -229,13 +225,9 @@ def failure_message(e: BaseException) -> str:
     return f"{e}" if isinstance(e, RepcostError) else f"{e.__class__.__name__}: {e}"
 
 
-def _metrics(job: RunJob):
-    """(metrics writer, the run's trackers or None, the record sink): every record goes to both (repcost.loggers)."""
+def _metrics(job: RunJob) -> tuple[MetricsWriter, Trackers, Callable[[dict], None]]:
+    """(metrics writer, the run's trackers, the record sink): every record goes to both (repcost.loggers)."""
     metrics = MetricsWriter(job.rd.file(METRICS), keep_before=job.start[2])
-    if not job.spec.logger:
-        return metrics, None, metrics
-    from ..loggers import Trackers
-
     trackers = Trackers(job.spec.logger, job.rd.path, job.cfg_dict, job.chash, resume=job.resume is not None)
 
     def both(rec: dict) -> None:
@@ -266,7 +258,6 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
         rows = max(p.batch_size or data.x_train.shape[0] for p in spec.train.phases)
         with torch.no_grad():  # the activations of the largest batch, before any training (compiling takes minutes)
             models[0](data.x_train[:rows])
-    family = models[0].family
     n_params = sum(p.numel() for p in models[0].parameters())
     threads.fit_to_model(data.x_train.shape[0], K * n_params)
     runners = [AnalysisRunner(j.spec.analysis, m, data, j.rd.path, j.spec.train) for m, j in zip(models, jobs)]
@@ -284,7 +275,7 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
         for i, j in enumerate(jobs):
             if engine.members[i].result is None:
                 wall = j.wall_before + time.perf_counter() - t_start
-                j.rd.save_checkpoint(j.checkpoint(engine.state_dict(i), "running", wall, family))
+                j.rd.save_checkpoint(j.checkpoint(engine, i, "running", wall))
 
     engine.on_checkpoint = checkpoint_running
     # a stop signal once training has ended waits for the runs' files (the run finishes, nothing is lost)
@@ -310,9 +301,8 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
         for i, (j, r) in enumerate(zip(jobs, results or ())):
             wall = j.wall_before + elapsed
             if r.status == "preempted":
-                j.rd.save_checkpoint(j.checkpoint(engine.state_dict(i), "preempted", wall, family))
-                if outs[i][1] is not None:
-                    outs[i][1].close()
+                j.rd.save_checkpoint(j.checkpoint(engine, i, "preempted", wall))
+                outs[i][1].close()
                 out[i] = j.preempted(r.steps, sig)
             else:
                 out[i] = _complete(j, engine, i, r, runners[i], outs[i][1], data, wall)
@@ -350,15 +340,15 @@ def run_summary(engine: Engine, i: int, result: TrainResult, job: RunJob, data_n
     }
 
 
-def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: AnalysisRunner, tracker, data,
-              wall: float) -> dict | RepcostError:
+def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: AnalysisRunner, tracker: Trackers,
+              data, wall: float) -> dict | RepcostError:
     """A run's final files: summary.json (the certificate and final analyses included), checkpoint.pt,
     FINISHED, then figures/fit.png; or error.txt for a failed run (returned as the RepcostError it raises)."""
     model = engine.members[i].model
     summary = run_summary(engine, i, result, job, data.name, wall)
     if result.status == "finished":
         summary.update(runner.final(model))
-    checkpoint = job.checkpoint(engine.state_dict(i), result.status, wall, model.family)
+    checkpoint = job.checkpoint(engine, i, result.status, wall)
     if result.status == "failed":
         out: dict | RepcostError = job.rd.fail(checkpoint, summary, result.message)
     else:
@@ -366,8 +356,7 @@ def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: 
         out = summary
         if data.task == "regression" and data.d_in == 1 and data.d_out == 1:  # after FINISHED: a figure that cannot be written costs the figure, not the run
             _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary)
-    if tracker is not None:  # after summary.json, which the trackers keep as an artifact
-        tracker.finish(summary)
+    tracker.finish(summary)  # after summary.json, which the trackers keep as an artifact
     return out
 
 
