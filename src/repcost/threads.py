@@ -20,23 +20,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
-
-from .errors import ConfigError
 
 # samples × parameters of one full-batch step below which a run trains on one thread. The demo (10 × 301 = 3e3)
 # sits below it; Jacot et al. 2022's MNIST net (42 × 42k = 1.8e6) and Jacot 2023's Fig 1 net (2000 × 91k = 1.8e8)
 # above, where the free cores decide (benchmarks/threads.py).
 SMALL_WORK = 1e5
-
-
-def check_threads(value: Any) -> int | str:
-    """The `threads` config value, validated: 'auto' or an integer >= 1."""
-    if value == "auto":
-        return "auto"
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    raise ConfigError("threads", value, "auto or an integer >= 1 (torch CPU threads of the run)")
 
 
 def cores_available() -> int:

@@ -54,24 +54,20 @@ class StackedLauncherConf:
     # requeues after a time limit before a group fails (submitit's max_num_timeout)
     max_num_timeout: int = 3
 
+    def __post_init__(self) -> None:
+        """The values' checks (Hydra checks the keys and types): a bad one is a RepcostError (one line, exit 2)."""
+        if self.max_members < 1:
+            raise RepcostError(f"hydra.launcher.max_members={self.max_members}: must be a positive integer "
+                               "(the most runs in one stacked process)")
+        if self.n_jobs == 0 or self.n_jobs < -1:
+            raise RepcostError(f"hydra.launcher.n_jobs={self.n_jobs}: must be a positive integer or -1 (one per core)")
+        if self.submitit not in (None, *SUBMITIT_CLUSTERS):
+            raise RepcostError(f"hydra.launcher.submitit={self.submitit}: allowed: null (run here), "
+                               f"{', '.join(SUBMITIT_CLUSTERS)}")
+
 
 ConfigStore.instance().store(group="hydra/launcher", name="repcost_stacked", node=StackedLauncherConf,
                              provider="repcost")
-
-
-def _options(params: dict) -> dict:
-    """The launcher's options (their keys and types checked by Hydra against `StackedLauncherConf`), their
-    values checked: a bad one is a RepcostError (one line, exit 2)."""
-    opts = {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v for k, v in params.items()}
-    if opts["max_members"] < 1:
-        raise RepcostError(f"hydra.launcher.max_members={opts['max_members']}: must be a positive integer "
-                           "(the most runs in one stacked process)")
-    if opts["n_jobs"] == 0 or opts["n_jobs"] < -1:
-        raise RepcostError(f"hydra.launcher.n_jobs={opts['n_jobs']}: must be a positive integer or -1 (one per core)")
-    if opts["submitit"] not in (None, *SUBMITIT_CLUSTERS):
-        raise RepcostError(f"hydra.launcher.submitit={opts['submitit']}: allowed: null (run here), "
-                           f"{', '.join(SUBMITIT_CLUSTERS)}")
-    return opts
 
 
 def stack_key_of_job(config: DictConfig) -> str | None:
@@ -128,7 +124,8 @@ class StackedLauncher(Launcher):
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
         setup_globals()
-        opts = _options(self.params)
+        opts = StackedLauncherConf(**{k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
+                                      for k, v in self.params.items()})
         config = self.config
         configure_log(config.hydra.hydra_logging, config.hydra.verbose)
         Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
@@ -145,16 +142,16 @@ class StackedLauncher(Launcher):
                 keys.append(stack_key_of_job(c))
         finally:
             HydraConfig.instance().cfg = orig
-        groups = plan_groups(keys, opts["max_members"], dirs)
+        groups = plan_groups(keys, opts.max_members, dirs)
         log.info(f"Launching {len(configs)} jobs as {len(groups)} stacked group(s), sweep output dir: "
                  f"{config.hydra.sweep.dir}")
         for g in groups:
             log.info("\t" + " | ".join(f"#{initial_job_idx + i} : {' '.join(filter_overrides(job_overrides[i]))}"
                                        for i in g))
         group_configs = [[configs[i] for i in g] for g in groups]
-        if opts["submitit"] is not None:
+        if opts.submitit is not None:
             results = _run_submitit(self, opts, group_configs)
-        elif opts["n_jobs"] == 1 or len(groups) == 1:
+        elif opts.n_jobs == 1 or len(groups) == 1:
             results = []
             for gc in group_configs:  # one after another in this process (signals reach the training directly)
                 results.append(run_group(gc, self.hydra_context))
@@ -163,7 +160,7 @@ class StackedLauncher(Launcher):
             from joblib import Parallel, delayed  # hydra-joblib-launcher's dependency
 
             state = Singleton.get_state()
-            results = Parallel(n_jobs=opts["n_jobs"], backend="loky")(
+            results = Parallel(n_jobs=opts.n_jobs, backend="loky")(
                 delayed(run_group)(gc, self.hydra_context, state) for gc in group_configs)
         by_job = dict(zip([i for g in groups for i in g], [r for rets in results for r in rets]))
         return [by_job[i] for i in range(len(configs))]
@@ -241,15 +238,16 @@ class _GroupTask:
         return submitit.helpers.DelayedSubmission(self, *args, **kwargs)
 
 
-def _run_submitit(launcher: Any, opts: dict, group_configs: list[list[DictConfig]]) -> list[list[JobReturn]]:
+def _run_submitit(launcher: Any, opts: StackedLauncherConf,
+                  group_configs: list[list[DictConfig]]) -> list[list[JobReturn]]:
     try:
         import submitit
     except ImportError:
         raise RepcostError("hydra.launcher.submitit needs submitit: pip install 'repcost[cluster]'") from None
-    cluster = opts["submitit"]
-    executor = submitit.AutoExecutor(folder=opts["submitit_folder"], cluster=cluster,
-                                     **{f"{cluster}_max_num_timeout": opts["max_num_timeout"]})
-    params = {"name": str(launcher.config.hydra.job.name), **opts["submitit_params"]}
+    cluster = opts.submitit
+    executor = submitit.AutoExecutor(folder=opts.submitit_folder, cluster=cluster,
+                                     **{f"{cluster}_max_num_timeout": opts.max_num_timeout})
+    params = {"name": str(launcher.config.hydra.job.name), **opts.submitit_params}
     try:
         executor.update_parameters(**params)
     except (ValueError, TypeError, AssertionError) as e:

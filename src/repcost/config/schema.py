@@ -20,7 +20,6 @@ from ..errors import PLUGIN_HINT, ConfigError, check, did_you_mean
 from .messages import type_allowed
 from ..plugins import load_plugins
 from ..registry import ANALYSES, DATASETS, MODELS
-from ..threads import check_threads
 from .limits import check_limits
 
 OPTIMIZERS = ("gd", "sgd", "adam")
@@ -275,7 +274,7 @@ class TrackingConfig:
     mode: str = "offline"  # W&B: offline (`wandb sync` uploads later) or online
 
     def __post_init__(self):
-        check(self.mode in ("offline", "online"), "mode", self.mode, "offline or online")
+        check(self.mode in ("offline", "online"), "tracking.mode", self.mode, "offline or online")
 
 
 @dataclass
@@ -298,27 +297,36 @@ class TopLevelConfig:
     # part of the identity: a plugin edit makes the run stale. Empty (no plugins): the identity is as before
     plugin_sources: Any = field(default_factory=dict)
 
+    def __post_init__(self):
+        check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check(self.dtype in ("float32", "float64"), "dtype", self.dtype, "float32 or float64")
+        check(self.threads == "auto" or type(self.threads) is int and self.threads >= 1, "threads", self.threads,
+              "auto or an integer >= 1 (torch CPU threads of the run)")
 
-TOP_LEVEL = ("model", "data", "train", "analysis", *(f.name for f in dataclasses.fields(TopLevelConfig)))
+
+SECTIONS = ("model", "data", "train", "analysis", "hydra")
+TOP_LEVEL = (*SECTIONS[:-1], *(f.name for f in dataclasses.fields(TopLevelConfig)))
 
 
 def _section(prefix: str, schema: type, node) -> Any:
-    """Merge one config section into its schema and build the dataclass (runs __post_init__)."""
+    """Merge one config section into its schema and build the dataclass (runs __post_init__); prefix "": the
+    top-level keys."""
+    at = f"{prefix}." if prefix else ""
     try:
         merged = OmegaConf.merge(OmegaConf.structured(schema), node)
         return OmegaConf.to_object(merged)
     except ConfigError as e:
-        raise ConfigError(f"{prefix}.{e.key}" if prefix else e.key, e.value, e.allowed) from None
+        raise ConfigError(at + e.key, e.value, e.allowed) from None
     except ConfigKeyError as e:
         names = [f.name for f in dataclasses.fields(schema)]
-        hint = did_you_mean(str(e.key), names, f"{prefix}.")
-        raise ConfigError(f"{prefix}.{e.full_key or e.key}", "<unknown key>",
-                          f"keys of {prefix}: {', '.join(names)}{hint}") from None
+        hint = did_you_mean(str(e.key), names, at)
+        raise ConfigError(f"{at}{e.full_key or e.key}", "<unknown key>",
+                          f"keys of {prefix or 'the config'}: {', '.join(names)}{hint}") from None
     except OmegaConfBaseException as e:  # a value of the wrong type: what the key allows, in the schema's words
         key = str(e.full_key or e.key)
         top = key.split(".")[0].split("[")[0]
         allowed = type_allowed(schema, top) if top in {f.name for f in dataclasses.fields(schema)} else None
-        raise ConfigError(f"{prefix}.{key}", e.value if hasattr(e, "value") else None,
+        raise ConfigError(at + key, e.value if hasattr(e, "value") else None,
                           allowed or str(e).splitlines()[0]) from None
 
 
@@ -346,11 +354,8 @@ def validate(cfg: DictConfig) -> RunSpec:
     load_plugins(cfg)  # the user's model families and datasets register before their names are checked
     for key in cfg:
         check(key in TOP_LEVEL or key == "hydra", str(key), "<unknown key>", "top-level keys " + ", ".join(TOP_LEVEL))
-    seed = cfg.get("seed", 0)
-    check(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, "seed", seed, "an integer >= 0")
-    dtype = cfg.get("dtype", "float64")
-    check(dtype in ("float32", "float64"), "dtype", dtype, "float32 or float64")
-    device = resolve_device(str(cfg.get("device", "auto")))
+    top = _section("", TopLevelConfig, {k: v for k, v in cfg.items() if k not in SECTIONS})
+    device = resolve_device(top.device)
     model = _registered_section("model", MODELS, cfg.get("model"))
     data = _registered_section("data", DATASETS, cfg.get("data"))
     train_node = cfg.get("train", {})
@@ -361,9 +366,7 @@ def validate(cfg: DictConfig) -> RunSpec:
           "auto or off on a CPU run (CUDA graphs need device=cuda)")
     analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
     validate_options(analysis)
-    logger = check_logger(cfg.get("logger", "none"))
-    _section("tracking", TrackingConfig, cfg.get("tracking", {}))
-    spec = RunSpec(model, data, train, analysis, seed, device, dtype, logger, check_threads(cfg.get("threads", "auto")))
+    spec = RunSpec(model, data, train, analysis, top.seed, device, top.dtype, check_logger(top.logger), top.threads)
     check_limits(spec)  # seeds a generator takes, sizes this machine can hold: before anything is allocated
     return spec
 
