@@ -72,10 +72,6 @@ DEV, HELDOUT = range(0, 20), range(20, 40)  # the blocks of every 1-D family (mo
 CLUSTER_WIDTHS = (0.01, 0.03, 0.1)  # clustered dataset i has width CLUSTER_WIDTHS[i % 3]
 
 
-def _rounded(v: np.ndarray) -> np.ndarray:
-    return np.round(v, 6)  # the values passed on the command line are exact
-
-
 def _interval(g: np.random.Generator) -> tuple[float, float]:
     """Centre m ~ U(−1, 1) and half-width h ~ U(0.5, 2) of a dataset's x interval."""
     return g.uniform(-1, 1), g.uniform(0.5, 2)
@@ -96,17 +92,12 @@ def _labels(g: np.random.Generator, n: int) -> np.ndarray:
     return s * (g.standard_normal(n) if g.random() < 0.5 else g.uniform(-1, 1, n))
 
 
-def heldout_1d(i: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dataset i of the uniform family (module docstring)."""
-    g = np.random.default_rng([18, 1, i])
+def _uniform(g: np.random.Generator, i: int) -> tuple[np.ndarray, np.ndarray]:
     n = int(g.integers(5, 13))
-    x = _spread_x(g, n)
-    return _rounded(x), _rounded(_labels(g, n))
+    return _spread_x(g, n), _labels(g, n)
 
 
-def clustered_1d(i: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dataset i of the clustered family (module docstring)."""
-    g = np.random.default_rng([33, 1, i])
+def _clustered(g: np.random.Generator, i: int) -> tuple[np.ndarray, np.ndarray]:
     width, k = CLUSTER_WIDTHS[i % 3], int(g.integers(2, 5))
     counts = 2 + g.multinomial(12 - 2 * k, np.full(k, 1 / k))
     while True:
@@ -120,44 +111,36 @@ def clustered_1d(i: int) -> tuple[np.ndarray, np.ndarray]:
             if np.diff(u).min() >= 1 / (4 * nc):
                 break
         xs.append(c + width * u)
-    return _rounded(np.concatenate(xs)), _rounded(_labels(g, 12))
+    return np.concatenate(xs), _labels(g, 12)
 
 
-def multiscale_1d(i: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dataset i of the multi-scale family (module docstring)."""
-    g = np.random.default_rng([33, 2, i])
+def _multiscale(g: np.random.Generator, i: int) -> tuple[np.ndarray, np.ndarray]:
     n = int(g.integers(6, 13))
     m, h = _interval(g)
     while True:
         x = np.concatenate([[0.0], np.cumsum(10 ** g.uniform(-3, 0, n - 1))])
-        x = _rounded(m - h + 2 * h * x / x[-1])
+        x = np.round(m - h + 2 * h * x / x[-1], 6)  # the gap ratio holds for the values passed on
         d = np.diff(x)
         if d.max() / d.min() >= 100:
-            return x, _rounded(_labels(g, n))
+            return x, _labels(g, n)
 
 
-def heavy_tailed_1d(i: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dataset i of the heavy-tailed family (module docstring)."""
-    g = np.random.default_rng([33, 3, i])
+def _heavy_tailed(g: np.random.Generator, i: int) -> tuple[np.ndarray, np.ndarray]:
     n = int(g.integers(5, 13))
     x = _spread_x(g, n)
-    return _rounded(x), _rounded(g.uniform(0.1, 1) * g.standard_t(1.5, n))
+    return x, g.uniform(0.1, 1) * g.standard_t(1.5, n)
 
 
-def large_n_1d(i: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dataset i of the large-N family (module docstring)."""
-    g = np.random.default_rng([33, 4, i])
+def _large_n(g: np.random.Generator, i: int) -> tuple[np.ndarray, np.ndarray]:
     n = int(g.integers(50, 201))
     m, h = _interval(g)
     x = m - h + 2 * h * (np.arange(n) + 0.5 + g.uniform(-0.35, 0.35, n)) / n
     c, om, ph = g.standard_normal(3), g.uniform(0.5, 3, 3), g.uniform(0, 2 * math.pi, 3)
     f = (c[:, None] * np.sin(math.pi * om[:, None] * (x - m)[None] / h + ph[:, None])).sum(0)
-    return _rounded(x), _rounded(g.uniform(0.1, 2) * (f + 0.1 * g.standard_normal(n)))
+    return x, g.uniform(0.1, 2) * (f + 0.1 * g.standard_normal(n))
 
 
-def near_duplicate_1d(i: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dataset i of the near-duplicate family (module docstring)."""
-    g = np.random.default_rng([33, 5, i])
+def _near_duplicate(g: np.random.Generator, i: int) -> tuple[np.ndarray, np.ndarray]:
     n0 = int(g.integers(5, 11))
     x0 = _spread_x(g, n0)
     k = int(g.integers(1, 4))
@@ -171,12 +154,21 @@ def near_duplicate_1d(i: int) -> tuple[np.ndarray, np.ndarray]:
             break
     x = np.concatenate([x0, partners])
     order = np.argsort(x)
-    return _rounded(x[order]), _rounded(y[order])
+    return x[order], y[order]
 
 
-# dataset i of a 1-D family: FAMILIES[family](i) (module docstring)
-FAMILIES = {"uniform": heldout_1d, "clustered": clustered_1d, "multiscale": multiscale_1d,
-            "heavy_tailed": heavy_tailed_1d, "large_n": large_n_1d, "near_duplicate": near_duplicate_1d}
+# a 1-D family: (its numpy seed prefix, its generator of (x, y) from that seed and the dataset index)
+FAMILIES = {"uniform": ((18, 1), _uniform), "clustered": ((33, 1), _clustered), "multiscale": ((33, 2), _multiscale),
+            "heavy_tailed": ((33, 3), _heavy_tailed), "large_n": ((33, 4), _large_n),
+            "near_duplicate": ((33, 5), _near_duplicate)}
+
+
+def dataset_1d(family: str, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Dataset i of a 1-D family (module docstring), rounded to 6 decimals: the values passed on the command line
+    are exact."""
+    seed, make = FAMILIES[family]
+    x, y = make(np.random.default_rng([*seed, i]), i)
+    return np.round(x, 6), np.round(y, 6)
 
 
 def heldout_rays(i: int) -> dict:
@@ -242,7 +234,7 @@ def case_1d(family: str, i: int, out: Path, extra: list[str] = ()) -> dict:
     from repcost.analysis import spline_min_cost
     from repcost.errors import RepcostError
 
-    x, y = FAMILIES[family](i)
+    x, y = dataset_1d(family, i)
     run_dir = out / f"1d_{family}_{i}"
     cmin = spline_min_cost(x, y)
     block = "dev" if i in DEV else "heldout" if i in HELDOUT else f"{i // 10 * 10}–{i // 10 * 10 + 9}"
