@@ -152,22 +152,25 @@ class RepModel(nn.Module):
                 for i, W in enumerate(self.weight_matrices())]
 
     def unit_norms(self) -> list[UnitNorms]:
-        """Per hidden layer of the chain, every unit's incoming (row of W_ℓ, its bias if regularised) and outgoing
-        (column of W_{ℓ+1}) squared norms."""
+        """Per hidden layer, every unit's incoming (row of W_ℓ, its bias if regularised) and outgoing (column of
+        W_{ℓ+1}) squared norms. Stacked weights (blocks side by side, W_ℓ of shape (k, n_ℓ, n_{ℓ−1})) number block
+        i's unit j as i·n_ℓ + j, the order of `hidden()`; a plain W_{ℓ+1} after them has a column per unit."""
         Ws, bs = self.weight_matrices(), self._penalised_biases()
-        return [UnitNorms(ell, (Ws[ell - 1] ** 2).sum(1) + (bs[ell - 1] ** 2 if bs else 0), (Ws[ell] ** 2).sum(0))
-                for ell in range(1, len(Ws))]
+        return [UnitNorms(ell, ((Ws[ell - 1] ** 2).sum(-1) + (bs[ell - 1] ** 2 if bs else 0)).reshape(-1),
+                          (Ws[ell] ** 2).sum(-2).reshape(-1)) for ell in range(1, len(Ws))]
 
     def rescale_units(self, layer: int, c: torch.Tensor) -> None:
         """Multiply what `unit_norms()` counts as hidden layer `layer`'s unit k's incoming parameters (its
         bias too, regularised or not) by c_k > 0 and its outgoing ones by 1/c_k, in place: with a positively
-        homogeneous σ the network function is unchanged. A chain of matrices and its biases by default."""
+        homogeneous σ the network function is unchanged. Layers of matrices (or stacked blocks, as `unit_norms`)
+        and their biases by default."""
         Ws, bs = self.weight_matrices(), self.bias_vectors()
+        w_in, w_out = Ws[layer - 1], Ws[layer]
         with torch.no_grad():
             if bs:
                 bs[layer - 1].mul_(c.to(bs[layer - 1].dtype))
-            Ws[layer - 1].mul_(c.to(Ws[layer - 1].dtype)[:, None])
-            Ws[layer].div_(c.to(Ws[layer].dtype)[None, :])
+            w_in.mul_(c.to(w_in.dtype).reshape(*w_in.shape[:-1], 1))
+            w_out.div_(c.to(w_out.dtype).reshape(*w_out.shape[:-2], 1, w_out.shape[-1]))
 
     def linear_pairs(self) -> list[tuple[int, torch.Tensor, torch.Tensor, bool]]:
         """(ℓ, W_ℓ, W_{ℓ+1}, diag_only) for consecutive layers joined by a linear (or only diagonally

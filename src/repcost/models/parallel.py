@@ -9,7 +9,7 @@ from torch import nn
 
 from ..errors import check
 from ..registry import MODELS
-from .base import Hidden, RepModel, Structure, UnitNorms, chain_weights, gaussian_param
+from .base import Hidden, RepModel, Structure, chain_weights, gaussian_param
 
 
 @dataclass
@@ -68,26 +68,3 @@ class Parallel(RepModel):
 
     def weight_names(self) -> list[str]:
         return [f"W{i}" for i in range(1, self.depth)] + ["alpha"]
-
-    def unit_norms(self) -> list[UnitNorms]:
-        """Every sub-network hidden layer; sub-network i's unit j is entry i·n_ℓ + j; the last hidden layer
-        (one unit per sub-network) has outgoing ‖α[:, i]‖² (Savarese App. C)."""
-        Ws, out = list(self.sub), []
-        for ell in range(1, self.depth):
-            inc = (Ws[ell - 1] ** 2).sum(2)  # (k, n_ℓ)
-            outg = (Ws[ell] ** 2).sum(1) if ell < self.depth - 1 else (self.alpha ** 2).sum(0)[:, None]
-            out.append(UnitNorms(ell, inc.reshape(-1), outg.reshape(-1)))
-        return out
-
-    def rescale_units(self, layer: int, c: torch.Tensor) -> None:
-        """Unit i·n_ℓ + j: sub-network i's row j of W_i^{(ℓ)} by c, its column j of W_i^{(ℓ+1)} (or α[:, i]) by 1/c."""
-        Ws = list(self.sub)
-        k = Ws[layer - 1].shape[0]
-        c = c.reshape(k, -1)
-        with torch.no_grad():
-            Ws[layer - 1].mul_(c.to(Ws[layer - 1].dtype)[:, :, None])
-            if layer < self.depth - 1:
-                Ws[layer].div_(c.to(Ws[layer].dtype)[:, None, :])
-            else:
-                self.alpha.div_(c[:, 0].to(self.alpha.dtype)[None, :])
-
