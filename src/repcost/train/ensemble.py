@@ -70,18 +70,12 @@ def aggregate(rd: RunDir, cfg_dict: dict, chash: str, seeds: Sequence[int], resu
     if failed and top["status"] != "failed":
         log.warning("ensemble members %s failed (%s); the best member is %d (seed %d)", failed,
                     "; ".join(f"{i}: {summaries[i].get('message', '')}" for i in failed), best, seeds[best])
-    rd.write_bytes(METRICS, _member_metrics(members, seeds))
+    lines = [json.dumps({**rec, "member": i, "seed": seeds[i]}) for i, md in enumerate(members)
+             if md.file(METRICS).exists() for rec in read_metrics(md.file(METRICS))]  # member by member
+    rd.write_bytes(METRICS, ("\n".join(lines) + "\n").encode() if lines else b"")
     ck = members[best].load_checkpoint()
     ck = {**ck, "config_hash": chash, "config": cfg_dict, "status": top["status"], "best_member": best}
     if top["status"] == "failed":
         raise rd.fail(ck, top, f"every ensemble member failed (member 0: {summaries[0].get('message', '')})")
     rd.finish(ck, top, chash)
     return top
-
-
-def _member_metrics(members: Sequence[RunDir], seeds: Sequence[int]) -> bytes:
-    """Every member's metrics.jsonl lines, tagged with `member` and `seed`, member by member."""
-    lines = [json.dumps({**rec, "member": i, "seed": seeds[i]}) for i, md in enumerate(members)
-             if md.file(METRICS).exists() for rec in read_metrics(md.file(METRICS))]
-    return ("\n".join(lines) + "\n").encode() if lines else b""
-

@@ -60,7 +60,6 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
         with open_dict(cfg):
             cfg.plugin_sources = sources
     run_cfg = OmegaConf.to_container(cfg, resolve=True)
-    run_cfg.pop("hydra", None)
     logging.captureWarnings(True)  # library warnings go to train.log only (configs/hydra/job_logging/repcost.yaml)
     header = logging.getLogger("repcost.file")  # the first lines of train.log (not the console)
     header.info("command: %s", shlex.join(["repcost-train", *sys.argv[1:]]))
@@ -83,9 +82,8 @@ def done(summary: dict, run_dir: Path) -> dict:
         log.info("already finished (force=true moves it aside and reruns): %s", run_dir)
         return summary
     if summary.get("status") == "preempted" and summary.get("signal") == signal.SIGINT:
-        total = summary.get("total_steps")  # the training's own record of its budget
-        log.warning("interrupted at step %s%s; relaunch the same command to resume", summary.get("steps"),
-                    f" of {total}" if total is not None else "")
+        log.warning("interrupted at step %s of %s; relaunch the same command to resume", summary["steps"],
+                    summary["total_steps"])
         raise Interrupted
     if summary.get("status") != "finished":
         log.info("run %s at step %s: %s (relaunch to resume)", summary.get("status"), summary.get("steps"), run_dir)

@@ -64,12 +64,10 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
     `ensemble` keeps its state in its members' directories: those decide for themselves.
     """
     remove_dead_temp_files(rd.path)
-    if force and rd.has_results():
-        aside = rd.move_aside("force=true")
-        log.warning("force=true: the previous run in %s was moved to %s", rd.path, aside)
-        return "fresh", None
     fh = rd.finished_hash()
-    if fh is not None:  # FINISHED may hold a hash of other identity rules: the checkpoint's config decides then
+    if force:
+        why = "force=true"
+    elif fh is not None:  # FINISHED may hold a hash of other identity rules: the checkpoint's config decides then
         if fh == chash:
             return "finished", None
         ck, version = {}, None
@@ -84,25 +82,20 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
             raise RepcostError(f"{rd.path} holds a finished run of another config ({changed}; hash {fh}, this config "
                                f"{chash}); finished results are never overwritten: use another directory, or force=true "
                                "to move the old run aside")
-        aside = rd.move_aside(f"finished run of another config ({changed}; hash {fh}; replaced by {chash})")
-        log.warning("the finished run in %s had another config (%s); moved to %s", rd.path, changed, aside)
-        return "fresh", None
-    if rd.file(ERROR).exists():
-        aside = rd.move_aside("a failed attempt")
-        log.warning("the failed attempt in %s was moved to %s; starting over", rd.path, aside)
-        return "fresh", None
-    if rd.file(CHECKPOINT).exists():
+        why = f"finished run of another config ({changed}; hash {fh}; replaced by {chash})"
+    elif rd.file(ERROR).exists():
+        why = "a failed attempt"
+    elif rd.file(CHECKPOINT).exists():
         ck = rd.load_checkpoint()  # an unreadable checkpoint is a one-line error naming it
         same = _has_identity(ck, chash)
-        if same and ck.get("status") in ("running", "preempted") and "trainer" in ck and not ensemble:
+        if same and ck.get("status") in ("running", "preempted") and not ensemble:
             return "resume", ck
         why = (f"unfinished run of another config (hash {ck.get('config_hash')})" if not same
                else f"a {ck.get('status')} attempt" + (" in an older ensemble format" if "ensemble" in ck else ""))
-        aside = rd.move_aside(why)
-        log.warning("the unfinished run in %s was moved to %s", rd.path, aside)
-        return "fresh", None
-    if rd.has_results() and not (ensemble and not rd.file(SUMMARY).exists()):
-        rd.move_aside("leftovers without a checkpoint")
+    else:  # an unfinished ensemble's members decide for themselves
+        why = None if ensemble and not rd.file(SUMMARY).exists() else "leftovers without a checkpoint"
+    if why is not None and rd.has_results():
+        log.warning("the run in %s was moved to %s (%s); starting over", rd.path, rd.move_aside(why), why)
     return "fresh", None
 
 
@@ -165,7 +158,6 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
     the Hydra job's config, for hydra.yaml and overrides.yaml).
     """
     n = len(specs)
-    hydra_cfgs = list(hydra_cfgs) if hydra_cfgs is not None else [None] * n
     check_stackable(cfg_dicts)
     ensemble = specs[0].train.ensemble_size > 1  # then the only run (`check_stackable`)
     paths = [Path(d).resolve() for d in run_dirs]
@@ -182,15 +174,13 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
             try:
                 held.enter_context(rd.locked())
                 what, resume = open_run(rd, chash, force, on_stale, ensemble, cfg_dicts[i])
-                if what != "finished":
-                    rd.write_config(cfg_dicts[i], hydra_cfgs[i])
+                if what == "finished":
+                    out[i] = {**rd.summary(), "reused": True}
+                else:
+                    rd.write_config(cfg_dicts[i], hydra_cfgs[i] if hydra_cfgs else None)
+                    jobs[i] = RunJob(specs[i], cfg_dicts[i], rd, chash, resume)
             except RepcostError as e:
                 out[i] = e
-                continue
-            if what == "finished":
-                out[i] = {**rd.summary(), "reused": True}
-            else:
-                jobs[i] = RunJob(specs[i], cfg_dicts[i], rd, chash, resume)
         startup.training_begins()  # the directories are relaunchable runs: the training's signal handling rules
         by_start: dict[tuple[int, int, int], list[int]] = {}
         for i, job in jobs.items():
