@@ -1,4 +1,4 @@
-"""TensorBoard logging (optional extra): events written by TensorBoardLogger read back; the logger key validated."""
+"""TensorBoard logging (optional extra): events written by TensorBoardTracker read back; the logger key validated."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ def test_event_file_reads_back(tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from repcost.loggers import TensorBoardLogger
+    from repcost.loggers import TensorBoardTracker
 
     recs = [{"step": s, "objective": 1.0 / (s + 1), "train_loss": 2.0 / (s + 1), "phase": 0} for s in (0, 10, 20)]
     recs.append({"step": 20, "analysis": {"jacobian": {"rank_mean": 3.5}}})  # nested keys become groups
-    logger = TensorBoardLogger(tmp_path, {"model": {"name": "fc", "depth": 3, "width": [4, 4]}, "train": {"lam": 1e-3}})
+    logger = TensorBoardTracker(tmp_path, {"model": {"name": "fc", "depth": 3, "width": [4, 4]}, "train": {"lam": 1e-3}}, "h")
     for r in recs:
         logger.log(r)
     logger.finish({"objective": 0.05, "status": "finished"})

@@ -89,8 +89,8 @@ def test_a_failing_tracker_is_a_warning_and_the_others_go_on(tmp_path, monkeypat
     with caplog.at_level(logging.WARNING, logger="repcost"):
         t = loggers.Trackers(("broken", "fine"), tmp_path, {}, "h", resume=False)
         for s in range(5):
-            t.log({"step": s, "objective": 1.0})
-        t.finish({})
+            t.call("log", {"step": s, "objective": 1.0})
+        t.call("finish", {})
     assert seen == [0, 1, 2, 3, 4, -1]
     assert [r.getMessage() for r in caplog.records if "logger broken failed" in r.getMessage()] == [
         "logger broken failed and is off for the rest of this run (OSError: connection refused); "

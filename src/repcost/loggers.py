@@ -2,7 +2,7 @@
 
 Each is an extra imported only by a run that chooses it (`logger=mlflow`, `logger=[tensorboard,mlflow]`). The
 run path feeds `Trackers` every record it writes to metrics.jsonl, then the summary and figures (`finish`), or
-closes them for a stopped run that a relaunch resumes (the tracker run ids are kept in RUN_DIR/trackers.json).
+None for a stopped run that a relaunch resumes (the tracker run ids are kept in RUN_DIR/trackers.json).
 A tracker that fails is a warning in train.log and is dropped; the run goes on, its directory the record.
 """
 
@@ -50,16 +50,16 @@ def _tags(run_dir: Path, chash: str) -> dict[str, str]:
             "repcost.run_dir": str(run_dir.resolve())}
 
 
-class TensorBoardLogger:
+class TensorBoardTracker:
     """Writes a run's scalars and hyper-parameters as TensorBoard events under RUN_DIR/tensorboard/."""
 
     run_id = None
 
-    def __init__(self, run_dir: Path | str, cfg: dict | None = None, chash: str = "", run_id: str | None = None):
+    def __init__(self, run_dir: Path, cfg: dict, chash: str, run_id: str | None = None):
         # imported here: tensorboard is an optional extra
         from torch.utils.tensorboard import SummaryWriter
 
-        self.cfg = cfg or {}
+        self.cfg = cfg
         self._writer = SummaryWriter(log_dir=str(Path(run_dir) / "tensorboard"))
 
     def log(self, rec: dict) -> None:
@@ -67,14 +67,12 @@ class TensorBoardLogger:
         for key, value in _metrics(rec).items():
             self._writer.add_scalar(key, value, global_step=int(rec["step"]))
 
-    def finish(self, summary: dict) -> None:
+    def finish(self, summary: dict | None) -> None:
         """The run's config as hyper-parameters and its final numeric summary as their metrics; closes."""
-        metrics = {f"final/{k}": v for k, v in _scalars(summary).items()}
-        # run_name="." keeps the hparams event in this run's directory instead of a timestamped subdir
-        self._writer.add_hparams(_hparam_values(self.cfg), metrics, run_name=".")
-        self.close()
-
-    def close(self) -> None:
+        if summary is not None:
+            metrics = {f"final/{k}": v for k, v in _scalars(summary).items()}
+            # run_name="." keeps the hparams event in this run's directory instead of a timestamped subdir
+            self._writer.add_hparams(_hparam_values(self.cfg), metrics, run_name=".")
         self._writer.close()
 
 
@@ -126,14 +124,13 @@ class MLflowTracker:
             return
         self.client.log_batch(self.run_id, metrics=[Metric(k, v, ms, step) for k, v in _metrics(rec).items()])
 
-    def finish(self, summary: dict) -> None:
+    def finish(self, summary: dict | None) -> None:
+        if summary is None:  # a stopped run stays RUNNING in MLflow: its relaunch continues it
+            return
         self.client.log_artifact(self.run_id, str(self.run_dir / "summary.json"))
         if (self.run_dir / "figures").is_dir():
             self.client.log_artifacts(self.run_id, str(self.run_dir / "figures"), "figures")
         self.client.set_terminated(self.run_id, "FAILED" if summary.get("status") == "failed" else "FINISHED")
-
-    def close(self) -> None:
-        """A stopped run stays RUNNING in MLflow: its relaunch continues it."""
 
 
 class WandbTracker:
@@ -157,23 +154,24 @@ class WandbTracker:
     def log(self, rec: dict) -> None:
         self.run.log(_metrics(rec), step=int(rec["step"]))
 
-    def finish(self, summary: dict) -> None:
+    def finish(self, summary: dict | None) -> None:
+        if summary is None:  # stopped: resumed under the same id by the relaunch
+            self.run.finish(exit_code=1)
+            return
         self.run.summary.update(_scalars(summary))
         for f in [self.run_dir / "summary.json", *sorted((self.run_dir / "figures").glob("*"))]:
             self.run.save(str(f), base_path=str(self.run_dir), policy="now")
         self.run.finish(exit_code=1 if summary.get("status") == "failed" else 0)
 
-    def close(self) -> None:
-        self.run.finish(exit_code=1)  # stopped: resumed under the same id by the relaunch
-
 
 # A tracker is built as KIND(run_dir, cfg, config hash, run id to resume or None) and has `run_id` (None where there is
-# nothing to resume), `log(record)`, `finish(summary)` (summary.json and figures/ are written by then) and `close()`.
-KINDS: dict[str, type] = {"tensorboard": TensorBoardLogger, "mlflow": MLflowTracker, "wandb": WandbTracker}
+# nothing to resume), `log(record)` and `finish(summary)`: a finished or failed run's (summary.json and figures/ are
+# written by then), or None for a stopped (preempted) run, which its relaunch continues.
+KINDS: dict[str, type] = {"tensorboard": TensorBoardTracker, "mlflow": MLflowTracker, "wandb": WandbTracker}
 
 
 class Trackers:
-    """The trackers a run chose (`logger`), fed together; one that raises is a warning and is dropped."""
+    """The trackers a run chose (`logger`), fed together (`call`); one that raises is a warning and is dropped."""
 
     def __init__(self, names: tuple[str, ...], run_dir: Path, cfg: dict, chash: str, resume: bool):
         ids_file, ids = Path(run_dir) / IDS, {}
@@ -194,21 +192,10 @@ class Trackers:
                         name, type(e).__name__, str(e).splitlines()[0] if str(e) else "")
             self.live.pop(name, None)
 
-    def _each(self, method: str, *args: Any) -> None:
+    def call(self, method: str, *args: Any) -> None:
+        """Every tracker's `log(record)` or `finish(summary or None)` (`KINDS`)."""
         for name, t in list(self.live.items()):
             self._call(name, lambda: getattr(t, method)(*args))
-
-    def log(self, rec: dict) -> None:
-        """One metrics.jsonl record to every tracker."""
-        self._each("log", rec)
-
-    def finish(self, summary: dict) -> None:
-        """The end of a finished or failed run: its summary and figures, and the tracker runs closed."""
-        self._each("finish", summary)
-
-    def close(self) -> None:
-        """A stopped (preempted) run: tracker runs closed, to be continued by the relaunch."""
-        self._each("close")
 
 
 def read_wandb_offline(path: Path | str) -> dict[str, Any]:

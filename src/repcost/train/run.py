@@ -222,7 +222,7 @@ def _metrics(job: RunJob) -> tuple[MetricsWriter, Trackers, Callable[[dict], Non
 
     def both(rec: dict) -> None:
         metrics(rec)
-        trackers.log(rec)
+        trackers.call("log", rec)
 
     return metrics, trackers, both
 
@@ -292,7 +292,7 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
             wall = j.wall_before + elapsed
             if r.status == "preempted":
                 j.rd.save_checkpoint(j.checkpoint(engine, i, "preempted", wall))
-                outs[i][1].close()
+                outs[i][1].call("finish", None)
                 out[i] = j.preempted(r.steps, sig)
             else:
                 out[i] = _complete(j, engine, i, r, runners[i], outs[i][1], data, wall)
@@ -346,7 +346,7 @@ def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: 
         out = summary
         if data.task == "regression" and data.d_in == 1 and data.d_out == 1:  # after FINISHED: a figure that cannot be written costs the figure, not the run
             _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary)
-    tracker.finish(summary)  # after summary.json, which the trackers keep as an artifact
+    tracker.call("finish", summary)  # after summary.json, which the trackers keep as an artifact
     return out
 
 
