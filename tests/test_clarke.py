@@ -53,7 +53,7 @@ def _clarke(m):
 
 def test_without_kinks_it_is_the_plain_gradient_norm():
     m = _net({})
-    value, n = _clarke(m)
+    value, n, _ = _clarke(m)
     assert n == 0
     assert value == pytest.approx(np.linalg.norm(_hand_gradient(m, {})), rel=1e-12)
 
@@ -62,7 +62,7 @@ def test_without_kinks_it_is_the_plain_gradient_norm():
 def test_at_kinks_it_is_the_least_gradient_norm_over_the_slopes(exact_kinks):
     m = _net({0: 3, 2: 1})
     x, y = torch.tensor(X)[:, None], torch.tensor(Y)[:, None]
-    value, n = clarke_gradient_norm(m, x, y, "mse", LAM, "one", exact_kinks=exact_kinks,
+    value, n, _ = clarke_gradient_norm(m, x, y, "mse", LAM, "one", exact_kinks=exact_kinks,
                                     exact_entries=exact_kinks)
     assert n == 2
     cells = [(3, 0), (1, 2)]
@@ -81,7 +81,7 @@ def test_at_kinks_it_is_the_least_gradient_norm_over_the_slopes(exact_kinks):
 def test_too_many_kinks_is_not_computed():
     m = _net({0: 1, 2: 3})
     x, y = torch.tensor(X)[:, None], torch.tensor(Y)[:, None]
-    value, n = clarke_gradient_norm(m, x, y, "mse", LAM, "one", max_kinks=1)
+    value, n, _ = clarke_gradient_norm(m, x, y, "mse", LAM, "one", max_kinks=1)
     assert n == 2 and np.isnan(value)
 
 
@@ -91,7 +91,7 @@ def test_the_certificate_reports_the_kinks_and_their_least_gradient():
     m = _net({0: 3, 2: 1})
     x, y = torch.tensor(X)[:, None], torch.tensor(Y)[:, None]
     cert = critical_point_certificate(m, x, y, "mse", LAM, "one")
-    value, _ = _clarke(m)
+    value, _, _ = _clarke(m)
     reg = 2 * LAM * float(sum((p.detach() ** 2).sum() for p in m.regularised_params())) ** 0.5
     assert cert["kinks"] == 2
     assert cert["clarke_stationarity"] == pytest.approx(value / reg, rel=1e-12)
@@ -108,7 +108,7 @@ def test_kinks_of_a_cut_off_unit_are_left_out():
         m.linear[0][3] = 0.0
         m.b[3], m.a[0, 3] = 0.0, 0.0
     x, y = torch.tensor(X)[:, None], torch.tensor(Y)[:, None]
-    value, n = clarke_gradient_norm(m, x, y, "mse", LAM, "one", max_kinks=1)
+    value, n, _ = clarke_gradient_norm(m, x, y, "mse", LAM, "one", max_kinks=1)
     assert n == 1  # the dead unit is kinked at all five points, but its slopes move nothing
 
     def norm(s):

@@ -1,5 +1,5 @@
 """The polish (train/polish.py): dead units removed exactly, the objective never raised, a Clarke-stationary point reached
-where data sit on kinks; and what the Clarke measure's set is (analysis/clarke.py `chain_rule_is_clarke`)."""
+where data sit on kinks; and what the Clarke measure's set is (analysis/clarke.py `clarke_gradient_norm`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import copy
 import pytest
 import torch
 
-from repcost.analysis.clarke import chain_rule_is_clarke
+from repcost.analysis.clarke import clarke_gradient_norm
 from repcost.analysis.critical import critical_point_certificate
 from repcost.models import MODELS
 from repcost.objective import objective
@@ -107,7 +107,7 @@ def _kinked_two_layer():
 
 def test_chain_rule_set_is_clarke_for_one_kinked_layer_with_independent_gradients():
     m, x, y = _kinked_two_layer()
-    assert chain_rule_is_clarke(m, x, y, "mse", LAM, "one") is True
+    assert clarke_gradient_norm(m, x, y, "mse", LAM, "one")[2] is True
 
 
 def test_chain_rule_set_is_only_an_outer_estimate_with_kinks_in_two_layers():
@@ -122,11 +122,11 @@ def test_chain_rule_set_is_only_an_outer_estimate_with_kinks_in_two_layers():
         m.weights[1].copy_(torch.tensor([[1.0, 1.0], [1.0, -1.0]]))
         m.biases[1].copy_(torch.tensor([0.0, 0.5]))  # layer-2 unit 0: z = |x|, kinked at x = 0
         m.weights[2].fill_(1.0)
-    assert chain_rule_is_clarke(m, x, y, "mse", LAM, "one") is False
+    assert clarke_gradient_norm(m, x, y, "mse", LAM, "one")[2] is False
 
 
 def test_no_kinks_nothing_to_say():
     m, x, y = _kinked_two_layer()
     with torch.no_grad():
         m.biases[0][0] = 0.25  # kink moved off the data
-    assert chain_rule_is_clarke(m, x, y, "mse", LAM, "one") is None
+    assert clarke_gradient_norm(m, x, y, "mse", LAM, "one")[2] is None

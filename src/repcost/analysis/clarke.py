@@ -152,18 +152,39 @@ def _least_norm_matrix_free(G, s0: np.ndarray, lo: np.ndarray) -> np.ndarray:
 
 def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
                          max_kinks: int = MAX_KINKS, exact_kinks: int = EXACT_KINKS,
-                         exact_entries: int = EXACT_ENTRIES) -> tuple[float, int]:
-    """(‖G(s*)‖, number of kinks): the least gradient norm over the kinks' slopes (module docstring).
+                         exact_entries: int = EXACT_ENTRIES) -> tuple[float, int, bool | None]:
+    """(‖G(s*)‖, number of kinks, whether the set is Clarke's): the least gradient norm over the kinks' slopes (module
+    docstring).
 
     `model` is evaluated as it is (the certificate passes its float64 copy, on the CPU). With no
     kinks this is the plain gradient norm; up to `exact_kinks` kinks, or `exact_entries` column entries, it
     solves with exact Jacobian columns, beyond that matrix-free, and with more than `max_kinks` it is NaN (not computed). Kinks
     count only where the activation receives a backward signal (module docstring).
+
+    The third value says whether the set minimised over is the Clarke subdifferential itself (True) or may be larger
+    (False); None without kinks or with more than `EXACT_KINKS` (not checked). It is the Clarke subdifferential where
+    every kinked pre-activation z_K is a smooth function of θ (all kinks in one activation layer, so none reads a
+    kinked one) whose Jacobian ∂z_K/∂θ has full row rank: z_K are then local coordinates, the objective is
+    H(θ, σ(z_K)) with H smooth, and the convex hull of its pieces' gradients is the box of slopes (the regularity
+    condition of Tian & So 2023, "Testing stationarity concepts for ReLU networks", for two-layer nets). Deeper nets
+    with kinks in several layers get an outer estimate: a least norm near 0 is necessary for Clarke stationarity
+    there, not sufficient.
     """
-    _, _, lo, G = kinked(model, x, y, loss, lam, reg_scale)
+    params, masks, lo, G = kinked(model, x, y, loss, lam, reg_scale)
     n = lo.size
+    exact = None
+    if 0 < n <= EXACT_KINKS:
+        exact = False  # kinks in several activation layers: an outer estimate
+        if sum(bool(m.any()) for m in masks) == 1:
+            finder = Slopes()
+            with torch.enable_grad(), finder:
+                model(x)
+            z = torch.cat([zi[m] for zi, m in zip(finder.inputs, masks)])
+            J = torch.stack([_flat(torch.autograd.grad(zk, params, retain_graph=True, allow_unused=True), params)
+                             for zk in z])
+            exact = bool(torch.linalg.matrix_rank(J.double()) == n)
     if n > max_kinks:
-        return float("nan"), n
+        return float("nan"), n, exact
 
     def gradient(s: np.ndarray) -> np.ndarray:
         return G(torch.tensor(s)).detach().cpu().numpy()
@@ -171,7 +192,7 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     s0 = lo.copy()  # autograd's own choice at z = 0: 0 for ReLU, the leaky slope otherwise
     g0 = gradient(s0)
     if n == 0:
-        return float(np.linalg.norm(g0)), n
+        return float(np.linalg.norm(g0)), n, exact
     if n > exact_kinks and n * g0.size > exact_entries:
         s = _least_norm_matrix_free(G, s0, lo)
     else:
@@ -186,29 +207,4 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
 
         Q, R = np.linalg.qr(J)
         s = np.clip(lsq_linear(R, Q.T @ (J @ s0 - g0), bounds=(lo, np.ones(n)), method="bvls", tol=1e-14).x, lo, 1.0)
-    return float(min(np.linalg.norm(gradient(s)), np.linalg.norm(g0))), n
-
-
-def chain_rule_is_clarke(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str) -> bool | None:
-    """Whether the set the measure minimises over is the Clarke subdifferential itself (True) or may be larger
-    (False); None without kinks or with more than `EXACT_KINKS` (not checked).
-
-    It is the Clarke subdifferential where every kinked pre-activation z_K is a smooth function of θ (all kinks in
-    one activation layer, so none reads a kinked one) whose Jacobian ∂z_K/∂θ has full row rank: z_K are then local
-    coordinates, the objective is H(θ, σ(z_K)) with H smooth, and the convex hull of its pieces' gradients is the box
-    of slopes (the regularity condition of Tian & So 2023, "Testing stationarity concepts for ReLU networks", for
-    two-layer nets). Deeper nets with kinks in several layers get an outer estimate: a least norm near 0 is
-    necessary for Clarke stationarity there, not sufficient.
-    """
-    params, masks, lo, _ = kinked(model, x, y, loss, lam, reg_scale)
-    n = lo.size
-    if n == 0 or n > EXACT_KINKS:
-        return None
-    if sum(bool(m.any()) for m in masks) > 1:
-        return False
-    finder = Slopes()
-    with torch.enable_grad(), finder:
-        model(x)
-    z = torch.cat([zi[m] for zi, m in zip(finder.inputs, masks)])
-    J = torch.stack([_flat(torch.autograd.grad(zk, params, retain_graph=True, allow_unused=True), params) for zk in z])
-    return bool(torch.linalg.matrix_rank(J.double()) == n)
+    return float(min(np.linalg.norm(gradient(s)), np.linalg.norm(g0))), n, exact

@@ -19,7 +19,7 @@ At a critical point of  data-loss + λ·s·Σ‖p‖²  two things hold:
 counts. Where pre-activations sit on a ReLU kink the objective is not differentiable there; if the
 plain stationarity fails, the certificate also reports `kinks` (pre-activations on a kink of a live unit at
 a data point) and `clarke_stationarity`, the least gradient norm over the kinks' slopes (analysis/clarke.py) in
-the same units, and that one may pass. `clarke_exact` says what that set is (`clarke.chain_rule_is_clarke`):
+the same units, and that one may pass. `clarke_exact` says what that set is (`clarke.clarke_gradient_norm`):
 the Clarke subdifferential itself where the kinks lie in one activation layer with independent pre-activation
 gradients (two-layer nets: the regularity condition of Tian & So 2023), else (deeper nets with kinks in several
 layers) an outer estimate, on which a small measure is necessary for Clarke stationarity but not sufficient.
@@ -49,7 +49,7 @@ from ..models.base import UnitNorms
 from ..objective import objective, reg_scale_factor
 from .arrays import as_f64, float64_inputs, float64_model
 from .balance import linear_layer_balance
-from .clarke import MAX_KINKS, chain_rule_is_clarke, clarke_gradient_norm
+from .clarke import MAX_KINKS, clarke_gradient_norm
 from .descent import lbfgs_descent
 from .family_costs import family_gaps
 from .relu_1d import duality_gap
@@ -104,11 +104,10 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
     finite = all(math.isfinite(v) for v in out.values())
     stationary = out["stationarity"] <= stationarity_tol
     if finite and not stationary:  # pre-activations on a ReLU kink: the least gradient over their slopes
-        clarke, kinks = clarke_gradient_norm(m, *float64_inputs(m, x, y), loss, lam, reg_scale, max_kinks=max_kinks)
+        clarke, kinks, exact = clarke_gradient_norm(m, *float64_inputs(m, x, y), loss, lam, reg_scale, max_kinks=max_kinks)
         if kinks:
             out["kinks"] = kinks
             out["clarke_stationarity"] = relative(clarke)
-            exact = chain_rule_is_clarke(m, *float64_inputs(m, x, y), loss, lam, reg_scale)
             if exact is not None:
                 out["clarke_exact"] = exact
             stationary = out["clarke_stationarity"] <= stationarity_tol  # NaN (too many kinks): not certified

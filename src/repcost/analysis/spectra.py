@@ -186,8 +186,9 @@ def _default_chunk(model, d_in: int, d_out: int) -> int:
     return max(1, MEMORY_BUDGET_BYTES // per_point)
 
 
-def _jacobians(model, x: Any, chunk_size: Optional[int]) -> torch.Tensor:
-    """(N, d_out, d_in) float64 Jacobians at the rows of x, vmapped a chunk of rows at a time."""
+def jacobians(model, x: Any, chunk_size: Optional[int] = None) -> np.ndarray:
+    """(N, d_out, d_in) float64 Jacobians J f(x_i) of the network function at the rows of x, vmapped a chunk of rows at
+    a time (Jacot 2023 §3, Def 1, Fig 1C)."""
     X = float64_rows(model, x)
     params = {n: p.detach().to(torch.float64) for n, p in model.named_parameters()}
     buffers = {n: (b.detach().to(torch.float64) if b.is_floating_point() else b)
@@ -205,17 +206,12 @@ def _jacobians(model, x: Any, chunk_size: Optional[int]) -> torch.Tensor:
         # warns about its own deprecation; that is torch-internal and not actionable here.
         warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.* is deprecated", category=DeprecationWarning)
         J = vmap(jac, chunk_size=chunk_size or _default_chunk(model, d_in, d_out))(X)
-    return J.reshape(-1, d_out, d_in)
-
-
-def jacobians(model, x: Any, chunk_size: Optional[int] = None) -> np.ndarray:
-    """(N, d_out, d_in) float64 Jacobians J f(x_i) of the network function at the rows of x (Jacot 2023 §3, Def 1, Fig 1C)."""
-    return _jacobians(model, x, chunk_size).cpu().numpy()
+    return J.reshape(-1, d_out, d_in).cpu().numpy()
 
 
 def jacobian_spectra(model, x: Any, chunk_size: Optional[int] = None) -> np.ndarray:
     """(N, min(d_in, d_out)) singular values of J f(x_i), descending, float64 (Jacot 2023 Fig 1C)."""
-    return singular_values(_jacobians(model, x, chunk_size))
+    return singular_values(jacobians(model, x, chunk_size))
 
 
 def schatten_cost(s: Any, L: int, rel_tol: float = 1e-12):
