@@ -18,6 +18,7 @@ repcost as a library (a notebook, a test) keeps its own torch setting.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -45,17 +46,12 @@ def cores_available() -> int:
 def own_running_threads() -> int:
     """Threads of this process that are runnable right now (at least this one): e.g. torch's OpenMP workers,
     which keep spinning for a while after a parallel operation."""
-    n = 0
-    try:
-        for task in Path("/proc/self/task").iterdir():
-            try:
-                stat = (task / "stat").read_text()
-            except OSError:  # the thread ended meanwhile
-                continue
-            n += stat[stat.rindex(")") + 2:].startswith("R")  # the state follows the parenthesised name
-    except (OSError, ValueError):
-        return 1
-    return max(1, n)
+    states = []
+    for stat in Path("/proc/self/task").glob("*/stat"):
+        with contextlib.suppress(OSError, ValueError):  # (a thread that ended meanwhile)
+            text = stat.read_text()
+            states.append(text[text.rindex(")") + 2])  # the state follows the parenthesised name
+    return max(1, states.count("R"))
 
 
 def busy_elsewhere() -> int:

@@ -4,9 +4,9 @@ lists the config groups and top-level keys.
 Hydra's argparse takes options before or after one run of overrides, but overrides on both sides of an
 option end in "unrecognized arguments: <override>", and an unknown option or a missing value prints the
 whole usage block. Hydra's options, declared here again, turn these cases into one line first.
-Hydra's own help composes the config and lists every group through one repository copy per group (seconds on a
-small machine); --help reads the YAML folders instead (and, for model/ and data/, the names the package's modules
-register), with neither Hydra nor torch. Hydra's help stays available as --hydra-help.
+Hydra's own help composes the config, whose model and data options load torch (seconds on a small machine); --help
+fills Hydra's help template of the app from the YAML folders instead (and, for model/ and data/, the names the
+package's modules register), with neither Hydra's composition nor torch. Hydra's help stays available as --hydra-help.
 """
 
 from __future__ import annotations
@@ -16,19 +16,14 @@ import shlex
 import textwrap
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from ..errors import RepcostError, did_you_mean
 from ..paths import CONFIG_DIR
 from ..registry import DATASETS, MODELS
 
 GROUPS = ("model", "data", "train", "analysis", "experiment", "hydra/launcher")
 REGISTRIES = {"model": MODELS, "data": DATASETS}  # their options are the registered names (no YAML)
-USAGE = """repcost-train [--config-dir DIR] [-m] [KEY=VALUE | group=option ...]
-       repcost-train --resume RUN_DIR [KEY=VALUE ...]"""
-ABOUT = """\
-Trains one model (with -m/--multirun: one job per combination of comma-separated values) and writes
-its run directory (summary.json, metrics.jsonl, checkpoint.pt, .hydra/). Options come before the
-overrides."""
-HIDDEN = argparse.SUPPRESS  # Hydra's options that --help leaves to --hydra-help
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,29 +36,22 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser(prog: str) -> _Parser:
-    """Hydra's options (`hydra.main`'s parser), with what --help says of the ones a repcost user needs."""
-    p = _Parser(prog=prog, usage=USAGE, description=ABOUT, add_help=False, allow_abbrev=False,
-                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, max_help_position=30, width=110))
-    p.add_argument("--config-dir", "-cd", metavar="DIR",
-                   help="also search DIR for groups and presets (your own model/, data/, experiment/ ...)")
-    p.add_argument("--resume", metavar="RUN_DIR", help="relaunch a run directory with its saved overrides (more may "
-                                                       "follow)")
-    for names in (("--config-path", "-cp"), ("--config-name", "-cn"), ("--package", "-p"), ("--experimental-rerun",)):
-        p.add_argument(*names, help=HIDDEN)
+    """Hydra's options (`hydra.main`'s parser), repcost-train's --resume and --version; --help says what they do
+    (configs/hydra/help/repcost.yaml)."""
+    p = _Parser(prog=prog, add_help=False, allow_abbrev=False)
+    for names in (("--config-dir", "-cd"), ("--config-path", "-cp"), ("--config-name", "-cn"), ("--package", "-p"),
+                  ("--experimental-rerun",), ("--resume",)):
+        p.add_argument(*names)
     mode = p.add_mutually_exclusive_group()  # Hydra runs one of these
-    mode.add_argument("--multirun", "-m", action="store_true",
-                      help="run a sweep, e.g. model.width=10,20 seed=0,1 (hydra/launcher=parallel|stacked|slurm)")
-    mode.add_argument("--cfg", "-c", choices=("job", "hydra", "all"), metavar="job",
-                      help="print the composed config of the overrides (--cfg job) and exit")
-    mode.add_argument("--run", "-r", action="store_true", help=HIDDEN)
-    mode.add_argument("--shell-completion", "-sc", action="store_true", help=HIDDEN)
-    mode.add_argument("--info", "-i", nargs="?", const="all", help=HIDDEN,
+    mode.add_argument("--multirun", "-m", action="store_true")
+    mode.add_argument("--cfg", "-c", choices=("job", "hydra", "all"))
+    mode.add_argument("--run", "-r", action="store_true")
+    mode.add_argument("--shell-completion", "-sc", action="store_true")
+    mode.add_argument("--info", "-i", nargs="?", const="all",
                       choices=("all", "config", "defaults", "defaults-tree", "plugins", "searchpath"))
-    p.add_argument("--resolve", action="store_true", help=HIDDEN)
-    p.add_argument("--hydra-help", action="store_true", help="Hydra's own options (--info, --shell-completion, ...)")
-    p.add_argument("--version", action="store_true", help="repcost's version")
-    p.add_argument("--help", "-h", action="store_true", help="this help")
-    p.add_argument("overrides", nargs="*", help=HIDDEN)
+    for names in (("--resolve",), ("--hydra-help",), ("--version",), ("--help", "-h")):
+        p.add_argument(*names, action="store_true")
+    p.add_argument("overrides", nargs="*")
     return p
 
 
@@ -86,18 +74,20 @@ def check_argv(args: list[str], prog: str = "repcost-train") -> argparse.Namespa
     return options
 
 
-def help_text(config_dir: str | None, prog: str = "repcost-train") -> str:
-    """The whole --help text: options, the config groups (with those of the user's `--config-dir`, if one is given)
-    and the top-level keys of config.yaml with their comments (between the defaults list and `hydra:`)."""
-    dirs = [CONFIG_DIR, *([Path(config_dir).expanduser()] if config_dir else [])]
-    lines = [_parser(prog).format_help(), "config groups (group=option):"]
+def help_text(config_dir: str | None) -> str:
+    """Hydra's help template of repcost-train (configs/hydra/help/repcost.yaml) filled as Hydra fills it: the
+    options of each group (with those of the user's `--config-dir`, if one is given) and the top-level keys of
+    config.yaml with their comments (between the defaults list and `hydra:`)."""
+    dirs = [Path(CONFIG_DIR), *([Path(config_dir).expanduser()] if config_dir else [])]
+    groups = []
     for group in GROUPS:
-        names = {p.stem for d in dirs if (Path(d) / group).is_dir() for p in (Path(d) / group).glob("*.yaml")}
+        names = {p.stem for d in dirs for p in (d / group).glob("*.yaml")}
         names = sorted(names | set(REGISTRIES[group].declared() if group in REGISTRIES else []))
         if names:
-            lines.append(textwrap.fill(f"{group}: {', '.join(names)}", width=110, initial_indent="  ",
-                                       subsequent_indent="      ", break_on_hyphens=False))
-    config = (Path(CONFIG_DIR) / "config.yaml").read_text().split("\nhydra:")[0].splitlines()
+            groups.append(textwrap.fill(f"{group}: {', '.join(names)}", width=110, initial_indent="  ",
+                                        subsequent_indent="      ", break_on_hyphens=False))
+    config = (dirs[0] / "config.yaml").read_text().split("\nhydra:")[0].splitlines()
     first = next(i for i, line in enumerate(config) if line[:1].isalpha() and not line.startswith("defaults"))
-    return "\n".join([*lines, "", "top-level keys (KEY=VALUE; sections: model.*, data.*, train.*, analysis.*):",
-                      *("  " + line for line in config[first:] if line.strip()), ""])
+    template = OmegaConf.load(dirs[0] / "hydra" / "help" / "repcost.yaml").template
+    keys = ["  " + line for line in config[first:] if line.strip()]
+    return template.replace("$APP_CONFIG_GROUPS", "\n".join(groups)).replace("$CONFIG", "\n".join(keys)) + "\n"

@@ -253,18 +253,6 @@ class RunSpec:
 LOGGERS = {"tensorboard": ("tensorboard",), "mlflow": ("mlflow", "sqlalchemy", "alembic"), "wandb": ("wandb",)}
 
 
-def check_logger(value: Any) -> tuple[str, ...]:
-    """The validated `logger` config value (a name, `none` or a list of names) as a tuple of tracker names;
-    ConfigError if one is unknown or its extra is not installed."""
-    names = [] if value is None else [value] if isinstance(value, str) else list(value)
-    names = [str(n) for n in names if str(n) != "none"]
-    for name in names:
-        check(name in LOGGERS, "logger", name, "none, " + ", ".join(LOGGERS) + ", or a list of them")
-        check(all(importlib.util.find_spec(m) is not None for m in LOGGERS[name]), "logger", name,
-              f"none, or install the extra: pip install 'repcost[{name}]'")
-    return tuple(dict.fromkeys(names))
-
-
 @dataclass
 class TrackingConfig:
     """Where logger=mlflow and logger=wandb write (repcost.loggers)."""
@@ -302,6 +290,12 @@ class TopLevelConfig:
         check(self.dtype in ("float32", "float64"), "dtype", self.dtype, "float32 or float64")
         check(self.threads == "auto" or type(self.threads) is int and self.threads >= 1, "threads", self.threads,
               "auto or an integer >= 1 (torch CPU threads of the run)")
+        names = [] if self.logger is None else [self.logger] if isinstance(self.logger, str) else list(self.logger)
+        self.logger = tuple(dict.fromkeys(str(n) for n in names if str(n) != "none"))  # the chosen trackers
+        for name in self.logger:
+            check(name in LOGGERS, "logger", name, "none, " + ", ".join(LOGGERS) + ", or a list of them")
+            check(all(importlib.util.find_spec(m) is not None for m in LOGGERS[name]), "logger", name,
+                  f"none, or install the extra: pip install 'repcost[{name}]'")
 
 
 SECTIONS = ("model", "data", "train", "analysis", "hydra")
@@ -366,7 +360,7 @@ def validate(cfg: DictConfig) -> RunSpec:
           "auto or off on a CPU run (CUDA graphs need device=cuda)")
     analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
     validate_options(analysis)
-    spec = RunSpec(model, data, train, analysis, top.seed, device, top.dtype, check_logger(top.logger), top.threads)
+    spec = RunSpec(model, data, train, analysis, top.seed, device, top.dtype, top.logger, top.threads)
     check_limits(spec)  # seeds a generator takes, sizes this machine can hold: before anything is allocated
     return spec
 
