@@ -556,7 +556,7 @@ def _signal_at(monkeypatch, target: str, sig=None) -> None:
     monkeypatch.setattr(mod, attr, wrapped)
 
 
-@pytest.mark.parametrize("where", slow_but(["repcost.cli.guards:check_run_place", "repcost.train.job:run_plugin_sources",
+@pytest.mark.parametrize("where", slow_but(["repcost.cli.guards:check_place", "repcost.train.job:run_plugin_sources",
                                              "repcost.train.run:open_run"], ("repcost.train.run:open_run",)), ids=["before-any-dir", "after-hydra", "locked"])
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
 def test_a_signal_during_start_up_leaves_nothing_behind(tmp_path, monkeypatch, where, sig):

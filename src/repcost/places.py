@@ -52,33 +52,24 @@ def is_run_dir(path: Path) -> bool:
     return any((path / m).exists() for m in RUN_MARKERS)
 
 
-def _check_place(value: str | None, key: str, what: str, default: str, clash: Callable[[Path, Path], bool],
-                 kind: str, why: str) -> Path:
-    """`value` (of `key`) as an absolute path: not empty, and no folder `p` from it upwards with `clash(path, p)`
-    (a `kind`, where `why` it cannot hold the directory); RepcostError otherwise."""
+def check_place(key: str, value: str | None) -> Path:
+    """The directory `value` of `key`, hydra.run.dir (a single run's) or hydra.sweep.dir (a multirun's root), as an
+    absolute path: not empty; a run not a sweep root nor inside one (unless it is an existing job of the sweep, e.g.
+    `--resume SWEEP/JOB`), a sweep not a run directory nor inside one. RepcostError otherwise."""
+    run = key == "hydra.run.dir"
     if value is None or not str(value).strip():
+        what, default = ("a run", "outputs/runs/…") if run else ("a sweep", "outputs/sweeps/<name>")
         raise RepcostError(f"{key} is empty: {what} needs its own directory (leave the key out for the default "
                            f"{default}, or name a directory)")
     path = Path(os.path.abspath(str(value)))
+    job = (path / ".hydra" / "overrides.yaml").is_file()
     for p in [path, *path.parents]:
-        if clash(path, p):
-            where = "is" if p == path else f"lies inside {p}, which is"
-            raise RepcostError(f"{key}={path} {where} {kind}: {why}; choose a directory outside it")
+        if run and is_sweep_root(p) and (p == path or not job):  # a sweep's own job may lie inside it
+            kind, why = "a sweep directory", "a single run there would become a bogus job of the sweep"
+        elif not run and is_run_dir(p) and not is_sweep_root(p):
+            kind, why = "a run directory", "the sweep's jobs would mix with the run's files"
+        else:
+            continue
+        where = "is" if p == path else f"lies inside {p}, which is"
+        raise RepcostError(f"{key}={path} {where} {kind}: {why}; choose a directory outside it")
     return path
-
-
-def check_run_place(run_dir: str | None) -> Path:
-    """A single run's directory (hydra.run.dir): not empty, not a sweep root nor inside one (unless it is an existing
-    job of the sweep, e.g. `--resume SWEEP/JOB`). Returns it as an absolute path; RepcostError otherwise."""
-    def clash(path: Path, p: Path) -> bool:  # a sweep's own job may lie inside it
-        return is_sweep_root(p) and (p == path or not (path / ".hydra" / "overrides.yaml").is_file())
-
-    return _check_place(run_dir, "hydra.run.dir", "a run", "outputs/runs/…", clash, "a sweep directory",
-                        "a single run there would become a bogus job of the sweep")
-
-
-def check_sweep_place(sweep_dir: str | None) -> Path:
-    """A multirun's root (hydra.sweep.dir): not empty, not a run directory nor inside one. Absolute path returned."""
-    return _check_place(sweep_dir, "hydra.sweep.dir", "a sweep", "outputs/sweeps/<name>",
-                        lambda path, p: is_run_dir(p) and not is_sweep_root(p),
-                        "a run directory", "the sweep's jobs would mix with the run's files")

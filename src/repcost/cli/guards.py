@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import startup
 from ..errors import FatalError, RepcostError
-from ..places import check_interpolated_names, check_plain_name, check_run_place, check_sweep_place
+from ..places import check_interpolated_names, check_place, check_plain_name
 from ..rundir import append_line
 from ..sweep import add_last_job, start_last_jobs
 from .collect import report_sweep
@@ -82,7 +82,7 @@ class GuardsCallback(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _fatal(_check_names, config, "hydra.run.dir")
-        run_dir = _fatal(check_run_place, OmegaConf.select(config, "hydra.run.dir", default=None))
+        run_dir = _fatal(check_place, "hydra.run.dir", OmegaConf.select(config, "hydra.run.dir", default=None))
         startup.note_run_dir(run_dir)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -92,7 +92,7 @@ class GuardsCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _fatal(_check_names, config, "hydra.sweep.dir")
-        sweep = _fatal(check_sweep_place, OmegaConf.select(config, "hydra.sweep.dir", default=None))
+        sweep = _fatal(check_place, "hydra.sweep.dir", OmegaConf.select(config, "hydra.sweep.dir", default=None))
         os.environ[LAUNCH] = str(os.getpid())
         try:
             total = count_jobs(config)
