@@ -101,7 +101,7 @@ def test_analyze_reads_an_analysis_preset_from_a_user_config_dir(tmp_path, run_c
 def test_compose_config_with_a_user_config_dir(tmp_path, monkeypatch):
     import sys
 
-    from repcost import plugins
+    from repcost import registry
     from repcost.config import compose_config, validate
     from repcost.registry import DATASETS
 
@@ -109,7 +109,7 @@ def test_compose_config_with_a_user_config_dir(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(pkgs))
     DATASETS.names()  # repcost's own datasets first; the plugin's registration is undone after the test
     monkeypatch.setattr(DATASETS, "_entries", dict(DATASETS._entries))
-    monkeypatch.setattr(plugins, "_imported", set())
+    monkeypatch.setattr(registry, "_imported", set())
     try:
         spec = validate(compose_config(["experiment=ring-study", "device=cpu"], config_dirs=[conf]))
     finally:

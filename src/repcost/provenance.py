@@ -73,7 +73,7 @@ def run_plugin_sources(spec: Any, config_plugins: list[str]) -> dict[str, str]:
 
 def provenance() -> dict[str, Any]:
     """repcost version and commit, Python and torch versions, and every loaded plugin's module, file and sha256."""
-    from .plugins import loaded_plugins
+    from .registry import loaded_plugins
 
     torch = sys.modules.get("torch")
     plugins = {}

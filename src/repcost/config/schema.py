@@ -18,8 +18,7 @@ from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from ..errors import PLUGIN_HINT, ConfigError, check, did_you_mean
 from .messages import type_allowed
-from ..plugins import load_plugins
-from ..registry import ANALYSES, DATASETS, MODELS
+from ..registry import ANALYSES, DATASETS, MODELS, load_plugins
 from .limits import check_limits
 
 OPTIMIZERS = ("gd", "sgd", "adam")

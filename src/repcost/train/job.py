@@ -25,9 +25,9 @@ from ..analysis.hooks import descriptions
 from ..config import validate
 from ..config.schema import RunSpec
 from ..errors import RepcostError
-from ..plugins import plugin_names
 from ..identity import run_hash
 from ..provenance import git_commit, repcost_version, run_plugin_sources
+from ..registry import plugin_names
 from ..rundir import RunDir
 from .certify import describe as describe_certified
 from .preempt import Interrupted
