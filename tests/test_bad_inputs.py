@@ -590,7 +590,7 @@ def test_the_startup_guard_hands_signals_to_the_training(tmp_path, monkeypatch):
     """Once the run dir is set up, SIGTERM is the training's: it stops at the next step with a checkpoint."""
     d = tmp_path / "run"
     with monkeypatch.context() as m:
-        _signal_at(m, "repcost.rundir:MetricsWriter.__call__")  # at the first metrics line
+        _signal_at(m, "repcost.rundir:append_line")  # at the first metrics line
         code, out, err = train([*QUICK, "train.phases.0.steps=200", f"hydra.run.dir={d}"], tmp_path)
     assert code == 0 and "Traceback" not in err, err
     assert torch.load(d / "checkpoint.pt", weights_only=True)["status"] == "preempted"

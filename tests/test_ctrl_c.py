@@ -53,7 +53,7 @@ def test_ctrl_c_checkpoints_says_one_line_exits_130_and_the_relaunch_resumes(tmp
 def test_a_fresh_start_moves_an_earlier_metrics_file_aside(tmp_path):
     """A start killed before its first checkpoint leaves metrics.jsonl alone: the next fresh start moves it aside
     with the directory's other leftovers, and a resume keeps the lines before its step."""
-    from repcost.rundir import METRICS, MetricsWriter, RunDir
+    from repcost.rundir import METRICS, RunDir, metrics_sink
     from repcost.train.run import open_run
 
     rd = RunDir(tmp_path / "run")
@@ -64,5 +64,5 @@ def test_a_fresh_start_moves_an_earlier_metrics_file_aside(tmp_path):
     assert (aside / "metrics.jsonl").read_text() == '{"step": 0}\n{"step": 100}\n'
     assert not (rd.path / "metrics.jsonl").exists()
     (rd.path / "metrics.jsonl").write_text('{"step": 0}\n{"step": 100}\n')
-    MetricsWriter(rd.file(METRICS), keep_before=50).close()
+    metrics_sink(rd.file(METRICS), keep_before=50)
     assert (rd.path / "metrics.jsonl").read_text() == '{"step": 0}\n'

@@ -21,7 +21,7 @@ import os
 import shutil
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -87,12 +87,16 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def append_line(path: Path, line: str) -> None:
-    """Append `line` and a newline to `path` in one write (O_APPEND): lines of parallel processes never mix."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    """Append `line` and a newline to `path` in one write (O_APPEND): lines of parallel processes never mix.
+    OSError -> one line."""
     try:
-        os.write(fd, (line + "\n").encode())
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise io_error(path, e) from None
 
 
 def remove_dead_temp_files(folder: Path) -> None:
@@ -170,10 +174,6 @@ def read_metrics(path: Path) -> list[dict]:
     return out
 
 
-def _json_line(rec: dict) -> str:
-    return json.dumps(jsonable(rec), sort_keys=True) + "\n"
-
-
 def _torch_bytes(obj: Any) -> bytes:
     """torch.save into memory: a full disk then fails the write of the bytes and leaves the old file."""
     buf = io.BytesIO()
@@ -181,31 +181,19 @@ def _torch_bytes(obj: Any) -> bytes:
     return buf.getvalue()
 
 
-class MetricsWriter:
-    """Appends one JSON line per logged step to metrics.jsonl, flushed at once.
+def metrics_sink(path: Path, keep_before: int = 0) -> Callable[[dict], None]:
+    """What writes metrics.jsonl: one JSON line appended per logged step (`append_line`).
 
     Resuming at step `keep_before` keeps the lines of earlier steps (the later ones are logged again). A fresh
     start finds no earlier file: `open_run` moves an earlier attempt aside whole, its metrics with it.
     """
+    keep = read_metrics(path) if path.exists() else []  # resuming: lines of later steps are dropped
+    atomic_write_bytes(path, "".join(_json_line(r) + "\n" for r in keep if r["step"] < keep_before).encode())
+    return lambda rec: append_line(path, _json_line(rec))
 
-    def __init__(self, path: Path, keep_before: int = 0):
-        self.path = Path(path)
-        keep = read_metrics(self.path) if self.path.exists() else []  # resuming: lines of later steps are dropped
-        atomic_write_bytes(self.path, "".join(_json_line(r) for r in keep if r["step"] < keep_before).encode())
-        try:
-            self.f = open(self.path, "a")
-        except OSError as e:
-            raise io_error(self.path, e) from None
 
-    def __call__(self, rec: dict) -> None:
-        try:
-            self.f.write(_json_line(rec))
-            self.f.flush()
-        except OSError as e:
-            raise io_error(self.path, e) from None
-
-    def close(self) -> None:
-        self.f.close()
+def _json_line(rec: dict) -> str:
+    return json.dumps(jsonable(rec), sort_keys=True)
 
 
 class RunDir:

@@ -117,7 +117,7 @@ class GuardsCallback(Callback):
             append_line(outcomes, f"{'failed' if failed else 'ok'}\t{config.hydra.runtime.output_dir}\t"
                                   f"{' '.join(str(error).split())}")
             print(_progress_line(outcomes), flush=True)
-        except (OSError, ValueError):  # (a file without the launch's first line: no progress to tell)
+        except (RepcostError, OSError, ValueError):  # (a file without the launch's first line: no progress to tell)
             pass  # the job's own error line already named its directory
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

@@ -29,7 +29,7 @@ from ..errors import RepcostError, io_error
 from ..identity import check_stackable, run_hash
 from ..loggers import Trackers
 from ..models import build_model
-from ..rundir import CHECKPOINT, ERROR, METRICS, SUMMARY, MetricsWriter, RunDir, remove_dead_temp_files
+from ..rundir import CHECKPOINT, ERROR, METRICS, SUMMARY, RunDir, metrics_sink, remove_dead_temp_files
 from ..provenance import identity_changes, provenance
 from .. import startup, threads
 from . import certify
@@ -215,16 +215,16 @@ def failure_message(e: BaseException) -> str:
     return f"{e}" if isinstance(e, RepcostError) else f"{e.__class__.__name__}: {e}"
 
 
-def _metrics(job: RunJob) -> tuple[MetricsWriter, Trackers, Callable[[dict], None]]:
-    """(metrics writer, the run's trackers, the record sink): every record goes to both (repcost.loggers)."""
-    metrics = MetricsWriter(job.rd.file(METRICS), keep_before=job.start[2])
+def _metrics(job: RunJob) -> tuple[Trackers, Callable[[dict], None]]:
+    """(the run's trackers, the record sink): every record goes to metrics.jsonl and the trackers (repcost.loggers)."""
+    metrics = metrics_sink(job.rd.file(METRICS), keep_before=job.start[2])
     trackers = Trackers(job.spec.logger, job.rd.path, job.cfg_dict, job.chash, resume=job.resume is not None)
 
     def both(rec: dict) -> None:
         metrics(rec)
         trackers.call("log", rec)
 
-    return metrics, trackers, both
+    return trackers, both
 
 
 def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> list[dict | Exception]:
@@ -253,7 +253,7 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
     runners = [AnalysisRunner(j.spec.analysis, m, data, j.rd.path, j.spec.train) for m, j in zip(models, jobs)]
     outs = [_metrics(j) for j in jobs]
     engine = Engine(models, data, [j.spec.train for j in jobs], [j.spec.seed for j in jobs],
-                    on_logs=[o[2] for o in outs], hooks=[r.periodic if r.enabled_periodic else None for r in runners],
+                    on_logs=[o[1] for o in outs], hooks=[r.periodic if r.enabled_periodic else None for r in runners],
                     hook_every=spec.analysis.every, stop_flag=stop_flag,
                     **fast_step_options(spec.train, device, K, data.x_train.shape[0], n_params))
     for i, j in enumerate(jobs):  # each from its own checkpoint, at the common position
@@ -281,9 +281,6 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
             log.warning("stopped by signal %s (%s: %.200s); relaunch to resume from the last checkpoint",
                         engine.stop_flag.signal, type(e).__name__, str(e).strip().split("\n")[0])
             results = None
-        finally:
-            for metrics, _, _ in outs:
-                metrics.close()
         sig = engine.stop_flag.signal
         out: list[dict | Exception] = [j.preempted(j.start[2], sig) for j in jobs]  # at their last checkpoint
         elapsed = time.perf_counter() - t_start  # the training time of every run of this process
@@ -292,10 +289,10 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
             wall = j.wall_before + elapsed
             if r.status == "preempted":
                 j.rd.save_checkpoint(j.checkpoint(engine, i, "preempted", wall))
-                outs[i][1].call("finish", None)
+                outs[i][0].call("finish", None)
                 out[i] = j.preempted(r.steps, sig)
             else:
-                out[i] = _complete(j, engine, i, r, runners[i], outs[i][1], data, wall)
+                out[i] = _complete(j, engine, i, r, runners[i], outs[i][0], data, wall)
     if results is None or any(r.status == "preempted" for r in results):
         if results is not None and sig != signal.SIGINT:  # Ctrl-C: the caller says it in its own words
             log.warning("preempted (signal %s) at step %d; checkpoint saved, relaunch to resume", sig, engine.pos.step)
