@@ -25,9 +25,6 @@ from .errors import RepcostError
 from .registry import DATASETS, MODELS
 from .rundir import jsonable
 
-ALWAYS_KEPT = ("name",)  # a section's registry name says which schema the rest is read against
-
-
 def _field_default(f: dataclasses.Field) -> Any:
     if f.default is not dataclasses.MISSING:
         return f.default
@@ -64,7 +61,7 @@ def strip_defaults(node: dict, schema: type, elements: dict[str, type] | None = 
             default = [strip_defaults(e, elements[k]) for e in default] if isinstance(default, list) else default
         elif dataclasses.is_dataclass(raw) and isinstance(v, dict):  # a nested section
             v, default = _without_unset(v, type(raw)), _without_unset(default, type(raw))
-        if k in ALWAYS_KEPT or v != default:
+        if k == "name" or v != default:  # a section's registry name says which schema the rest is read against
             out[k] = v
     return out
 

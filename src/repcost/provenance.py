@@ -76,10 +76,8 @@ def provenance() -> dict[str, Any]:
     from .registry import loaded_plugins
 
     torch = sys.modules.get("torch")
-    plugins = {}
-    for m in loaded_plugins():
-        path = getattr(sys.modules.get(m), "__file__", None)
-        plugins[m] = {"file": str(path) if path else None, "sha256": source_sha256(m)}
+    plugins = {m: {"file": getattr(sys.modules.get(m), "__file__", None), "sha256": source_sha256(m)}
+               for m in loaded_plugins()}
     return {"repcost_version": repcost_version(), "git_commit": git_commit(),
             "python_version": platform.python_version(),
             "torch_version": getattr(torch, "__version__", "not imported"), "plugins": plugins}

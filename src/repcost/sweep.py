@@ -7,27 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RepcostError, one_line
-from .rundir import (ERROR, FINISHED, SUMMARY, append_line, atomic_write_bytes, csv_bytes, leaves, read_summary,
-                     remove_dead_temp_files)
+from .rundir import ERROR, FINISHED, SUMMARY, atomic_write_bytes, csv_bytes, leaves, read_summary, remove_dead_temp_files
 
 RUNS_CSV, LAYERS_CSV = "runs.csv", "layers.csv"
-LAST_JOBS = "last_sweep_jobs.txt"  # the job dirs of the latest multirun into a sweep dir, one per line
-
-
-def start_last_jobs(sweep_dir: Path) -> None:
-    """Begin a new multirun's list of jobs (jobs of earlier multiruns stay on disk but are no longer "last")."""
-    atomic_write_bytes(Path(sweep_dir) / LAST_JOBS, b"")  # (its folder made)
-
-
-def add_last_job(sweep_dir: Path, job_dir: Path) -> None:
-    """Record a job of the current multirun (one appended line: safe from parallel job processes)."""
-    append_line(Path(sweep_dir) / LAST_JOBS, str(Path(job_dir).resolve().relative_to(Path(sweep_dir).resolve())))
-
-
-def last_jobs(sweep_dir: Path):
-    """The set of job dirs (relative) of the latest multirun, or None for sweep dirs made before they were recorded."""
-    f = Path(sweep_dir) / LAST_JOBS
-    return set(f.read_text().split("\n")) - {""} if f.exists() else None
+LAST_JOBS = "last_sweep_jobs.txt"  # the job dirs of the latest multirun into a sweep dir, one per line (cli.guards)
 
 
 def parse_value(text: str | None) -> Any:
@@ -127,7 +110,7 @@ def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
         raise RepcostError(f"{sweep_dir}: no sweep jobs found (no */.hydra/overrides.yaml below it)")
     remove_dead_temp_files(sweep_dir)  # of collects killed while writing runs.csv
     rows, layers, skipped = [], [], []
-    last = last_jobs(sweep_dir)
+    last = set((sweep_dir / LAST_JOBS).read_text().split("\n")) - {""} if (sweep_dir / LAST_JOBS).exists() else None
     for j in jobs:
         try:
             r = job_record(j, sweep_dir)

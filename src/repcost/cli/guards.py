@@ -9,7 +9,7 @@
   `on_multirun_end` (in the launching process) tallies them, so `repcost-train -m` can exit non-zero with one line
   when any job failed; as each job ends, the launch's progress is printed (`sweep: k/n jobs done, elapsed, ETA`).
   Two launches into one sweep at once each count their own jobs.
-* A multirun's jobs are recorded as they start (`sweep.last_jobs`) and collected into runs.csv at its end, before
+* A multirun's jobs are recorded as they start (`sweep.LAST_JOBS`) and collected into runs.csv at its end, before
   the tally.
 """
 
@@ -28,8 +28,8 @@ from omegaconf import DictConfig, OmegaConf
 from .. import startup
 from ..errors import FatalError, RepcostError
 from ..places import check_interpolated_names, check_place, check_plain_name
-from ..rundir import append_line
-from ..sweep import add_last_job, start_last_jobs
+from ..rundir import append_line, atomic_write_bytes
+from ..sweep import LAST_JOBS
 from .collect import report_sweep
 
 OUTCOMES = ".sweep_outcomes"  # <OUTCOMES>.<launch>: start time and job count, then per ended job "ok|failed<TAB>dir<TAB>error"
@@ -88,7 +88,8 @@ class GuardsCallback(Callback):
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.hydra.mode == RunMode.MULTIRUN:
             startup.note_run_dir(config.hydra.runtime.output_dir)
-            add_last_job(Path(config.hydra.sweep.dir), Path(config.hydra.runtime.output_dir))
+            sweep, job = Path(config.hydra.sweep.dir).resolve(), Path(config.hydra.runtime.output_dir).resolve()
+            append_line(sweep / LAST_JOBS, str(job.relative_to(sweep)))  # one appended line: safe from parallel jobs
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _fatal(_check_names, config, "hydra.sweep.dir")
@@ -103,7 +104,7 @@ class GuardsCallback(Callback):
             _outcomes(sweep, os.environ[LAUNCH]).write_text(f"{time.time()} {total}\n")
         except OSError as e:
             raise FatalError(f"cannot create or write {e.filename or sweep}: {e.strerror or e}") from None
-        start_last_jobs(sweep)
+        atomic_write_bytes(sweep / LAST_JOBS, b"")  # jobs of earlier multiruns stay on disk but are no longer last
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
         if config.hydra.mode != RunMode.MULTIRUN or job_return is None:
