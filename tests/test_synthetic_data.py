@@ -77,7 +77,8 @@ def test_two_rays_on_rays_and_interpolated_by_two_relus():
 
 
 def test_teacher_default_architecture():
-    from repcost.data._nets import random_relu_net, relu_net_forward, rng
+    from repcost.data.bundle import rng
+    from repcost.data.teacher import random_relu_net, relu_net_forward
 
     cfg = data_schema("teacher", n_train=40, n_test=10)
     b = load_data(cfg)
@@ -124,7 +125,8 @@ def test_rank_k_linear_g_is_a_k_index_model():
 
 def test_rank_k_relu_bottleneck_is_nonnegative_and_shifted():
     """bottleneck = relu: f*(x) = h(ReLU(Px + c)); the Jacobian rank at x is the number of units with Px + c > 0."""
-    from repcost.data._nets import random_relu_net, relu_net_forward, rng
+    from repcost.data.bundle import rng
+    from repcost.data.teacher import random_relu_net, relu_net_forward
     from repcost.data.rank_k import rank_k_function, true_jacobian_ranks
 
     for shift in (0.0, 1.0):

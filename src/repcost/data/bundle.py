@@ -1,14 +1,42 @@
-"""The one data type every dataset returns, the checks every dataset config shares, and the sampled-function bundle."""
+"""The one data type every dataset returns, the checks every dataset config shares, the sampled-function bundle, and
+the seeded random streams and arc lengths the synthetic datasets draw with."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
+import numpy as np
 import torch
 
 from ..errors import check
-from ._nets import gaussian, rng
+
+def rng(seed: int, stream: int) -> np.random.Generator:
+    """An independent numpy generator for (seed, stream): e.g. stream 0 = train inputs, 1 = test."""
+    return np.random.default_rng([seed, stream])
+
+
+def gaussian(gen: np.random.Generator, *shape: int) -> torch.Tensor:
+    """A float64 tensor of i.i.d. N(0, 1) entries drawn from `gen`."""
+    return torch.from_numpy(gen.standard_normal(shape))
+
+
+def spaced(spacing: str, lo: float, hi: float, n: int, gen: np.random.Generator) -> np.ndarray:
+    """n points of [lo, hi]: evenly spaced ("even"), or sorted uniform draws from `gen` ("random")."""
+    return np.linspace(lo, hi, n) if spacing == "even" else np.sort(gen.uniform(lo, hi, size=n))
+
+
+def arclength(points: np.ndarray) -> np.ndarray:
+    """Cumulative arc length along the polyline through the rows of points (0 at the first)."""
+    return np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(points, axis=0), axis=1))])
+
+
+def at_arclength(curve: Callable, u: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Parameters t of curve(t) at arc-length fractions u ∈ [0, 1] along the polyline through curve(grid) (sorted
+    grid): uniform u is uniform along the curve."""
+    s = arclength(curve(grid))
+    return np.interp(np.asarray(u, dtype=np.float64) * s[-1], s, grid)
+
 
 # config keys many datasets share -> (smallest allowed value, what is allowed)
 SHARED_KEYS = {"seed": (0, "an integer >= 0"), "teacher_seed": (0, "an integer >= 0"),

@@ -9,8 +9,7 @@ import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from ._nets import arclength, at_arclength, rng
-from .bundle import DataBundle, check_shared, two_splits
+from .bundle import DataBundle, arclength, at_arclength, check_shared, rng, two_splits
 
 SHAPES = ("sine", "arc", "spiral", "circle")
 CLOSED = ("circle",)

@@ -15,8 +15,7 @@ import torch
 
 from ..errors import ConfigError, RepcostError, check
 from ..registry import DATASETS
-from ._nets import gaussian, rng
-from .bundle import DataBundle, check_shared
+from .bundle import DataBundle, check_shared, gaussian, rng
 
 EMBEDDED = Path(__file__).resolve().with_name("mnist_5k.npz")  # package data: 5,000 digits (500 per class), uint8
 SOURCES = ("embedded", "full")

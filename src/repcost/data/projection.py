@@ -17,9 +17,8 @@ import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from ._nets import rng
+from .bundle import DataBundle, check_shared, function_bundle, rng
 from .points_1d import FUNCTIONS
-from .bundle import DataBundle, check_shared, function_bundle
 
 @dataclass
 class ProjectionConfig:

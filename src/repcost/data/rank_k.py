@@ -11,8 +11,8 @@ import torch
 from ..analysis.spectra import numerical_rank
 from ..errors import check
 from ..registry import DATASETS
-from ._nets import gaussian, random_relu_net, relu_net_forward, rng
-from .bundle import DataBundle, check_shared, function_bundle
+from .bundle import DataBundle, check_shared, function_bundle, gaussian, rng
+from .teacher import random_relu_net, relu_net_forward
 
 
 @dataclass

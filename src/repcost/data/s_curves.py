@@ -11,8 +11,7 @@ import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from ._nets import at_arclength, rng
-from .bundle import DataBundle, check_shared, two_splits
+from .bundle import DataBundle, at_arclength, check_shared, rng, two_splits
 
 T_MAX = 1.5 * math.pi  # the curve parameter runs over [-3π/2, 3π/2]
 

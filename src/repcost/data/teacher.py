@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import List
 
+import numpy as np
+import torch
+
 from ..errors import check
 from ..registry import DATASETS
-from ._nets import gaussian, random_relu_net, relu_net_forward, rng
-from .bundle import DataBundle, check_shared, function_bundle
+from .bundle import DataBundle, check_shared, function_bundle, gaussian, rng
 
 
 @dataclass
@@ -28,6 +31,32 @@ class TeacherConfig:
         check(len(self.widths) >= 2 and all(int(w) == w and w >= 1 for w in self.widths),
               "widths", self.widths, "a list of >= 2 positive ints (d_in, hidden…, d_out)")
         check(self.beta >= 0, "beta", self.beta, "a bias amount >= 0")
+
+
+def random_relu_net(dims: list, gen: np.random.Generator, beta: float = 0.0) -> list:
+    """Random ReLU-net parameters [(W_l, b_l)] for widths dims = (n_0, …, n_L) (Jacot 2022 App. A).
+
+    W_l ~ N(0, gain/n_{l-1}) with gain 1 on the input layer and 2 on layers fed by a ReLU
+    (He init, as in models/fc.py), so every pre-activation has variance ≈ 1 on N(0, I) inputs.
+    b_l is drawn like one more column of W_l and enters as β·b_l (Jacot 2022 §2); β = 0: no bias.
+    """
+    params = []
+    for i in range(len(dims) - 1):
+        std = math.sqrt((1.0 if i == 0 else 2.0) / dims[i])
+        w = gaussian(gen, dims[i + 1], dims[i]) * std
+        b = gaussian(gen, dims[i + 1]) * std * beta
+        params.append((w, b))
+    return params
+
+
+def relu_net_forward(params: list, x: torch.Tensor) -> torch.Tensor:
+    """f(x) = W_L σ(… σ(W_1 x + β b_1) …) + β b_L for rows x (N, n_0); σ = ReLU, output linear."""
+    h = x
+    for i, (w, b) in enumerate(params):
+        h = h @ w.T + b
+        if i < len(params) - 1:
+            h = torch.relu(h)
+    return h
 
 
 @DATASETS.register("teacher", TeacherConfig)

@@ -11,8 +11,7 @@ import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from ._nets import rng, spaced
-from .bundle import DataBundle, check_shared
+from .bundle import DataBundle, check_shared, rng, spaced
 
 
 @dataclass
