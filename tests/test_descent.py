@@ -1,4 +1,4 @@
-"""The descent check (analysis/descent.py): L-BFGS from a model's parameters, against closed forms."""
+"""The descent check (analysis/critical.py `lbfgs_descent`): L-BFGS from a model's parameters, against closed forms."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import math
 import pytest
 import torch
 
-from repcost.analysis.critical import critical_point_certificate
-from repcost.analysis.descent import lbfgs_descent
+from repcost.analysis.critical import critical_point_certificate, lbfgs_descent
 from helpers import cli, one_unit_net
 
 LAM = 0.1

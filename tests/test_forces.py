@@ -2,8 +2,8 @@
 
 import torch
 
-from repcost.analysis.reformulation import (attraction_grad, augment, layer_forces, project_points_and_forces,
-                                            repulsion_grad, ridge_pinv)
+from repcost.analysis.reformulation import (augment, layer_forces, project_points_and_forces, representations,
+                                            ridge_pinv)
 from repcost.models.fc import FC, FCConfig
 
 
@@ -24,21 +24,22 @@ def test_ridge_pinv_tends_to_pinv():
         assert not torch.allclose(ridge_pinv(m, 1.0), torch.linalg.pinv(m), atol=1e-3)
 
 
-def test_gradients_match_finite_differences():
+def test_forces_are_the_negative_gradients_of_the_two_terms():
+    """layer_forces: −∂A/∂Z_ℓ and −∂R/∂Z_ℓ against finite differences, A = ‖Z_ℓ(Z^σ_{ℓ−1})⁺_ρ‖², R = ‖Z_{ℓ+1}(Z^σ_ℓ)⁺_ρ‖²."""
     g = torch.Generator().manual_seed(1)
-    z = torch.randn(5, 9, dtype=torch.float64, generator=g)
-    prev = augment(torch.randn(4, 9, dtype=torch.float64, generator=g), 1.0)
-    nxt = torch.randn(3, 9, dtype=torch.float64, generator=g)
+    m = FC(FCConfig(depth=3, width=5, beta=1.0), 4, 3, g).double()
+    x = torch.randn(9, 4, dtype=torch.float64, generator=g)
     ridge = 1e-3
-    att = attraction_grad(z, prev, ridge)
-    fa = lambda zz: float((zz @ ridge_pinv(prev, ridge)).pow(2).sum())
+    zs, zsig = representations(m, x)
+    f = layer_forces(m, x, ridge=ridge)[0]
+    z = zs[0].detach()
+    fa = lambda zz: float((zz @ ridge_pinv(zsig[0], ridge)).pow(2).sum())
     mask = _fd(fa, z) != 0
-    assert torch.allclose(att[mask], _fd(fa, z)[mask], rtol=1e-5, atol=1e-7)
-    rep = repulsion_grad(z, nxt, beta=1.0, ridge=ridge)
-    fr = lambda zz: float((nxt @ ridge_pinv(augment(torch.relu(zz), 1.0), ridge)).pow(2).sum())
-    assert torch.allclose(rep[mask], _fd(fr, z)[mask], rtol=1e-4, atol=1e-6)
-    # attraction pulls towards the origin: −grad has negative inner product with Z
-    assert float((-att * z).sum()) < 0
+    assert torch.allclose(-f["attraction"][mask], _fd(fa, z)[mask], rtol=1e-5, atol=1e-7)
+    fr = lambda zz: float((zs[1].detach() @ ridge_pinv(augment(torch.relu(zz), 1.0), ridge)).pow(2).sum())
+    assert torch.allclose(-f["repulsion"][mask], _fd(fr, z)[mask], rtol=1e-4, atol=1e-6)
+    # attraction pulls towards the origin: the force has negative inner product with Z
+    assert float((f["attraction"] * z).sum()) < 0
 
 
 def test_layer_forces_shapes_and_projection_keeps_rays():

@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from repcost.analysis.spectra import (
-    _default_chunk,
     jacobian_spectra,
     jacobians,
     numerical_rank,
@@ -65,12 +64,6 @@ def test_jacobian_spectra_and_ranks():
     # a rank-2 bottleneck caps the Jacobian rank at 2
     m2 = model("fc", 6, 5, depth=3, width=[8, 2], beta=0.0)
     assert numerical_rank(jacobian_spectra(m2, x)).max() == 2
-
-
-def test_default_chunk_bounds_memory():
-    m = model("fc", 50, 50, depth=10, width=100)
-    c = _default_chunk(m, 50, 50)
-    assert 50 <= c <= 5000
 
 
 @pytest.mark.parametrize("L", [2, 3, 4, 5, 6])

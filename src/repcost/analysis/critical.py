@@ -25,10 +25,13 @@ gradients (two-layer nets: the regularity condition of Tian & So 2023), else (de
 layers) an outer estimate, on which a small measure is necessary for Clarke stationarity but not sufficient.
 
 With `descent_evals` > 0 it also reports `descent_rel`, the relative objective decrease that full-batch
-L-BFGS finds from the model's parameters in about that many objective evaluations (analysis/descent.py;
-the count made is reported back as `descent_evals`): near 0 where the point is a (possibly nonsmooth)
-local minimum, clearly positive where training stopped on the way. It is reported beside the verdict,
-not part of it.
+L-BFGS (`lbfgs_descent`: strong-Wolfe line search, so the objective never rises; float64, on a copy) finds from
+the model's parameters in about that many objective evaluations (the count made is reported back as
+`descent_evals`). The gradient cannot tell a point at a nonsmooth local minimum (pre-activations on ReLU kinks:
+the gradient does not vanish, but no direction descends) from one in a shallow, ill-conditioned valley that
+first-order steps cross slowly; L-BFGS either stalls at once (near 0) or keeps descending (clearly positive:
+training stopped on the way). The decrease is a lower bound on how far above a local minimum the model is, not a
+proof of minimality when small. It is reported beside the verdict, not part of it.
 
 Where the model is a two-layer ReLU net on 1-D inputs with free biases and the loss is MSE, it also
 reports `duality_gap_rel`: an upper bound on how far the objective is above its global minimum over nets
@@ -40,22 +43,23 @@ listed in `not_applicable` with the reason instead.
 
 from __future__ import annotations
 
+import copy
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
+from ..config.schema import CriticalOptions
 from ..models.base import UnitNorms
 from ..objective import objective, reg_scale_factor
 from .arrays import as_f64, float64_inputs, float64_model
 from .balance import linear_layer_balance
 from .clarke import MAX_KINKS, clarke_gradient_norm
-from .descent import lbfgs_descent
 from .family_costs import family_gaps
 from .relu_1d import duality_gap
 
-STATIONARITY_TOL = 1e-2
-BALANCE_TOL = 1e-2
+HISTORY = 50  # L-BFGS curvature pairs kept by the descent check
 
 
 def weighted_gap(incoming, outgoing) -> float:
@@ -71,7 +75,8 @@ def max_unit_gap(units: list[UnitNorms]) -> float:
 
 
 def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
-                               stationarity_tol: float = STATIONARITY_TOL, balance_tol: float = BALANCE_TOL,
+                               stationarity_tol: float = CriticalOptions.stationarity_tol,
+                               balance_tol: float = CriticalOptions.balance_tol,
                                descent_evals: int = 0, max_kinks: int = MAX_KINKS) -> dict:
     """The certificate's scalars (prefixed `critical.` in summaries, the duality gap `certify.`): gradient norms, stationarity, gaps, verdict;
     `not_applicable` maps each term the model's structure does not support to the reason."""
@@ -122,3 +127,51 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
     if na:
         out["not_applicable"] = na
     return out
+
+
+def lbfgs_descent(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str, evals: int,
+                  every: int | None = None,
+                  on_progress: Callable[[int, torch.nn.Module, float], None] | None = None) -> dict[str, float]:
+    """{objective_start, objective_end, descent_rel}: L-BFGS with `evals` objective evaluations on a float64 copy.
+
+    `descent_rel` = (start − end) / |start|. With `on_progress`, it is called as
+    on_progress(evaluations done, the copy, its objective) every `every` evaluations (one L-BFGS history
+    throughout).
+    """
+    m = copy.deepcopy(model).to(torch.float64)
+    xd, yd = float64_inputs(m, x, y)
+    params = [p for p in m.parameters() if p.requires_grad]
+    chunk = (every or evals) if on_progress is not None else evals  # evaluations between reports
+    opt = torch.optim.LBFGS(params, lr=1.0, history_size=HISTORY, line_search_fn="strong_wolfe", tolerance_grad=0.0,
+                            tolerance_change=0.0)  # no stop but the evaluation budget
+
+    def value() -> float:
+        with torch.no_grad():
+            return float(objective(m, xd, yd, loss, lam, reg_scale)[0])
+
+    evaluated = [0]
+
+    def closure() -> torch.Tensor:
+        evaluated[0] += 1
+        opt.zero_grad()
+        with torch.enable_grad():
+            obj = objective(m, xd, yd, loss, lam, reg_scale)[0]
+            obj.backward()
+        return obj
+
+    start, group = value(), opt.param_groups[0]
+    last, reported = start, 0  # last: the objective after the latest step (the end value once the loop stops)
+    while evaluated[0] < evals:
+        # max_iter = max_eval (an iteration takes one evaluation or more): stop at the next report
+        group["max_iter"] = group["max_eval"] = min(evals, reported + chunk) - evaluated[0]
+        opt.step(closure)  # may overrun its max_eval by a line search's last evaluations
+        now = value()
+        if on_progress is not None and (evaluated[0] >= reported + chunk or now == last or evaluated[0] >= evals):
+            on_progress(evaluated[0], m, now)
+            reported = evaluated[0]
+        stuck = now == last  # the line search found no lower point: L-BFGS is stuck here, and would stay
+        last = now
+        if stuck:
+            break
+    return {"objective_start": start, "objective_end": last, "evaluations": evaluated[0],
+            "descent_rel": (start - last) / abs(start) if start != 0 else 0.0}

@@ -13,9 +13,9 @@ with biases regularised (`model.bias_regularised=true`).
 Holding the other layers fixed, the two terms of L^r that depend on Z_ℓ are
     attraction term  A(Z_ℓ) = ‖Z_ℓ (Z^σ_{ℓ−1})⁺‖²_F        (pulls Z_ℓ towards the origin)
     repulsion term   R(Z_ℓ) = ‖Z_{ℓ+1} (Z^σ_ℓ)⁺‖²_F         (pushes Z^σ_ℓ away from the origin).
-`attraction_grad` / `repulsion_grad` return ∂A/∂Z_ℓ and ∂R/∂Z_ℓ (n_ℓ × N). The *forces* drawn in Fig 1 are the
-negative gradients (the direction gradient flow moves Z_ℓ). As in the paper, the pseudo-inverse is replaced there
-by the Tikhonov-regularised M⁺_ρ = Mᵀ(MMᵀ + ρI)⁻¹ (→ M⁺ as ρ → 0), which keeps ∂R finite where Z^σ_ℓ loses rank.
+The *forces* drawn in Fig 1 (`layer_forces`) are the negative gradients −∂A/∂Z_ℓ and −∂R/∂Z_ℓ (n_ℓ × N; the direction
+gradient flow moves Z_ℓ). As in the paper, the pseudo-inverse is replaced there by the Tikhonov-regularised
+M⁺_ρ = Mᵀ(MMᵀ + ρI)⁻¹ (→ M⁺ as ρ → 0), which keeps ∂R finite where Z^σ_ℓ loses rank.
 """
 
 from __future__ import annotations
@@ -72,35 +72,23 @@ def ridge_pinv(m: torch.Tensor, ridge: float) -> torch.Tensor:
     return torch.linalg.solve(m.T @ m + ridge * torch.eye(c, dtype=m.dtype, device=m.device), m.T)
 
 
-def attraction_grad(z: torch.Tensor, zsig_prev: torch.Tensor, ridge: float = 1e-6) -> torch.Tensor:
-    """∂_{Z_ℓ} ‖Z_ℓ (Z^σ_{ℓ−1})⁺_ρ‖²_F = 2 Z_ℓ P Pᵀ with P = (Z^σ_{ℓ−1})⁺_ρ (N × n_{ℓ−1})."""
-    p = ridge_pinv(zsig_prev.to(torch.float64), ridge)
-    return 2.0 * z.to(torch.float64) @ p @ p.T
-
-
-def repulsion_grad(z: torch.Tensor, z_next: torch.Tensor, beta: float, slope: float = 0.0,
-                   ridge: float = 1e-6) -> torch.Tensor:
-    """∂_{Z_ℓ} ‖Z_{ℓ+1} ([σ_a(Z_ℓ); β1ᵀ])⁺_ρ‖²_F by autograd (σ_a = leaky ReLU of slope a)."""
-    z = z.detach().to(torch.float64).clone().requires_grad_(True)
-    act = torch.nn.functional.leaky_relu(z, slope) if slope else torch.relu(z)
-    term = (z_next.detach().to(torch.float64) @ ridge_pinv(augment(act, beta), ridge)).pow(2).sum()
-    (g,) = torch.autograd.grad(term, z)
-    return g
-
-
 def layer_forces(model, x: torch.Tensor, ridge: float = 1e-6) -> list[dict]:
     """Per hidden layer ℓ = 1 … L−1 of an `fc` model: {'Z', 'attraction', 'repulsion'} (n_ℓ × N).
 
-    'attraction' = −∂A/∂Z_ℓ and 'repulsion' = −∂R/∂Z_ℓ are the forces (negative gradients);
-    at a critical point of L^r in Z_ℓ, λ(attraction + repulsion) = 0 (C only depends on Z_L).
+    'attraction' = −∂A/∂Z_ℓ = −2 Z_ℓ P Pᵀ with P = (Z^σ_{ℓ−1})⁺_ρ (N × n_{ℓ−1}) and 'repulsion' = −∂R/∂Z_ℓ (by
+    autograd through σ_a, the leaky ReLU of slope a) are the forces; at a critical point of L^r in Z_ℓ,
+    λ(attraction + repulsion) = 0 (C only depends on Z_L).
     """
     with torch.no_grad():
         zs, zsig = representations(model, x)
+    beta, slope = float(model.beta), float(model.slope)
     out = []
     for l in range(model.depth - 1):  # hidden layer ℓ = l + 1: Z_ℓ = zs[l], Z^σ_{ℓ−1} = zsig[l]
-        att = -attraction_grad(zs[l], zsig[l], ridge)
-        rep = -repulsion_grad(zs[l], zs[l + 1], float(model.beta), float(model.slope), ridge)
-        out.append({"Z": zs[l].detach(), "attraction": att.detach(), "repulsion": rep.detach()})
+        p = ridge_pinv(zsig[l], ridge)
+        z = zs[l].clone().requires_grad_(True)
+        act = torch.nn.functional.leaky_relu(z, slope) if slope else torch.relu(z)
+        (rep,) = torch.autograd.grad((zs[l + 1] @ ridge_pinv(augment(act, beta), ridge)).pow(2).sum(), z)
+        out.append({"Z": zs[l], "attraction": -(2.0 * zs[l] @ p @ p.T), "repulsion": -rep})
     return out
 
 

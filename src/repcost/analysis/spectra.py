@@ -168,23 +168,6 @@ def weight_spectra(model, rel_tol: float = DEFAULT_REL_TOL) -> list[dict]:
 # ---------------------------------------------------------------------------------------------
 # Input-output Jacobians
 
-MEMORY_BUDGET_BYTES = 1 << 30  # default chunk keeps the transient working set under ~1 GB
-
-
-def _default_chunk(model, d_in: int, d_out: int) -> int:
-    """Points per chunk so that the batched Jacobian's working set stays under MEMORY_BUDGET_BYTES.
-
-    Per point, the vmapped jac{fwd,rev} keeps every layer's activation for each of the
-    min(d_in, d_out) basis vectors (plus the primal), with a safety factor 4 for tangents,
-    masks and temporaries, plus the d_out × d_in result.
-    """
-    # the output sizes of its matrices, (out) or (k, out) for stacked sub-networks, bound the activations kept per
-    # basis vector (any nn.Module)
-    units = d_in + sum(int(np.prod(p.shape[:-1])) for p in model.parameters() if p.dim() >= 2)
-    basis = min(d_in, d_out) + 1
-    per_point = 8 * (4 * basis * units + 2 * d_in * d_out)
-    return max(1, MEMORY_BUDGET_BYTES // per_point)
-
 
 def jacobians(model, x: Any, chunk_size: Optional[int] = None) -> np.ndarray:
     """(N, d_out, d_in) float64 Jacobians J f(x_i) of the network function at the rows of x, vmapped a chunk of rows at
@@ -201,11 +184,17 @@ def jacobians(model, x: Any, chunk_size: Optional[int] = None) -> np.ndarray:
     with torch.no_grad():
         d_out = int(f(X[0]).numel())
     jac = jacfwd(f) if d_in < d_out else jacrev(f)  # d_in JVPs or d_out VJPs, the fewer
+    if chunk_size is None:  # points per chunk: the vmapped jac{fwd,rev}'s working set under ~1 GB
+        # Per point it keeps every layer's activation (of at most the output sizes of the model's matrices, (out) or
+        # (k, out) for stacked sub-networks) for each of the min(d_in, d_out) basis vectors plus the primal, with a
+        # safety factor 4 for tangents, masks and temporaries, plus the d_out × d_in result.
+        units = d_in + sum(int(np.prod(p.shape[:-1])) for p in model.parameters() if p.dim() >= 2)
+        chunk_size = max(1, (1 << 30) // (8 * (4 * (min(d_in, d_out) + 1) * units + 2 * d_in * d_out)))
     with warnings.catch_warnings():
         # torch's forward-mode AD loads its JVP decompositions through torch.jit.script, which
         # warns about its own deprecation; that is torch-internal and not actionable here.
         warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.* is deprecated", category=DeprecationWarning)
-        J = vmap(jac, chunk_size=chunk_size or _default_chunk(model, d_in, d_out))(X)
+        J = vmap(jac, chunk_size=chunk_size)(X)
     return J.reshape(-1, d_out, d_in).cpu().numpy()
 
 

@@ -2,7 +2,7 @@
 
 A run whose certificate says "not a critical point" may sit at a nonsmooth local minimum (pre-activations
 on ReLU kinks, where the gradient need not vanish) or in a shallow, ill-conditioned valley that
-first-order steps cross slowly. This probe runs `repcost.analysis.descent.lbfgs_descent` (full-batch
+first-order steps cross slowly. This probe runs `repcost.analysis.critical.lbfgs_descent` (full-batch
 L-BFGS, strong-Wolfe line search, float64, on a copy) on the run's own objective (phase factor 1) from its
 final parameters. Every `--every` objective evaluations it prints the objective, its relative decrease
 from the run's end, the certificate (stationarity, Clarke measure) and, for data with a known rank k
@@ -24,8 +24,7 @@ import time
 
 import torch
 
-from repcost.analysis.critical import critical_point_certificate
-from repcost.analysis.descent import lbfgs_descent
+from repcost.analysis.critical import critical_point_certificate, lbfgs_descent
 from repcost.analysis.spectra import hidden_spectra
 from repcost.api import load_run
 from repcost.errors import OneLineParser, RepcostError
