@@ -20,14 +20,14 @@ def test_same_seed_same_data_other_seed_other_data(name):
     for t, u in zip(tensors(a), tensors(b)):
         assert torch.equal(t, u)
     assert not all(torch.equal(t, u) for t, u in zip(tensors(a), tensors(c)))
-    assert a.x_train.dtype == torch.float64 and a.has_test and a.x_test.shape[1] == a.d_in
+    assert a.x_train.dtype == torch.float64 and a.x_test is not None and a.x_test.shape[1] == a.d_in
 
 
 def test_s_curves_classes_are_x_translates():
     from repcost.data.s_curves import T_MAX, inverted_s
 
     b = dataset("s_curves", sampling="even", n_per_class=40, n_test_per_class=0)
-    assert b.task == "classification" and b.n_classes == 4 and b.x_train.shape == (160, 2) and not b.has_test
+    assert b.task == "classification" and b.n_classes == 4 and b.x_train.shape == (160, 2) and b.x_test is None
     assert torch.equal(b.y_train, torch.arange(4).repeat_interleave(40))
     assert b.meta["offsets"] == [-2.25, -0.75, 0.75, 2.25]
     base = b.x_train[b.y_train == 0]

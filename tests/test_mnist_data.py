@@ -20,7 +20,7 @@ def test_same_seed_same_data_other_seed_other_data():
     for t, u in zip(tensors(a), tensors(b)):
         assert torch.equal(t, u)
     assert not all(torch.equal(t, u) for t, u in zip(tensors(a), tensors(c)))
-    assert a.x_train.dtype == torch.float64 and a.has_test and a.x_test.shape[1] == a.d_in
+    assert a.x_train.dtype == torch.float64 and a.x_test is not None and a.x_test.shape[1] == a.d_in
 
 
 def test_mnist_embedded_default_classification_balanced():
@@ -46,7 +46,7 @@ def test_mnist_digit_subset_reindexed():
                                                    torch.cat([full.y_train, full.y_test]))}
     assert all(lookup[r.tobytes()] == [7, 8, 9][int(y)] for r, y in zip(b.x_train.numpy(), b.y_train))
     r = dataset("mnist", digits=[9, 1], n_train=7, n_test=0)  # class i is digits[i]; remainder to the first
-    assert r.meta["train_counts"] == [4, 3] and not r.has_test
+    assert r.meta["train_counts"] == [4, 3] and r.x_test is None
     assert all(lookup[x.tobytes()] == [9, 1][int(y)] for x, y in zip(r.x_train.numpy(), r.y_train))
 
 

@@ -25,7 +25,7 @@ def test_shapes_dtypes_and_same_seed_same_data(name):
     assert a.x_train.shape[0] == a.y_train.shape[0]
     for t, u in zip(tensors(a), tensors(b)):
         assert t.dtype == torch.float64 and torch.equal(t, u)
-    if a.has_test:
+    if a.x_test is not None:
         assert a.x_test.shape[1] == a.d_in and a.y_test.shape[1] == a.d_out
 
 
@@ -43,7 +43,7 @@ def test_teacher_seed_changes_targets_not_inputs(name):
 
 def test_points_1d_defaults_and_options():
     b = dataset("points_1d")
-    assert b.x_train.shape == (10, 1) and b.y_train.shape == (10, 1) and not b.has_test
+    assert b.x_train.shape == (10, 1) and b.y_train.shape == (10, 1) and b.x_test is None
     assert torch.allclose(b.x_train[:, 0], torch.linspace(-1, 1, 10, dtype=torch.float64))
     assert b.y_train.abs().max() <= 1 and b.y_train.std() > 0.1
     r = dataset("points_1d", x_spacing="random", n_points=7)
@@ -149,7 +149,7 @@ def test_bipartite_matches_definition_by_hand():
     from repcost.data.bipartite import bipartite_incidence
 
     b = dataset("bipartite", n=4)
-    assert torch.equal(b.x_train, torch.eye(4, dtype=torch.float64)) and not b.has_test
+    assert torch.equal(b.x_train, torch.eye(4, dtype=torch.float64)) and b.x_test is None
     expected = torch.tensor([[2, 0, 1, 1], [0, 2, 1, 1], [1, 1, 2, 0], [1, 1, 0, 2]], dtype=torch.float64)
     assert torch.equal(b.y_train, expected)
     e = bipartite_incidence(4)

@@ -213,7 +213,7 @@ def analysis_points(cfg: AnalysisConfig, data) -> torch.Tensor:
     """The inputs analyses run on: the train split (default), the test split, or fresh points."""
     if (cfg.options or {}).get("points", "train") == "train":  # else test (validate_options allows no other)
         return data.x_train
-    if not data.has_test:
+    if data.x_test is None:
         raise RepcostError(f"analysis.options.points=test but data={data.name} has no test split")
     return data.x_test
 

@@ -85,11 +85,6 @@ class DataBundle:
         """Network output dimension: target dimension, or number of classes."""
         return self.n_classes if self.task == "classification" else self.y_train.shape[1]
 
-    @property
-    def has_test(self) -> bool:
-        """Whether the dataset has a test split."""
-        return self.x_test is not None
-
     def to(self, dtype: torch.dtype, device) -> "DataBundle":
         """The same bundle with inputs (and regression targets) cast to dtype on device."""
         labels = self.task == "classification"  # class indices keep their integer dtype

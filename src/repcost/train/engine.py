@@ -78,7 +78,7 @@ class Member:
                  on_log: Callable[[dict], None] | None = None, hook: Callable[[RepModel, int], dict] | None = None):
         self.model, self.data, self.cfg, self.seed, self.on_log, self.hook = model, data, cfg, seed, on_log, hook
         self.y_train = training_targets(data, data.y_train, cfg.loss)
-        self.y_test = training_targets(data, data.y_test, cfg.loss) if data.has_test else None
+        self.y_test = training_targets(data, data.y_test, cfg.loss) if data.x_test is not None else None
         self.reg_coef = cfg.lam * reg_scale_factor(cfg.reg_scale, model.depth)
         self.record = Record()
         self.gen = torch.Generator().manual_seed(seed)  # minibatch order
