@@ -16,13 +16,13 @@ from omegaconf import OmegaConf
 
 from ..analysis.hooks import AnalysisRunner
 from .hydra_errors import clean_exit
-from ..api import checkpoint_file, load_run
+from ..api import load_run
 from ..config import validate
 from ..config.compose import check_config_dirs, compose_config
 from ..data import load_data
 from ..errors import OneLineParser, RepcostError
 from ..places import is_run_dir
-from ..rundir import CHECKPOINT, atomic_write_json
+from ..rundir import atomic_write_json
 
 GROUPS = ("model", "data", "train", "analysis")
 REANALYSIS = "reanalysis"  # RUN_DIR/reanalysis/: the only place inside a run directory repcost-analyze writes to
@@ -57,11 +57,8 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, co
     """
     from ..provenance import provenance
 
-    run_dir = Path(run_dir)
-    if not (run_dir / ".hydra" / "config.yaml").exists() or not checkpoint_file(run_dir).exists():
-        raise RepcostError(f"{run_dir} is not a repcost run directory (needs .hydra/config.yaml and {CHECKPOINT})")
-    target = check_out(Path(out_dir)) if out_dir else _new_reanalysis_dir(run_dir)
-    run = load_run(run_dir)
+    run = load_run(run_dir)  # (its checkpoint is read below: a run that saved none is one line naming it)
+    target = check_out(Path(out_dir)) if out_dir else _new_reanalysis_dir(run.path)
     cfg = apply_overrides(OmegaConf.create(run.config), overrides, check_config_dirs(config_dirs, "--config-dir"))
     cfg.device = "cpu"  # the analyses run on the CPU, whatever device the run trained on
     spec = validate(cfg)
@@ -69,7 +66,7 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, co
     model = run.model(spec.torch_dtype, spec=spec, data=data)
     data = data.to(spec.torch_dtype, "cpu")
     scalars = AnalysisRunner(spec.analysis, model, data, target).final(model)
-    record = {"overrides": overrides, "run_dir": str(run_dir.resolve()), "run_config_hash": run.checkpoint["config_hash"],
+    record = {"overrides": overrides, "run_dir": str(run.path.resolve()), "run_config_hash": run.checkpoint["config_hash"],
               **provenance(), "config": OmegaConf.to_container(cfg, resolve=True)}
     atomic_write_json(target / "analysis" / "summary.json", {**record, **scalars})
     return scalars
