@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from repcost.analysis.function_1d import model_1d_function
+from repcost.analysis.arrays import float64_model
+from repcost.analysis.function_1d import deep_relu_net_1d_function
 from repcost.config import compose_config, validate
 from repcost.figures import LoadedRun, Verdict, save_figure
 from repcost.figures import savarese19_fig2, savarese19_parallel
@@ -35,7 +36,8 @@ def test_savarese19_fig2_compute_plot_verdict(fig2_runs, tmp_path):
     assert [r["depth_L"] for r in rows] == [2, 3]
     for r, run in zip(rows, fig2_runs):
         # the exact piecewise-linear form R̄ is read from agrees with the net's own forward pass on the plot grid
-        exact = model_1d_function(run.model)
+        chain = float64_model(run.model).affine_chain()
+        exact = deep_relu_net_1d_function(chain.weights, chain.biases, chain.slope)
         assert np.allclose(exact(r["_grid"]), r["_f"], rtol=1e-9, atol=1e-9)
         assert r["rbar"] == pytest.approx(exact.rbar())
         assert r["half_param_sq_norm"] == pytest.approx(0.5 * run.summary["param_sq_norm"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from repcost.analysis.function_1d import deep_relu_net_1d_function, model_1d_function, relu_net_1d_cost
+from repcost.analysis.function_1d import deep_relu_net_1d_function, relu_net_1d_cost
 from repcost.models import build_model
 from repcost.models.fc import FCConfig
 from repcost.models.linear_relu import LinearReLUConfig
@@ -78,7 +78,8 @@ def test_model_dispatch_fc_and_linear_relu():
         lr.b.normal_(generator=gen)
     x = torch.linspace(-5, 5, 1001, dtype=torch.float64)[:, None]
     for m in (fc, lr):
-        f = model_1d_function(m)
+        chain = m.affine_chain()
+        f = deep_relu_net_1d_function(chain.weights, chain.biases, chain.slope)
         with torch.no_grad():
             np.testing.assert_allclose(f(x[:, 0].numpy()), m(x)[:, 0].numpy(), rtol=1e-9, atol=1e-9)
 

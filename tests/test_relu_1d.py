@@ -13,8 +13,8 @@ import torch
 from scipy.optimize import minimize
 
 from repcost.analysis import spline_min_cost
-from repcost.analysis.relu_1d import MAX_POINTS, best_unit, convex_minimum, duality_gap, gap_at, insert_units, \
-    place_convex_minimum
+from repcost.analysis.relu_1d import MAX_POINTS, best_unit, both_sides, convex_minimum, dual_at, duality_gap, features, \
+    gap_at, insert_units, place_convex_minimum
 from repcost.models import MODELS
 
 from helpers import assert_member_matches_single, cli, train_direct
@@ -88,8 +88,9 @@ def test_every_net_is_above_the_bound_and_the_bound_is_below_the_minimum():
         obj = float((((net(xt) - yt) ** 2).mean() + rho * net.param_sq_norm()).detach())
         assert gap["dual_value"] <= p_star * (1 + 1e-9) <= obj
         assert gap["duality_gap"] == pytest.approx(obj - gap["dual_value"], rel=1e-12)
-        own = gap_at(xt[:, 0], net(xt), yt, rho, obj, solve=False)  # the net's own point alone
-        assert own["dual_value"] <= gap["dual_value"] + 1e-15
+        own = dual_at((net(xt).detach().numpy() - y[:, None]) / (len(x) * rho),
+                      features(x, *both_sides(np.unique(x))), y[:, None], rho)  # the net's own point alone
+        assert own[0] <= gap["dual_value"] + 1e-15 and own[1] == pytest.approx(gap["dual_violation"], rel=1e-12)
 
 
 def test_small_rho_recovers_the_spline_minimum_of_savarese_thm_3_3():

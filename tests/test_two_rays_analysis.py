@@ -83,7 +83,7 @@ def test_projection_interpolant_is_rank_one_and_interpolates():
 def test_alignment_helpers():
     W = np.array([[1.0, 0.0], [0.0, 2.0], [-1.0, 0.0]])  # unit angles to the rays: 0, 0, 90 (the line, not the ray)
     s = alignment_summary(TwoLayerNet(W, np.array([2.0, 1.0, 2.0]), np.zeros(3)), [0.0, -1.0], [[1.0, 0.0], [0.0, 1.0]])
-    assert s["unit_angle_to_rays_max_deg"] == pytest.approx(90.0) and s["unit_angle_to_rays_deg"] == pytest.approx(30.0)
+    assert s["unit_angle_to_rays_deg"] == pytest.approx(30.0)  # weights |a_k|‖w_k‖ = 2, 2, 2
     assert s["v1_angle_to_w0_deg"] == pytest.approx(0.0, abs=1e-6)  # WᵀW = diag(2, 4): W's top direction is (0, ±1)
     h = TwoLayerNet(np.array([[0.0, 1.0]]), np.array([1.0]), np.array([5.0]))
     assert directional_variation(h, np.zeros((3, 2)), [1.0, 0.0]) == pytest.approx(1.0)

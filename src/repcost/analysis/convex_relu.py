@@ -125,10 +125,8 @@ def dual_bound(x, y, lam) -> float:
     y = as_f64(y).reshape(-1)
     lam = as_f64(lam).reshape(-1)
     lam = lam - lam.mean()  # the free offset c forces 1ᵀλ = 0
-    if float(lam @ y) < 0:
-        lam = -lam  # the bound holds for either sign (M has |·|): take the one with λᵀy ≥ 0
     M = _sup_over_units(x, lam)
-    return float(lam @ y) / M if M > 0 else 0.0
+    return abs(float(lam @ y)) / M if M > 0 else 0.0  # the bound holds for ±λ (M has |·|): the one with λᵀy ≥ 0
 
 
 def min_r2_interpolant(x, y) -> ConvexMinimum:
@@ -179,9 +177,8 @@ def min_r2_interpolant(x, y) -> ConvexMinimum:
     a = signs[keep] * scale
     W = w * (sy / scale)[:, None]
     b = b * (sy / scale)
-    net = TwoLayerNet(W, a, b, float(c.value) * sy)
-    # Constant units (w ≈ 0, pattern all-active) were pruned; their value sits in c after this refit.
-    net = TwoLayerNet(W, a, b, net.c + float(np.mean(y - net(x))))
+    # the offset fitted afresh: it also carries the constant units (w ≈ 0, pattern all-active) pruned above
+    net = TwoLayerNet(W, a, b, float(np.mean(y - TwoLayerNet(W, a, b)(x))))
     value = float(np.sum(np.abs(a) * np.linalg.norm(W, axis=1)))
     lower = dual_bound(x, y, -np.asarray(eq.dual_value, dtype=np.float64).reshape(-1))
     return ConvexMinimum(net, value, lower)

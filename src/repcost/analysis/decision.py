@@ -30,11 +30,6 @@ class DecisionGrid:
     ys: np.ndarray
     labels: np.ndarray = field(repr=False)
 
-    @property
-    def extent(self) -> tuple:
-        """(xmin, xmax, ymin, ymax) for matplotlib's imshow."""
-        return (float(self.xs[0]), float(self.xs[-1]), float(self.ys[0]), float(self.ys[-1]))
-
 
 def grid_limits(x: np.ndarray, margin: float = 0.25) -> tuple:
     """((xmin, xmax), (ymin, ymax)) of 2-D points x (N, 2), widened by margin × the larger side."""

@@ -37,12 +37,6 @@ def register_family_gaps(family: str, fn: GapFn) -> None:
     FAMILY_GAPS[family] = fn
 
 
-def family_costs(model, x_train: torch.Tensor, y_train: torch.Tensor) -> tuple[dict[str, float], dict[str, Any]]:
-    """The registered costs of the model's family ({}, {} if none)."""
-    fn = FAMILY_COSTS.get(model.family)
-    return fn(model, x_train, y_train) if fn is not None else ({}, {})
-
-
 def family_gaps(model) -> dict[str, np.ndarray]:
     """The registered balance gaps of the model's family ({} if none)."""
     fn = FAMILY_GAPS.get(model.family)

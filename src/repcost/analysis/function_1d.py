@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .arrays import as_f64, float64_model
+from .arrays import as_f64
 
 
 @dataclass(frozen=True)
@@ -133,13 +133,4 @@ def deep_relu_net_1d_function(weights: Sequence, biases: Optional[Sequence] = No
         H = np.where(Z > 0, Z, slope * Z)
         S = np.where(active, SZ, slope * SZ)
     return PiecewiseLinear1D(t, H[:, 0].copy(), S[:, 0].copy())
-
-
-def model_1d_function(model) -> PiecewiseLinear1D:
-    """The PiecewiseLinear1D of a repcost model R → R (any family that is a chain of affine maps and leaky ReLUs)."""
-    try:
-        chain = float64_model(model).affine_chain()
-    except NotImplementedError as e:
-        raise ValueError(f"model_1d_function: {e}") from None
-    return deep_relu_net_1d_function(chain.weights, chain.biases, slope=chain.slope)
 

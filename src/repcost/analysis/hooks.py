@@ -32,7 +32,7 @@ from ..rundir import atomic_write_bytes, csv_bytes
 from .arrays import float64_model
 from .balance import balance_summary, layer_balance, not_applicable
 from .critical import critical_point_certificate
-from .family_costs import FAMILY_COSTS, family_costs
+from .family_costs import FAMILY_COSTS
 from .spectra import hidden_spectra, jacobian_spectra, prop3_bound, rank_measures, schatten_cost, weight_spectra
 
 
@@ -122,7 +122,7 @@ def _balance(model, x, opts: CommonOptions, ctx) -> Result:
 
 
 def _costs(model, x, opts: CommonOptions, ctx) -> Result:
-    scalars, arrays = family_costs(float64_model(model), ctx.data.x_train, ctx.data.y_train)
+    scalars, arrays = FAMILY_COSTS[model.family](float64_model(model), ctx.data.x_train, ctx.data.y_train)
     return Result(scalars, arrays)
 
 

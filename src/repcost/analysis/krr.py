@@ -42,10 +42,6 @@ class KRR:
         t2 = np.einsum("mi,io,id->mod", w, self.alpha, self.x_train)
         return t1 - t2
 
-    def jacobian_spectra(self, x) -> np.ndarray:
-        """Singular values (M, min(d_out, d_in)) of the Jacobians, descending (their ranks: spectra.numerical_rank)."""
-        return np.linalg.svd(self.jacobians(x), compute_uv=False)
-
 
 def fit_krr(x, y, ridge: float = 1e-6) -> KRR:
     """Fit f̂ = K(·, X)(K(X, X) + ρ N I)⁻¹Y (ρ scaled by N; the bandwidth is the median pairwise distance of the

@@ -220,20 +220,19 @@ def convex_minimum(x: np.ndarray, y: np.ndarray, rho: float) -> ConvexMinimum:
                          dual_at(np.asarray(sol.x).reshape(n, d), phi, y, rho)[0])
 
 
-def gap_at(x: np.ndarray, f: np.ndarray, y: np.ndarray, rho: float, objective: float,
-           solve: bool = True) -> dict[str, float]:
+def gap_at(x: np.ndarray, f: np.ndarray, y: np.ndarray, rho: float, objective: float) -> dict[str, float]:
     """x (N,), f and y (N, d_out): a net's values and the targets, ρ > 0, objective: the net's objective value.
     The best dual value found, the gap objective − dual, the gap relative to the objective, and how far the net's
     own dual point β = (f − y)/(Nρ) violated the constraint (its sup; 1 or less at the global minimum).
 
-    The net's own point is one candidate; with `solve` (and at most MAX_POINTS points) the exact dual optimum
-    is the other, and the better is kept: any feasible point gives a valid bound."""
+    The net's own point is one candidate; at most MAX_POINTS points, the exact dual optimum is the other, and the
+    better is kept: any feasible point gives a valid bound."""
     if not rho > 0:
         raise ValueError(f"the duality gap needs weight decay: rho = {rho} (with λ = 0 the dual is trivial)")
     x, f, y = as_f64(x).reshape(-1), as_f64(f), as_f64(y)
     n = y.shape[0]
     best, sup = dual_at((f - y) / (n * rho), features(x, *both_sides(np.unique(x))), y, rho)
-    if solve and n <= MAX_POINTS:
+    if n <= MAX_POINTS:
         best = max(best, convex_minimum(x, y, rho).lower_bound)
     gap = objective - best
     return {"dual_value": best, "duality_gap": gap, "duality_gap_rel": gap / objective if objective > 0 else gap,

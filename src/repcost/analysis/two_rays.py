@@ -123,8 +123,8 @@ def net_from_model(model) -> TwoLayerNet:
 
 def alignment_summary(net: TwoLayerNet, w0=None, rays: Sequence = ()) -> dict:
     """Singular values of W, s2/s1, the angle (deg, in [0, 90]) from W's top right singular vector to the line of
-    w0, and the angle (deg, in [0, 180]) from each unit's w_k to its nearest *ray* among `rays`: their mean weighted
-    by |a_k|‖w_k‖ and their max over the units that carry mass."""
+    w0, and the angle (deg, in [0, 180]) from each unit's w_k to its nearest *ray* among `rays`, averaged with the
+    weights |a_k|‖w_k‖."""
     W = net.W
     _, s, Vt = np.linalg.svd(W, full_matrices=False)
     out = {"n_units": int(W.shape[0]), "s": s, "s2_over_s1": float(s[1] / s[0]) if s.size > 1 and s[0] > 0 else 0.0}
@@ -137,7 +137,6 @@ def alignment_summary(net: TwoLayerNet, w0=None, rays: Sequence = ()) -> dict:
         D = np.stack([as_vector(d, "direction") / np.linalg.norm(d) for d in rays])
         ang = np.degrees(np.arccos(np.clip(((W / np.linalg.norm(W, axis=1, keepdims=True)) @ D.T).max(axis=1), -1, 1)))
         out["unit_angle_to_rays_deg"] = float(np.sum(wts * ang) / np.sum(wts))
-        out["unit_angle_to_rays_max_deg"] = float(np.max(ang[wts > 1e-3 * wts.max()]))
     return out
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..analysis.krr import fit_krr
-from ..analysis.spectra import numerical_rank
+from ..analysis.spectra import numerical_rank, singular_values
 from . import Verdict, most_seeds
 from .jacot23_fig1 import spectra
 
@@ -28,7 +28,7 @@ CLAIM = ("Paper: deeper nets recover the rank (shallow ones overestimate it); â€
 
 def _krr(data, n_points: int, k: int) -> tuple:
     m = fit_krr(data.x_train.numpy(), data.y_train.numpy(), ridge=1e-8)
-    s = m.jacobian_spectra(data.x_train.numpy()[:n_points])  # the points the net's Jacobians were taken at
+    s = singular_values(m.jacobians(data.x_train.numpy()[:n_points]))  # the points the net's Jacobians were taken at
     test = float(np.mean(np.sum((m.predict(data.x_test.numpy()) - data.y_test.numpy()) ** 2, 1)))
     return (int(np.max(numerical_rank(s, TAU))), int(np.max(numerical_rank(s, 1e-3))),
             float(np.median(s[:, k] / s[:, k - 1])), test)

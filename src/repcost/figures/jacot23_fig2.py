@@ -45,8 +45,8 @@ def compute(runs) -> list[dict]:
                      "tripoints_data_window": tp0.count,
                      "tripoint_xy": ";".join(f"{p[0]:.2f},{p[1]:.2f}" for p in tp.points),
                      "train_acc": acc, **run.columns("test_loss", "param_sq_norm_per_depth"),
-                     "_panel": {"labels": g.labels, "extent": g.extent, "x": x, "y": y, "n_classes": data.n_classes,
-                                "tripoints": tp.points,
+                     "_panel": {"labels": g.labels, "extent": (g.xs[0], g.xs[-1], g.ys[0], g.ys[-1]), "x": x, "y": y,
+                                "n_classes": data.n_classes, "tripoints": tp.points,
                                 "title": f"L={L}, λ={lam:g}: {tp.count} tripoint(s), train acc {acc:.2f}, "
                                          f"‖θ‖²/L={summ['param_sq_norm_per_depth']:.1f}"}})
     return rows

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..analysis.function_1d import model_1d_function
+from ..analysis.arrays import float64_model
+from ..analysis.function_1d import deep_relu_net_1d_function
 from ..analysis.relu_1d import duality_gap, linear_spline_interpolant, spline_min_cost
 from ..plots.learned_function import function_panels
 from . import Verdict, quick_verdict
@@ -31,7 +32,8 @@ def read_1d(run) -> dict:
     gap = duality_gap(model, data.x_train, data.y_train, t.loss, t.lam, t.reg_scale).get("duality_gap_rel", float("nan"))
     x, y = data.x_train.numpy()[:, 0], data.y_train.numpy()[:, 0]
     smin = spline_min_cost(x, y)
-    f = model_1d_function(model)
+    chain = float64_model(model).affine_chain()  # the exact piecewise-linear form, for any depth
+    f = deep_relu_net_1d_function(chain.weights, chain.biases, chain.slope)
     rbar = f.rbar()
     span = x.max() - x.min()
     grid = np.linspace(x.min() - 0.25 * span, x.max() + 0.25 * span, 2001)
