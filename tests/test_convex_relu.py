@@ -45,7 +45,7 @@ def test_1d_equals_spline_minimum(seed):
 def test_1d_pattern_count():
     """Threshold sets {x ≥ t}, {x ≤ t} of N distinct points: 2N − 1 non-empty patterns."""
     for n in (2, 5, 9):
-        assert arrangement_patterns(np.linspace(0, 1, n)).shape == (2 * n - 1, n)
+        assert arrangement_patterns(np.linspace(0, 1, n)[:, None]).shape == (2 * n - 1, n)
 
 
 def test_2d_pattern_count_general_position_and_coverage():

@@ -14,7 +14,7 @@ from scipy.optimize import minimize
 
 from repcost.analysis import spline_min_cost
 from repcost.analysis.relu_1d import MAX_POINTS, best_unit, both_sides, convex_minimum, dual_at, duality_gap, features, \
-    gap_at, insert_units, place_convex_minimum
+    insert_units, place_convex_minimum
 from repcost.models import MODELS
 
 from helpers import assert_member_matches_single, cli, train_direct
@@ -93,27 +93,36 @@ def test_every_net_is_above_the_bound_and_the_bound_is_below_the_minimum():
         assert own[0] <= gap["dual_value"] + 1e-15 and own[1] == pytest.approx(gap["dual_violation"], rel=1e-12)
 
 
+def _constant_net(value: float = 0.0, d_out: int = 1):
+    """A two-layer linear_relu net whose weights are all 0: its function is the constant `value`, its penalty 0."""
+    spec = MODELS.get("linear_relu")
+    m = spec.build(spec.schema(depth=2, width=2), 1, d_out, torch.Generator().manual_seed(0)).double()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.zero_()
+        m.c += value
+    return m
+
+
 def test_small_rho_recovers_the_spline_minimum_of_savarese_thm_3_3():
     """As ρ → 0 the minimum is 2ρ·(least path norm of an interpolant) + O(ρ²), and that least path norm is
     spline_min_cost (Savarese et al. 2019 Thm 3.3): the dual's value, found by the solver alone, agrees."""
     x, y = _data(n=9, seed=2)
-    rho = 1e-7
-    zero = torch.zeros(len(x), 1, dtype=F64)  # f = 0: its own dual point is useless, the solver does the work
-    d = gap_at(torch.tensor(x), zero, torch.tensor(y)[:, None], rho, 1.0)
+    rho = 1e-7  # f = 0: its own dual point is useless, the solver does the work
+    d = duality_gap(_constant_net(), torch.tensor(x)[:, None], torch.tensor(y)[:, None], "mse", rho, "one")
     assert d["dual_value"] / (2 * rho) == pytest.approx(spline_min_cost(x, y), rel=1e-4)
 
 
 def test_closed_form_at_large_rho_and_a_zero_output_column():
     x, y = _data(seed=3)
+    xt = torch.tensor(x)[:, None]
     # ρ so large that no unit pays: f = mean(y), the minimum is the variance, and the gap is 0
-    f = torch.full((len(y), 1), float(y.mean()), dtype=F64)
-    d = gap_at(torch.tensor(x), f, torch.tensor(y)[:, None], 1e3, float(np.var(y)))
+    d = duality_gap(_constant_net(float(y.mean())), xt, torch.tensor(y)[:, None], "mse", 1e3, "one")
     assert d["duality_gap"] == pytest.approx(0.0, abs=1e-12) and d["dual_violation"] < 1
     # a second output that is 0 everywhere changes nothing (the group norm of (η, 0) is |η|)
     rho = 1e-2
-    one = gap_at(torch.tensor(x), torch.zeros(len(x), 1, dtype=F64), torch.tensor(y)[:, None], rho, 1.0)
-    two = gap_at(torch.tensor(x), torch.zeros(len(x), 2, dtype=F64),
-                              torch.tensor(np.stack([y, np.zeros_like(y)], 1)), rho, 1.0)
+    one = duality_gap(_constant_net(), xt, torch.tensor(y)[:, None], "mse", rho, "one")
+    two = duality_gap(_constant_net(d_out=2), xt, torch.tensor(np.stack([y, np.zeros_like(y)], 1)), "mse", rho, "one")
     assert two["dual_value"] == pytest.approx(one["dual_value"], rel=1e-6)
 
 

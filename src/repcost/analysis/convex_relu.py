@@ -51,14 +51,6 @@ from .arrays import as_f64
 from .relu_1d import ConvexMinimum, TwoLayerNet, both_sides, distinct, features
 
 
-def _inputs(x) -> np.ndarray:
-    x = as_f64(x)
-    x = x.reshape(-1, 1) if x.ndim == 1 else x
-    if x.ndim != 2 or x.shape[1] not in (1, 2):
-        raise NotImplementedError(f"exact arrangement enumeration is implemented for d = 1 and 2, got x of shape {x.shape}")
-    return x
-
-
 def _threshold_patterns(t: np.ndarray) -> list:
     """Patterns of affine functions of a scalar t: {t ≥ τ} and {t ≤ τ} for every τ (all and none included)."""
     rank = np.argsort(np.argsort(t, kind="stable"), kind="stable")
@@ -66,13 +58,12 @@ def _threshold_patterns(t: np.ndarray) -> list:
     return [*up, *~up]
 
 
-def arrangement_patterns(x) -> np.ndarray:
+def arrangement_patterns(x: np.ndarray) -> np.ndarray:
     """All chamber patterns 1[wᵀx_i + b > 0] of affine hyperplanes over the rows of x (d ≤ 2), as a P × N bool array.
 
     Exact (module docstring): every unit [wᵀx + b]₊ is linear on the closed cone of one of them.
     The empty pattern is left out (such a unit is 0 on the data).
     """
-    x = _inputs(x)
     N, d = x.shape
     cands = []
     if d == 1 or N <= 2:
@@ -119,9 +110,8 @@ def _sup_over_units(x: np.ndarray, lam: np.ndarray) -> float:
     return best
 
 
-def dual_bound(x, y, lam) -> float:
-    """λᵀy / M(λ) after centring λ (1ᵀλ = 0): a lower bound on R2 of every interpolant of (x, y)."""
-    x = _inputs(x)
+def dual_bound(x: np.ndarray, y, lam) -> float:
+    """λᵀy / M(λ) after centring λ (1ᵀλ = 0): a lower bound on R2 of every interpolant of (x (N, d ≤ 2), y)."""
     y = as_f64(y).reshape(-1)
     lam = as_f64(lam).reshape(-1)
     lam = lam - lam.mean()  # the free offset c forces 1ᵀλ = 0
@@ -142,7 +132,11 @@ def min_r2_interpolant(x, y) -> ConvexMinimum:
         raise RepcostError("min_r2_interpolant needs cvxpy: pip install 'repcost[convex]' (or pip install cvxpy)") \
             from None
 
-    x, y = distinct(_inputs(x), as_f64(y).reshape(-1))  # ValueError for mismatched or empty data
+    x = as_f64(x)
+    x = x.reshape(-1, 1) if x.ndim == 1 else x
+    if x.ndim != 2 or x.shape[1] not in (1, 2):
+        raise NotImplementedError(f"exact arrangement enumeration is implemented for d = 1 and 2, got x of shape {x.shape}")
+    x, y = distinct(x, as_f64(y).reshape(-1))  # ValueError for mismatched or empty data
     N, d = x.shape
     if N == 1 or np.ptp(y) == 0:
         return ConvexMinimum(TwoLayerNet(np.zeros((0, d)), np.zeros(0), np.zeros(0), float(y[0])), 0.0, 0.0)

@@ -220,25 +220,6 @@ def convex_minimum(x: np.ndarray, y: np.ndarray, rho: float) -> ConvexMinimum:
                          dual_at(np.asarray(sol.x).reshape(n, d), phi, y, rho)[0])
 
 
-def gap_at(x: np.ndarray, f: np.ndarray, y: np.ndarray, rho: float, objective: float) -> dict[str, float]:
-    """x (N,), f and y (N, d_out): a net's values and the targets, ρ > 0, objective: the net's objective value.
-    The best dual value found, the gap objective − dual, the gap relative to the objective, and how far the net's
-    own dual point β = (f − y)/(Nρ) violated the constraint (its sup; 1 or less at the global minimum).
-
-    The net's own point is one candidate; at most MAX_POINTS points, the exact dual optimum is the other, and the
-    better is kept: any feasible point gives a valid bound."""
-    if not rho > 0:
-        raise ValueError(f"the duality gap needs weight decay: rho = {rho} (with λ = 0 the dual is trivial)")
-    x, f, y = as_f64(x).reshape(-1), as_f64(f), as_f64(y)
-    n = y.shape[0]
-    best, sup = dual_at((f - y) / (n * rho), features(x, *both_sides(np.unique(x))), y, rho)
-    if n <= MAX_POINTS:
-        best = max(best, convex_minimum(x, y, rho).lower_bound)
-    gap = objective - best
-    return {"dual_value": best, "duality_gap": gap, "duality_gap_rel": gap / objective if objective > 0 else gap,
-            "dual_violation": sup}
-
-
 def two_layer_1d(model: RepModel, x: torch.Tensor, writable: bool = False
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(W (m, 1), b (m,), a (d_out, m), the output bias c or None) of a two-layer ReLU net on 1-D inputs with free
@@ -261,9 +242,14 @@ def two_layer_1d(model: RepModel, x: torch.Tensor, writable: bool = False
 
 def duality_gap(model: RepModel, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float,
                 reg_scale: str) -> dict[str, float]:
-    """`gap_at` of the model's parameters for the objective loss + λ·s·Σ‖p‖², in float64: `duality_gap_rel`
-    bounds how far the objective is above its global minimum over nets of any width (relative); {} where the
-    model is not a two-layer ReLU net on 1-D inputs with free biases, the loss is not MSE or λ = 0."""
+    """The duality gap of the model's parameters for the objective loss + λ·s·Σ‖p‖², in float64: the best dual
+    value found, the gap objective − dual, the gap relative to the objective (`duality_gap_rel`: how far the
+    objective is at most above its global minimum over nets of any width), and how far the net's own dual point
+    β = (f − y)/(Nρ) violated the constraint (its sup; 1 or less at the global minimum); {} where the model is not
+    a two-layer ReLU net on 1-D inputs with free biases, the loss is not MSE or λ = 0.
+
+    The net's own point is one candidate; at most MAX_POINTS points, the exact dual optimum is the other, and the
+    better is kept: any feasible point gives a valid bound."""
     if loss != "mse" or not lam > 0:
         return {}
     try:
@@ -276,7 +262,14 @@ def duality_gap(model: RepModel, x: torch.Tensor, y: torch.Tensor, loss: str, la
     with torch.no_grad():
         f = m(x)
         obj = float(data_loss(f, y, "mse") + rho * m.param_sq_norm())
-    return gap_at(x[:, 0], f, y, rho, obj)
+    x, f, y = as_f64(x).reshape(-1), as_f64(f), as_f64(y)
+    n = y.shape[0]
+    best, sup = dual_at((f - y) / (n * rho), features(x, *both_sides(np.unique(x))), y, rho)
+    if n <= MAX_POINTS:
+        best = max(best, convex_minimum(x, y, rho).lower_bound)
+    gap = obj - best
+    return {"dual_value": best, "duality_gap": gap, "duality_gap_rel": gap / obj if obj > 0 else gap,
+            "dual_violation": sup}
 
 
 # ----------------------------------------------------------------------------------------------
