@@ -15,7 +15,6 @@ ratio = mean(d_out) / mean(d_in): 1 = no denoising (e.g. the identity), 0 = perf
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
@@ -55,32 +54,10 @@ def pca_projection(data, k: int) -> Callable:
     return project
 
 
-@dataclass
-class Denoising:
-    """Distances of noisy inputs (d_in) and of their outputs (d_out) to the clean data."""
-
-    d_in: np.ndarray = field(repr=False)
-    d_out: np.ndarray = field(repr=False)
-    outputs: np.ndarray = field(repr=False)
-
-    @property
-    def ratio(self) -> float:
-        """mean(d_out) / mean(d_in): < 1 the autoencoder moves inputs towards the data (0.5 = halfway)."""
-        m = float(np.mean(self.d_in))
-        return float(np.mean(self.d_out)) / m if m > 0 else float("nan")
-
-    def summary(self, prefix: str = "") -> dict:
-        """The mean distances, their `ratio`, the median over inputs of d_out / d_in (inputs with d_in = 0 left out)
-        and the fraction of inputs whose output is closer to the data than the input."""
-        ok = self.d_in > 0
-        out = {"d_in_mean": float(np.mean(self.d_in)), "d_out_mean": float(np.mean(self.d_out)), "ratio": self.ratio,
-               "median_ratio": float(np.median(self.d_out[ok] / self.d_in[ok])) if ok.any() else float("nan"),
-               "frac_closer": float(np.mean(self.d_out < self.d_in))}
-        return {prefix + k: v for k, v in out.items()}
-
-
-def denoising(model: Callable, noisy, clean=None, distance: Optional[Callable] = None) -> Denoising:
-    """Apply model to noisy inputs; distances of inputs and outputs to the clean data.
+def denoising(model: Callable, noisy, clean=None, distance: Optional[Callable] = None) -> tuple[dict, np.ndarray]:
+    """Apply model to noisy inputs; (summary, outputs). The summary: the mean distances of the inputs and of the
+    outputs to the clean data, their `ratio` (module docstring), the median over inputs of d_out / d_in (inputs
+    with d_in = 0 left out) and the fraction of inputs whose output is closer to the data than the input.
 
     distance(points) -> (N,) distances to the data; default: ‖points_i − clean_i‖, to the clean point each noisy
     input came from (needs `clean`).
@@ -92,4 +69,9 @@ def denoising(model: Callable, noisy, clean=None, distance: Optional[Callable] =
         distance = lambda p: np.linalg.norm(as_f64(p) - c, axis=1)  # noqa: E731
     noisy = as_f64(noisy)
     out = apply_model(model, noisy)
-    return Denoising(as_f64(distance(noisy)), as_f64(distance(out)), out)
+    d_in, d_out = as_f64(distance(noisy)), as_f64(distance(out))
+    m, ok = float(np.mean(d_in)), d_in > 0
+    return {"d_in_mean": m, "d_out_mean": float(np.mean(d_out)),
+            "ratio": float(np.mean(d_out)) / m if m > 0 else float("nan"),
+            "median_ratio": float(np.median(d_out[ok] / d_in[ok])) if ok.any() else float("nan"),
+            "frac_closer": float(np.mean(d_out < d_in))}, out

@@ -97,8 +97,6 @@ def directional_variation(net: TwoLayerNet, x, u) -> float:
     """RMS over x of |u⊥ᵀ∇h| / RMS of ‖∇h‖ (d = 2): how much h varies perpendicular to u (0 = h(x) = φ(uᵀx))."""
     x = as_matrix(x, "x")
     u = as_vector(u, "u")
-    if u.size != 2:
-        raise ValueError("directional_variation is for 2-D inputs")
     u = u / np.linalg.norm(u)
     perp = np.array([-u[1], u[0]])
     G = ((x @ net.W.T + net.b > 0) * net.a) @ net.W  # ∇h = Σ_k a_k 1[w_kᵀx + b_k > 0] w_k at each row

@@ -49,7 +49,7 @@ def _mnist(runs, rows: list[dict], plot: dict) -> None:
     for run in runs:
         model, data = run.model, run.data
         L, clean = model.depth, data.y_test.numpy()
-        recon = denoising(model, clean, clean)  # noise-free reconstruction error (d_in = 0)
+        recon = denoising(model, clean, clean)[0]  # noise-free reconstruction error (d_in = 0)
         s = jacobian_spectra(model, clean[:N_JAC])  # §5: Jf(x) should be the projection onto the tangent space
         if run.spec.seed == runs[0].spec.seed:
             plot["jac"][f"L={L}"] = s.mean(axis=0)
@@ -57,23 +57,23 @@ def _mnist(runs, rows: list[dict], plot: dict) -> None:
               "jac_s1": float(s[:, 0].mean()), "jac_fro2": float((s ** 2).sum(1).mean())}
         for sigma in MNIST_SIGMAS:
             noisy = add_noise(clean, sigma, seed=1)
-            d = denoising(model, noisy, clean)
-            near = denoising(model, noisy[:N_NEAREST], distance=lambda p: nearest_distance(p, data.y_train.numpy()))
-            rows.append({"panel": "A mnist", "seed": run.spec.seed, "depth": L, "sigma": sigma, **d.summary(),
-                         "nearest_train_ratio": near.ratio, "clean_recon_err": float(recon.d_out.mean()), **js,
+            d, outputs = denoising(model, noisy, clean)
+            near, _ = denoising(model, noisy[:N_NEAREST], distance=lambda p: nearest_distance(p, data.y_train.numpy()))
+            rows.append({"panel": "A mnist", "seed": run.spec.seed, "depth": L, "sigma": sigma, **d,
+                         "nearest_train_ratio": near["ratio"], "clean_recon_err": recon["d_out_mean"], **js,
                          **run.columns("param_sq_norm_per_depth")})
             if sigma == MNIST_SIGMA and run.spec.seed == runs[0].spec.seed:  # a row of images each: label -> images
                 plot["images"].setdefault(f"noisy σ={sigma}", noisy[:N_SHOW])
-                plot["images"][f"L={L} output"] = d.outputs[:N_SHOW]
+                plot["images"][f"L={L} output"] = outputs[:N_SHOW]
     if data is None:
         return
     # linear baseline: the projection onto the training images' top-k principal directions (one data config)
     noisy_by_sigma = {sigma: add_noise(clean, sigma, seed=1) for sigma in MNIST_SIGMAS}
     for k in (k for k in PCA_KS if k <= min(data.y_train.shape)):  # a rank-k projection needs k ≤ min(N, d)
         proj = pca_projection(data.y_train.numpy(), k)
-        recon = float(denoising(proj, clean, clean).d_out.mean())
+        recon = denoising(proj, clean, clean)[0]["d_out_mean"]
         for sigma, noisy in noisy_by_sigma.items():
-            rows.append({"panel": "A mnist PCA", "pca_k": k, "sigma": sigma, **denoising(proj, noisy, clean).summary(),
+            rows.append({"panel": "A mnist PCA", "pca_k": k, "sigma": sigma, **denoising(proj, noisy, clean)[0],
                          "clean_recon_err": recon})
 
 
@@ -82,16 +82,16 @@ def _curve(runs, rows: list[dict], plot: dict) -> None:
         model, data, cfg = run.model, run.data, run.spec.data
         L = model.depth
         dist = lambda p, cfg=cfg: distance_to_curve(cfg, p)  # noqa: E731
-        d = denoising(model, add_noise(data.y_test.numpy(), CURVE_SIGMA, seed=1), distance=dist)
+        d = denoising(model, add_noise(data.y_test.numpy(), CURVE_SIGMA, seed=1), distance=dist)[0]
         uni = np.random.default_rng(2).uniform(-1.2, 1.2, size=(400, 2))
-        du = denoising(model, uni, distance=dist)
-        rows.append({"panel": "B/C curve", "seed": run.spec.seed, "depth": L, "sigma": CURVE_SIGMA, **d.summary(),
-                     **du.summary("uniform_"), **run.columns("param_sq_norm_per_depth")})
+        du, uni_out = denoising(model, uni, distance=dist)
+        rows.append({"panel": "B/C curve", "seed": run.spec.seed, "depth": L, "sigma": CURVE_SIGMA, **d,
+                     **{f"uniform_{k}": v for k, v in du.items()}, **run.columns("param_sq_norm_per_depth")})
         if run.spec.seed != runs[0].spec.seed:
             continue
         # as the paper's panels B, C: random inputs in the plane and where the autoencoder maps them
-        plot["curves"].append((data.y_train.numpy(), curve_points(cfg, 400).numpy(), uni[:60], du.outputs[:60],
-                               f"curve, L={L}: ratio {du.ratio:.2f} (random), {d.ratio:.2f} (σ={CURVE_SIGMA})"))
+        plot["curves"].append((data.y_train.numpy(), curve_points(cfg, 400).numpy(), uni[:60], uni_out[:60],
+                               f"curve, L={L}: ratio {du['ratio']:.2f} (random), {d['ratio']:.2f} (σ={CURVE_SIGMA})"))
 
 
 def compute(inp) -> list[dict]:
