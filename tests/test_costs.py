@@ -14,9 +14,10 @@ from repcost.analysis.costs import (
     phi3_lower_bound,
     phi3_lower_bound_search,
     phi3_upper_bound,
+    phi_L,
+    phi_L_solve,
 )
 from repcost.analysis.spectra import schatten_cost
-from repcost.analysis.phi import phi_L, phi_L_solve
 from repcost.analysis.spectra import singular_values
 from repcost.analysis.sparsity import (
     active_subnetworks,

@@ -13,9 +13,8 @@ from .alignment import (identity_input_lower_bound, identity_input_min_cost, mer
 from .balance import balance_summary, layer_balance, linear_layer_balance, neuron_balance
 from .convex_relu import min_r2_interpolant
 from .costs import (cost_CL, effective_matrix, path_norm, phi3_lower_bound, phi3_lower_bound_search,
-                    phi3_upper_bound)
+                    phi3_upper_bound, phi_L)
 from .function_1d import relu_net_1d_cost
-from .phi import phi_L
 from .reformulation import layer_forces, reformulated_loss
 from .relu_1d import linear_spline_interpolant, spline_min_cost
 from .sparsity import active_subnetworks, l2L_quasinorm, parallel_alpha_normalised, parallel_balance

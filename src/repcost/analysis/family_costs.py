@@ -18,7 +18,6 @@ from . import costs as C
 from . import sparsity as S
 from .arrays import as_f64
 from .function_1d import relu_net_1d_cost
-from .phi import phi_L
 from .relu_1d import spline_min_cost
 
 CostFn = Callable[[Any, torch.Tensor, torch.Tensor], tuple[dict[str, float], dict[str, Any]]]
@@ -46,7 +45,7 @@ def family_gaps(model) -> dict[str, np.ndarray]:
 def linear_relu_costs(model, x_train: torch.Tensor, y_train: torch.Tensor) -> tuple[dict[str, float], dict]:
     """Path norm (Ongie eq. 13), Φ_L (Lemma 3.4); in 1-D at L = 2 also R̄ and the spline minimum (Savarese Thm 3.1, 3.3)."""
     W, a = as_f64(model.effective_matrix()), as_f64(model.a)[0]
-    out = {"costs.path_norm": C.path_norm(W, a), "costs.phi_L": phi_L(W, a, model.depth)}
+    out = {"costs.path_norm": C.path_norm(W, a), "costs.phi_L": C.phi_L(W, a, model.depth)}
     if W.shape[1] == 1 and model.depth == 2:
         c = float(as_f64(model.c)[0]) if model.c is not None else 0.0
         out["costs.rbar"] = relu_net_1d_cost(W[:, 0], as_f64(model.b), a, c)
