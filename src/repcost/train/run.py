@@ -33,7 +33,7 @@ from ..rundir import CHECKPOINT, ERROR, METRICS, SUMMARY, RunDir, metrics_sink, 
 from ..provenance import identity_changes, provenance
 from .. import startup, threads
 from . import certify
-from .engine import Engine, TrainResult
+from .engine import Engine
 from .ensemble import aggregate, member_runs
 from .preempt import StopFlag, stop_on_signals
 from .step import fast_step_options
@@ -292,7 +292,7 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
                 outs[i][0].call("finish", None)
                 out[i] = j.preempted(r.steps, sig)
             else:
-                out[i] = _complete(j, engine, i, r, runners[i], outs[i][0], data, wall)
+                out[i] = _complete(j, engine, i, runners[i], outs[i][0], wall)
     if results is None or any(r.status == "preempted" for r in results):
         if results is not None and sig != signal.SIGINT:  # Ctrl-C: the caller says it in its own words
             log.warning("preempted (signal %s) at step %d; checkpoint saved, relaunch to resume", sig, engine.pos.step)
@@ -300,12 +300,15 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
     return out
 
 
-def run_summary(engine: Engine, i: int, result: TrainResult, job: RunJob, data_name: str, wall: float) -> dict:
-    """summary.json's training part: final objective terms, cost, stop reason, provenance."""
-    m = engine.members[i]
-    model, ev, spec = m.model, m.evaluate(), job.spec
+def _complete(job: RunJob, engine: Engine, i: int, runner: AnalysisRunner, tracker: Trackers,
+              wall: float) -> dict | RepcostError:
+    """A run's final files: summary.json (final objective terms, cost, stop reason, provenance, the certificate and
+    final analyses), checkpoint.pt, FINISHED, then figures/fit.png; or error.txt for a failed run (returned as the
+    RepcostError it raises)."""
+    m, spec = engine.members[i], job.spec
+    model, result, data, ev = m.model, m.result, m.data, m.evaluate()
     cost = float(model.cost().detach())
-    return {
+    summary = {
         **ev,
         "param_sq_norm_per_depth": ev["param_sq_norm"] / model.depth,
         "cost": cost,
@@ -314,7 +317,7 @@ def run_summary(engine: Engine, i: int, result: TrainResult, job: RunJob, data_n
         "stop_reason": result.stop_reason,
         "status": result.status,
         **certify.summary_fields(spec.train, result.stop_reason, m.gap, spec.train.round_of(engine.last_phase(i)),
-                                 engine.position(i).step, cost, m.data.x_train, m.y_train),
+                                 engine.position(i).step, cost, data.x_train, m.y_train),
         "message": result.message,
         "wall_time_s": wall,
         "device": str(torch.device(spec.device)),
@@ -323,16 +326,8 @@ def run_summary(engine: Engine, i: int, result: TrainResult, job: RunJob, data_n
         **provenance(),
         "config_hash": job.chash,
         "model": model.family,
-        "data": data_name,
+        "data": data.name,
     }
-
-
-def _complete(job: RunJob, engine: Engine, i: int, result: TrainResult, runner: AnalysisRunner, tracker: Trackers,
-              data, wall: float) -> dict | RepcostError:
-    """A run's final files: summary.json (the certificate and final analyses included), checkpoint.pt,
-    FINISHED, then figures/fit.png; or error.txt for a failed run (returned as the RepcostError it raises)."""
-    model = engine.members[i].model
-    summary = run_summary(engine, i, result, job, data.name, wall)
     if result.status == "finished":
         summary.update(runner.final(model))
     checkpoint = job.checkpoint(engine, i, result.status, wall)
