@@ -23,7 +23,7 @@ from typing import Any
 from .config.schema import AnalysisConfig, PhaseConfig, TopLevelConfig, TrainConfig
 from .errors import RepcostError
 from .registry import DATASETS, MODELS
-from .rundir import jsonable
+from .rundir import flat, jsonable
 
 def _field_default(f: dataclasses.Field) -> Any:
     if f.default is not dataclasses.MISSING:
@@ -141,11 +141,3 @@ def check_stackable(cfgs: Sequence[dict]) -> None:
         if diff:
             raise RepcostError(f"run {i} cannot be stacked with run 0: its {min(diff)} differs; stacked runs may "
                                f"differ only in {', '.join(STACKABLE_KEYS)}")
-
-
-def flat(node: Any, prefix: str = "") -> dict[str, Any]:
-    """A nested config as {dotted key: value}, lists of sections by index (train.phases.0.lr)."""
-    if isinstance(node, dict) or (isinstance(node, list) and node and all(isinstance(v, dict) for v in node)):
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        return {k: v for key, value in items for k, v in flat(value, f"{prefix}{key}.").items()}
-    return {prefix[:-1]: node}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .config.schema import TrackingConfig
-from .rundir import atomic_write_json, leaves
+from .rundir import atomic_write_json, flat
 
 IDS = "trackers.json"  # {tracker: its run id} of a run directory, so a resumed run continues the same tracker run
 
@@ -28,13 +28,14 @@ log = logging.getLogger("repcost")
 
 def _scalars(d: dict) -> dict[str, float]:
     """The numbers of a (nested) dict, keys joined by '/' (the trackers' grouping)."""
-    return {k: float(v) for k, v in leaves(d, "/") if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {k: float(v) for k, v in flat(d, "/", sections=False).items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def _hparam_values(config: dict) -> dict[str, Any]:
     """A run config flattened to dotted keys; trackers' hyper-parameters take only numbers, strings and bools, so
     lists (widths, phases) go as text."""
-    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in leaves(config, ".")
+    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in flat(config, sections=False).items()
             if v is not None}
 
 

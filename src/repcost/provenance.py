@@ -88,7 +88,8 @@ def identity_changes(old: dict, new: dict, old_version: str | None = None) -> st
     with both values, the plugins whose source changed; where no key differs, the identity rules of another
     repcost version."""
     from .errors import RepcostError
-    from .identity import flat, run_identity
+    from .identity import run_identity
+    from .rundir import flat
 
     try:
         a, b = flat(run_identity(old)), flat(run_identity(new))

@@ -54,13 +54,14 @@ def jsonable(x: Any) -> Any:
     return x
 
 
-def leaves(d: dict, sep: str = ".", prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """(joined key, value) of every leaf of a nested dict (lists are leaves)."""
-    for k, v in d.items():
-        if isinstance(v, dict):
-            yield from leaves(v, sep, f"{prefix}{k}{sep}")
-        else:
-            yield f"{prefix}{k}", v
+def flat(node: Any, sep: str = ".", sections: bool = True, prefix: str = "") -> dict[str, Any]:
+    """A nested dict as {joined key: value}; a list of sections (dicts) by index (train.phases.0.lr), or as one
+    value where not `sections`."""
+    if isinstance(node, dict) or (sections and isinstance(node, list) and node
+                                  and all(isinstance(v, dict) for v in node)):
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        return {k: v for key, value in items for k, v in flat(value, sep, sections, f"{prefix}{key}{sep}").items()}
+    return {prefix[:-len(sep)]: node}
 
 
 FILE_MODE = 0o666  # os.open applies the umask: 0644 under the usual 022, so a lab group can read results

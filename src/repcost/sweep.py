@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RepcostError, one_line
-from .rundir import ERROR, FINISHED, SUMMARY, atomic_write_bytes, csv_bytes, leaves, read_summary, remove_dead_temp_files
+from .rundir import ERROR, FINISHED, SUMMARY, atomic_write_bytes, csv_bytes, flat, read_summary, remove_dead_temp_files
 
 RUNS_CSV, LAYERS_CSV = "runs.csv", "layers.csv"
 LAST_JOBS = "last_sweep_jobs.txt"  # the job dirs of the latest multirun into a sweep dir, one per line (cli.guards)
@@ -84,7 +84,7 @@ def job_record(job: Path, sweep_dir: Path) -> dict:
     else:
         rec.update(status="unfinished", error="")
     if (job / SUMMARY).exists() and rec["status"] != "unfinished":
-        rec.update({k: v for k, v in leaves(read_summary(job / SUMMARY))
+        rec.update({k: v for k, v in flat(read_summary(job / SUMMARY), sections=False).items()
                     if k not in rec and (isinstance(v, (int, float, str, bool)) or v is None)})
     return rec
 
