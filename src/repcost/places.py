@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Callable
+from omegaconf import DictConfig, OmegaConf
 
 from .errors import ConfigError, RepcostError
 
@@ -32,16 +32,6 @@ def check_plain_name(key: str, value: object, names: str = "") -> None:
                           + (f"; it names {names}" if names else ""))
 
 
-def check_interpolated_names(template: str, value_of: Callable[[str], object], dir_key: str) -> None:
-    """Every config key `${a.b}` that `template` (e.g. hydra.sweep.dir's unresolved value) takes verbatim must be a
-    plain name, so a value such as `name=../../etc` cannot move the directory elsewhere. `value_of` gives a key's
-    value (dotted key); hydra.* keys, resolvers and keys without a value are not checked."""
-    for key in _INTERPOLATION.findall(template):
-        value = None if key.startswith("hydra.") else value_of(key)
-        if value is not None:
-            check_plain_name(key, value, dir_key)
-
-
 def is_sweep_root(path: Path) -> bool:
     """Whether `path` holds the files a multirun leaves in its sweep directory."""
     return any((path / m).is_file() for m in SWEEP_MARKERS)
@@ -52,11 +42,24 @@ def is_run_dir(path: Path) -> bool:
     return any((path / m).exists() for m in RUN_MARKERS)
 
 
-def check_place(key: str, value: str | None) -> Path:
-    """The directory `value` of `key`, hydra.run.dir (a single run's) or hydra.sweep.dir (a multirun's root), as an
-    absolute path: not empty; a run not a sweep root nor inside one (unless it is an existing job of the sweep, e.g.
-    `--resume SWEEP/JOB`), a sweep not a run directory nor inside one. RepcostError otherwise."""
-    run = key == "hydra.run.dir"
+def check_place(config: DictConfig, key: str) -> Path:
+    """The directory of `key` in a Hydra config, hydra.run.dir (a single run's) or hydra.sweep.dir (a multirun's
+    root), as an absolute path; RepcostError unless:
+    * the sweep `name`, and every config key `${a.b}` the directory's template takes verbatim, is a plain name, so
+      a value such as `name=../../etc` cannot move the directory elsewhere (hydra.* keys, resolvers and keys without
+      a value are not checked);
+    * it is not empty;
+    * a run is not a sweep root nor inside one (unless it is an existing job of the sweep, e.g. `--resume
+      SWEEP/JOB`), a sweep not a run directory nor inside one."""
+    if OmegaConf.select(config, "name", default=None) is not None:  # the sweep name, whatever the templates say
+        check_plain_name("name", config.name)
+    section, leaf = key.rsplit(".", 1)
+    template = str(OmegaConf.to_container(OmegaConf.select(config, section), resolve=False).get(leaf) or "")
+    for k in _INTERPOLATION.findall(template):
+        value = None if k.startswith("hydra.") else OmegaConf.select(config, k, default=None)
+        if value is not None:
+            check_plain_name(k, value, key)
+    value, run = OmegaConf.select(config, key, default=None), key == "hydra.run.dir"
     if value is None or not str(value).strip():
         what, default = ("a run", "outputs/runs/…") if run else ("a sweep", "outputs/sweeps/<name>")
         raise RepcostError(f"{key} is empty: {what} needs its own directory (leave the key out for the default "

@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import startup
 from ..errors import FatalError, RepcostError
-from ..places import check_interpolated_names, check_place, check_plain_name
+from ..places import check_place
 from ..rundir import append_line, atomic_write_bytes
 from ..sweep import LAST_JOBS
 from .collect import report_sweep
@@ -61,14 +61,6 @@ def _progress_line(outcomes: Path) -> str:
     return f"sweep: {done}/{total} jobs done, {fmt(elapsed)} elapsed, ETA {fmt(max(eta, 0.0))}"
 
 
-def _check_names(config: DictConfig, dir_key: str) -> None:
-    if OmegaConf.select(config, "name", default=None) is not None:  # the sweep name, whatever the dir templates say
-        check_plain_name("name", config.name)
-    section, key = dir_key.rsplit(".", 1)
-    template = str(OmegaConf.to_container(OmegaConf.select(config, section), resolve=False).get(key) or "")
-    check_interpolated_names(template, lambda k: OmegaConf.select(config, k, default=None), dir_key)
-
-
 def _fatal(fn, *args) -> Any:
     try:
         return fn(*args)
@@ -81,8 +73,7 @@ class GuardsCallback(Callback):
     jobs."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        _fatal(_check_names, config, "hydra.run.dir")
-        run_dir = _fatal(check_place, "hydra.run.dir", OmegaConf.select(config, "hydra.run.dir", default=None))
+        run_dir = _fatal(check_place, config, "hydra.run.dir")
         startup.note_run_dir(run_dir)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -92,8 +83,7 @@ class GuardsCallback(Callback):
             append_line(sweep / LAST_JOBS, str(job.relative_to(sweep)))  # one appended line: safe from parallel jobs
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        _fatal(_check_names, config, "hydra.sweep.dir")
-        sweep = _fatal(check_place, "hydra.sweep.dir", OmegaConf.select(config, "hydra.sweep.dir", default=None))
+        sweep = _fatal(check_place, config, "hydra.sweep.dir")
         os.environ[LAUNCH] = str(os.getpid())
         try:
             total = count_jobs(config)
