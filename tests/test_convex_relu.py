@@ -11,8 +11,7 @@ pytest.importorskip("cvxpy")
 
 from repcost.analysis import min_r2_interpolant, path_norm, spline_min_cost
 from repcost.analysis.convex_relu import arrangement_patterns, dual_bound
-from repcost.analysis.function_1d import relu_net_1d_cost
-from repcost.analysis.relu_1d import TwoLayerNet
+from repcost.analysis.relu_1d import TwoLayerNet, relu_net_1d_cost
 from repcost.analysis.two_rays import (
     projection_interpolant,
     ray_units,

@@ -25,8 +25,8 @@ from repcost.analysis.sparsity import (
     parallel_alpha_normalised,
     parallel_balance,
 )
-from repcost.analysis.function_1d import PiecewiseLinear1D, deep_relu_net_1d_function, relu_net_1d_cost
-from repcost.analysis.relu_1d import linear_spline_interpolant, min_norm_relu_net_1d, spline_min_cost
+from repcost.analysis.relu_1d import (PiecewiseLinear1D, deep_relu_net_1d_function, linear_spline_interpolant,
+                                      min_norm_relu_net_1d, relu_net_1d_cost, spline_min_cost)
 
 TOL = 1e-8
 DEPTHS = [2, 3, 4, 5]

@@ -7,7 +7,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from repcost.analysis.arrays import float64_model
-from repcost.analysis.function_1d import deep_relu_net_1d_function
+from repcost.analysis.relu_1d import deep_relu_net_1d_function
 from repcost.config import compose_config, validate
 from repcost.figures import LoadedRun, Verdict, save_figure
 from repcost.figures import savarese19_fig2, savarese19_parallel

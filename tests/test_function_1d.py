@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from repcost.analysis.function_1d import deep_relu_net_1d_function, relu_net_1d_cost
+from repcost.analysis.relu_1d import deep_relu_net_1d_function, relu_net_1d_cost
 from repcost.models import build_model
 from repcost.models.fc import FCConfig
 from repcost.models.linear_relu import LinearReLUConfig

@@ -9,7 +9,7 @@ Cost of a *representation* vs cost of a *function*: Φ_L(W, a) (Lemma 3.4) is th
 2-layer representation (W, a) minimised over unit rescalings and over factorisations of W; the
 function cost is R_L(f) = min Φ_L(W, a) over all (W, a, b, c) realising f (Lemma 3.3), so
 Φ_L(W, a) ≥ R_L(f), with equality at a minimal representation.  For univariate f,
-R_L(f) = R_2(f)^{2/L} (Thm 3.1, eq. 9), R_2 = R̄ of :mod:`repcost.analysis.function_1d`.
+R_L(f) = R_2(f)^{2/L} (Thm 3.1, eq. 9), R_2 = R̄ of :mod:`repcost.analysis.relu_1d`.
 
 Φ_L is found by numerical optimisation over the unit weighting λ (Ongie Lemma 3.4, eq. 14, proof eqs. 31–32):
 

@@ -17,8 +17,7 @@ import torch
 from . import costs as C
 from . import sparsity as S
 from .arrays import as_f64
-from .function_1d import relu_net_1d_cost
-from .relu_1d import spline_min_cost
+from .relu_1d import relu_net_1d_cost, spline_min_cost
 
 CostFn = Callable[[Any, torch.Tensor, torch.Tensor], tuple[dict[str, float], dict[str, Any]]]
 GapFn = Callable[[Any], dict[str, np.ndarray]]

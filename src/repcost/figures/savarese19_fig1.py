@@ -12,8 +12,7 @@ import numpy as np
 import torch
 
 from ..analysis.arrays import float64_model
-from ..analysis.function_1d import deep_relu_net_1d_function
-from ..analysis.relu_1d import duality_gap, linear_spline_interpolant, spline_min_cost
+from ..analysis.relu_1d import deep_relu_net_1d_function, duality_gap, linear_spline_interpolant, spline_min_cost
 from ..plots.learned_function import function_panels
 from . import Verdict, quick_verdict
 

@@ -2,7 +2,7 @@
 
 The sweep (preset savarese19-fig2[-quick]) trains fc nets of width 100, biases free, λ = 1e-5 on
 ½‖θ‖²; for each depth the figure reports ½‖θ‖² and R̄(f) of the learned function — read exactly off
-its kinks and end slopes (analysis/function_1d.py) — against `spline_min_cost` (Thm 3.3).
+its kinks and end slopes (analysis/relu_1d.py) — against `spline_min_cost` (Thm 3.3).
 """
 
 from __future__ import annotations
