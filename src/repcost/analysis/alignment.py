@@ -26,16 +26,15 @@ from .arrays import float64_model
 from .reformulation import augment
 
 
-def neuron_groups(pre: torch.Tensor, post: torch.Tensor | None = None, threshold: float = 0.99,
+def neuron_groups(pre: torch.Tensor, post: torch.Tensor, threshold: float = 0.99,
                   dead_tol: float = 1e-6) -> tuple[list[list[int]], list[int]]:
-    """(groups, dead) of the neurons (columns) of an N × n pre-activation matrix.
+    """(groups, dead) of the neurons (columns) of an N × n pre-activation matrix and its post-activation.
 
-    dead: neurons whose post-activation norm over the data is ≤ dead_tol × the largest one (post
-    defaults to ReLU(pre)). The others are grouped greedily, largest norm first: a neuron joins
-    the first group whose representative has cosine > threshold with it (positive proportionality).
+    dead: neurons whose post-activation norm over the data is ≤ dead_tol × the largest one. The others
+    are grouped greedily, largest norm first: a neuron joins the first group whose representative has
+    cosine > threshold with it (positive proportionality).
     """
-    pre = pre.detach().to(torch.float64)
-    post = torch.relu(pre) if post is None else post.detach().to(torch.float64)
+    pre, post = pre.detach().to(torch.float64), post.detach().to(torch.float64)
     pn = post.norm(dim=0)
     dead = [int(k) for k in torch.nonzero(pn <= dead_tol * max(float(pn.max()), 1e-300)).flatten()]
     alive = [k for k in torch.argsort(pre.norm(dim=0), descending=True).tolist() if k not in set(dead)]

@@ -71,15 +71,10 @@ class Slopes(TorchFunctionMode):
             self.found.append((a <= KINK_TOL * scale, lo))
             self.inputs.append(z)
             return out
-        if self.call >= len(self.masks):  # a ReLU outside the model's forward (in the loss, say): as it is
-            return out
         mask = self.masks[self.call]
         self.call += 1
         self.inputs.append(z)
         n = int(mask.sum())
-        if n == 0:
-            self.outputs.append(out)
-            return out
         s = torch.zeros_like(z)
         s[mask] = self.slopes[self.at:self.at + n].to(z)  # dtype and device (the slopes come from numpy)
         self.at += n
@@ -117,9 +112,8 @@ def kinked(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, 
 
     if any(bool(m.any()) for m in masks):
         obj, mode = run(masks, torch.tensor(lower_slopes()))
-        outs = mode.outputs[:len(masks)]
-        if len(outs) == len(masks) and all(o.requires_grad for o in outs):  # else: keep every kink
-            signal = torch.autograd.grad(obj, outs, allow_unused=True)
+        if all(o.requires_grad for o in mode.outputs):  # else (an activation of the inputs alone): keep every kink
+            signal = torch.autograd.grad(obj, mode.outputs, allow_unused=True)
             masks = [m if d is None else m & (d != 0) for m, d in zip(masks, signal)]
 
     def G(slopes: torch.Tensor, create_graph: bool = False) -> torch.Tensor:
@@ -140,8 +134,8 @@ def _least_norm_matrix_free(G, s0: np.ndarray, lo: np.ndarray) -> np.ndarray:
         with torch.enable_grad():
             g = G(st, create_graph=True)
             sq = (g * g).sum() / scale
-            (ds,) = torch.autograd.grad(sq, st, allow_unused=True)
-        return float(sq.detach()), (ds.detach().numpy() if ds is not None else np.zeros_like(s))
+            (ds,) = torch.autograd.grad(sq, st)
+        return float(sq.detach()), ds.detach().numpy()
 
     scale = f(s0)[0] or 1.0
 
@@ -161,14 +155,11 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     solves with exact Jacobian columns, beyond that matrix-free, and with more than `max_kinks` it is NaN (not computed). Kinks
     count only where the activation receives a backward signal (module docstring).
 
-    The third value says whether the set minimised over is the Clarke subdifferential itself (True) or may be larger
-    (False); None without kinks or with more than `EXACT_KINKS` (not checked). It is the Clarke subdifferential where
-    every kinked pre-activation z_K is a smooth function of θ (all kinks in one activation layer, so none reads a
-    kinked one) whose Jacobian ∂z_K/∂θ has full row rank: z_K are then local coordinates, the objective is
-    H(θ, σ(z_K)) with H smooth, and the convex hull of its pieces' gradients is the box of slopes (the regularity
-    condition of Tian & So 2023, "Testing stationarity concepts for ReLU networks", for two-layer nets). Deeper nets
-    with kinks in several layers get an outer estimate: a least norm near 0 is necessary for Clarke stationarity
-    there, not sufficient.
+    The third value says whether the set minimised over is the Clarke subdifferential itself (True: all kinks in one
+    activation layer, with independent pre-activation gradients ∂z_K/∂θ, so z_K are local coordinates and the convex
+    hull of the pieces' gradients is the box of slopes: the regularity condition of Tian & So 2023, "Testing
+    stationarity concepts for ReLU networks", for two-layer nets) or may be larger (False: an outer estimate, on which
+    a small norm is necessary for Clarke stationarity, not sufficient); None without kinks or beyond `EXACT_KINKS`.
     """
     params, masks, lo, G = kinked(model, x, y, loss, lam, reg_scale)
     n = lo.size
