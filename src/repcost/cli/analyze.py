@@ -21,8 +21,7 @@ from ..config import validate
 from ..config.compose import check_config_dirs, compose_config
 from ..data import load_data
 from ..errors import OneLineParser, RepcostError
-from ..places import is_run_dir
-from ..rundir import atomic_write_json
+from ..rundir import atomic_write_json, is_run_dir
 
 GROUPS = ("model", "data", "train", "analysis")
 REANALYSIS = "reanalysis"  # RUN_DIR/reanalysis/: the only place inside a run directory repcost-analyze writes to

@@ -1,7 +1,7 @@
 """The Hydra callback that guards and records what Hydra does outside repcost's task function.
 
 * Before Hydra creates a run's or a sweep's directory (`on_run_start`, `on_multirun_start`): the directory is
-  checked (`repcost.places`): names taken into it are plain names, `hydra.run.dir` is not empty, no run inside a
+  checked (`rundir.check_place`): names taken into it are plain names, `hydra.run.dir` is not empty, no run inside a
   sweep root and no sweep inside a run. A refusal is a `FatalError` (Hydra turns a callback's Exception into a
   warning and goes on).
 * Each sweep job's outcome is appended to its launch's `<sweep dir>/.sweep_outcomes.<launching pid>` (`on_job_end`
@@ -27,8 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import startup
 from ..errors import FatalError, RepcostError
-from ..places import check_place
-from ..rundir import append_line, atomic_write_bytes
+from ..rundir import append_line, atomic_write_bytes, check_place
 from ..sweep import LAST_JOBS
 from .collect import report_sweep
 
