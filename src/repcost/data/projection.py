@@ -47,13 +47,6 @@ class ProjectionConfig:
         check(self.x_max > 0, "x_max", self.x_max, "a positive number")
 
 
-def _inputs(cfg: ProjectionConfig, n: int, stream: int) -> torch.Tensor:
-    g = rng(cfg.seed, stream)
-    if cfg.x_dist == "uniform":
-        return torch.as_tensor(g.uniform(-cfg.x_max, cfg.x_max, size=(n, cfg.d)))
-    return torch.as_tensor(cfg.x_max * g.standard_normal((n, cfg.d)))
-
-
 @DATASETS.register("projection", ProjectionConfig)
 def load_projection(cfg: ProjectionConfig) -> DataBundle:
     """x_i random in R^d, y_i = y_scale·φ(uᵀx_i) (Ongie & Willett Fig 1)."""
@@ -63,7 +56,13 @@ def load_projection(cfg: ProjectionConfig) -> DataBundle:
     def labels(x):
         return torch.as_tensor(cfg.y_scale * FUNCTIONS[cfg.profile](x.numpy() @ u, cfg.frequency)).reshape(-1, 1)
 
+    def inputs(n: int, stream: int) -> torch.Tensor:
+        g = rng(cfg.seed, stream)
+        if cfg.x_dist == "uniform":
+            return torch.as_tensor(g.uniform(-cfg.x_max, cfg.x_max, size=(n, cfg.d)))
+        return torch.as_tensor(cfg.x_max * g.standard_normal((n, cfg.d)))
+
     meta = {"direction": u.tolist()}
     if cfg.d == 2:
         meta["perpendicular"] = [-float(u[1]), float(u[0])]
-    return function_bundle("projection", cfg, labels, lambda n, stream: _inputs(cfg, n, stream), cfg.n_points, meta)
+    return function_bundle("projection", cfg, labels, inputs, cfg.n_points, meta)

@@ -50,20 +50,15 @@ class TwoRaysConfig:
         return self.angle_pi * math.pi if self.angle_pi is not None else self.angle
 
 
-def ray_directions(cfg: TwoRaysConfig) -> tuple:
-    """Unit w1 ∝ cfg.w1, w2 = w1 rotated by θ, w0 = (w1 − w2)/‖w1 − w2‖ (Ongie & Willett §5.2)."""
+@DATASETS.register("two_rays", TwoRaysConfig)
+def load_two_rays(cfg: TwoRaysConfig) -> DataBundle:
+    """Points x = t·w_j on two rays with labels y = slope_j·t + offset_j (Ongie & Willett §5.2): unit w1 ∝ cfg.w1,
+    w2 = w1 rotated by θ, and w0 = (w1 − w2)/‖w1 − w2‖ in meta."""
     w1 = np.asarray(cfg.w1, dtype=np.float64)
     w1 = w1 / np.linalg.norm(w1)
     c, s = math.cos(cfg.theta()), math.sin(cfg.theta())
     w2 = np.array([[c, -s], [s, c]]) @ w1
     w0 = (w1 - w2) / np.linalg.norm(w1 - w2)
-    return w1, w2, w0
-
-
-@DATASETS.register("two_rays", TwoRaysConfig)
-def load_two_rays(cfg: TwoRaysConfig) -> DataBundle:
-    """Points x = t·w_j on two rays with labels y = slope_j·t + offset_j (Ongie & Willett §5.2)."""
-    w1, w2, w0 = ray_directions(cfg)
     xs, ys, ray = [], [], []
     for j, w in enumerate((w1, w2)):
         t = spaced(cfg.spacing, cfg.t_min, cfg.t_max, cfg.points_per_ray, rng(cfg.seed, j))
@@ -72,6 +67,5 @@ def load_two_rays(cfg: TwoRaysConfig) -> DataBundle:
         ray += [j] * len(t)
     x = torch.as_tensor(np.concatenate(xs))
     y = torch.as_tensor(np.concatenate(ys)).reshape(-1, 1)
-    meta = {"w1": w1.tolist(), "w2": w2.tolist(), "w0": w0.tolist(), "angle": cfg.theta(),
-            "ray": ray}
+    meta = {"w1": w1.tolist(), "w2": w2.tolist(), "w0": w0.tolist(), "angle": cfg.theta(), "ray": ray}
     return DataBundle("two_rays", x, y, meta=meta)
