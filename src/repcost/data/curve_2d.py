@@ -71,8 +71,8 @@ def curve_points(cfg: Curve2DConfig, n: int) -> torch.Tensor:
     return torch.from_numpy(points_at_arclength(cfg, s))
 
 
-def distance_to_curve(cfg: Curve2DConfig, pts, k: int = 8):
-    """Distance (N,) of 2-D points (N, 2) to the curve; tensor in, float64 tensor out (same device), else numpy.
+def distance_to_curve(cfg: Curve2DConfig, pts, k: int = 8) -> np.ndarray:
+    """Distance (N,) of 2-D points (N, 2: an array, or a CPU tensor) to the curve, float64.
 
     The distance to the DENSE-vertex polyline through the curve over the segments that touch the k
     vertices nearest to each point (a KD-tree query). The polyline is within ~1e-7 of the curve;
@@ -81,8 +81,7 @@ def distance_to_curve(cfg: Curve2DConfig, pts, k: int = 8):
     """
     from scipy.spatial import cKDTree
 
-    is_tensor = isinstance(pts, torch.Tensor)
-    p = (pts.detach().cpu().double().numpy() if is_tensor else np.asarray(pts, dtype=np.float64)).reshape(-1, 2)
+    p = np.asarray(pts, dtype=np.float64).reshape(-1, 2)
     verts = curve_param(cfg, GRID)
     a, d = verts[:-1], np.diff(verts, axis=0)  # segments a + u·d, u ∈ [0, 1]
     _, ik = cKDTree(verts).query(p, k=k)
@@ -90,7 +89,7 @@ def distance_to_curve(cfg: Curve2DConfig, pts, k: int = 8):
     aa, dd = a[seg], d[seg]  # (N, 2k, 2)
     u = np.clip(((p[:, None] - aa) * dd).sum(-1) / np.maximum((dd * dd).sum(-1), 1e-300), 0.0, 1.0)
     dist = np.sqrt(((p[:, None] - (aa + u[..., None] * dd)) ** 2).sum(-1).min(1))
-    return torch.from_numpy(dist).to(pts.device) if is_tensor else dist
+    return dist
 
 
 def _split(cfg: Curve2DConfig, n: int, stream: int):
