@@ -25,6 +25,7 @@ from .errors import RepcostError
 from .registry import DATASETS, MODELS
 from .rundir import flat, jsonable
 
+
 def _field_default(f: dataclasses.Field) -> Any:
     if f.default is not dataclasses.MISSING:
         return f.default

@@ -12,17 +12,6 @@ from importlib import resources
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout (meaningless for an installed wheel)
-
-
-def find_config_dir() -> Path:
-    """The directory holding config.yaml (Hydra needs a real directory, not a zip resource)."""
-    env = os.environ.get("REPCOST_CONFIG_DIR")
-    if env:
-        return Path(env).resolve()
-    packaged = Path(str(resources.files("repcost").joinpath("configs")))
-    if (packaged / "config.yaml").is_file():
-        return packaged.resolve()
-    return (REPO_ROOT / "configs").resolve()
-
-
-CONFIG_DIR = find_config_dir()
+_PACKAGED = Path(str(resources.files("repcost").joinpath("configs")))  # a real directory (Hydra reads no zip resource)
+CONFIG_DIR = Path(os.environ.get("REPCOST_CONFIG_DIR")
+                  or (_PACKAGED if (_PACKAGED / "config.yaml").is_file() else REPO_ROOT / "configs")).resolve()

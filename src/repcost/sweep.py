@@ -77,12 +77,8 @@ def job_record(job: Path, sweep_dir: Path) -> dict:
 
     A file that cannot be read (a truncated summary.json, a bad overrides.yaml) is a RepcostError naming it."""
     rec = {"job": str(job.relative_to(sweep_dir)) if job != sweep_dir else ".", **job_overrides(job)}
-    if (job / ERROR).exists():
-        rec.update(status="failed", error=(job / ERROR).read_text(errors="replace").strip())
-    elif (job / FINISHED).exists():
-        rec.update(status="finished", error="")
-    else:
-        rec.update(status="unfinished", error="")
+    status = "failed" if (job / ERROR).exists() else "finished" if (job / FINISHED).exists() else "unfinished"
+    rec.update(status=status, error=(job / ERROR).read_text(errors="replace").strip() if status == "failed" else "")
     if (job / SUMMARY).exists() and rec["status"] != "unfinished":
         rec.update({k: v for k, v in flat(read_summary(job / SUMMARY), sections=False).items()
                     if k not in rec and (isinstance(v, (int, float, str, bool)) or v is None)})
