@@ -18,10 +18,9 @@ import torch
 from torch import nn
 
 
-def gaussian_param(shape, fan_in: int, gain: float, scale: float, gen: torch.Generator) -> nn.Parameter:
-    """A float64 parameter ~ N(0, scale²·gain/fan_in) (He init for gain 2), drawn from `gen`."""
-    std = scale * math.sqrt(gain / fan_in) if fan_in > 0 else 0.0
-    return nn.Parameter(torch.randn(*shape, generator=gen, dtype=torch.float64) * std)
+def gaussian_param(shape, gain: float, scale: float, gen: torch.Generator) -> nn.Parameter:
+    """A float64 weight ~ N(0, scale²·gain/fan_in), fan_in = shape[-1] (He init for gain 2), drawn from `gen`."""
+    return nn.Parameter(torch.randn(*shape, generator=gen, dtype=torch.float64) * (scale * math.sqrt(gain / shape[-1])))
 
 
 def zeros_param(shape) -> nn.Parameter:

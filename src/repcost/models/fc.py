@@ -61,7 +61,7 @@ class FC(RepModel):
         dims = [d_in, *cfg.widths(), d_out]
         gain = 2.0 / (1.0 + cfg.slope**2)
         self.weights = nn.ParameterList(
-            gaussian_param((dims[i + 1], dims[i]), dims[i], 1.0 if i == 0 else gain, cfg.init_scale, gen)
+            gaussian_param((dims[i + 1], dims[i]), 1.0 if i == 0 else gain, cfg.init_scale, gen)
             for i in range(cfg.depth))
         self.biases = nn.ParameterList(zeros_param((dims[i + 1],)) for i in range(cfg.depth)) \
             if cfg.beta > 0 else nn.ParameterList()

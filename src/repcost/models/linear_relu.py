@@ -65,10 +65,10 @@ class LinearReLU(RepModel):
         m = cfg.linear_width or cfg.width
         dims = [d_in] + [m] * (cfg.depth - 2) + [cfg.width]
         self.linear = nn.ParameterList(
-            gaussian_param((dims[i + 1], dims[i]), dims[i], 1.0, cfg.init_scale, gen)
+            gaussian_param((dims[i + 1], dims[i]), 1.0, cfg.init_scale, gen)
             for i in range(cfg.depth - 1))
         self.b = zeros_param((cfg.width,))
-        self.a = gaussian_param((d_out, cfg.width), cfg.width, 2.0, cfg.init_scale, gen)
+        self.a = gaussian_param((d_out, cfg.width), 2.0, cfg.init_scale, gen)
         self.c = zeros_param((d_out,)) if cfg.output_bias else None
         self.kinks_over_data, self.kinks_per_gap = cfg.kinks_over_data, cfg.kinks_per_gap
         if cfg.kink_range > 0:  # drawn last, so kink_range = 0 leaves every other draw unchanged

@@ -43,9 +43,9 @@ class Parallel(RepModel):
         self.depth, k = cfg.depth, cfg.n_subnets
         dims = [d_in] + [cfg.width] * (cfg.depth - 2) + [1]
         self.sub = nn.ParameterList(
-            gaussian_param((k, dims[i + 1], dims[i]), dims[i], 1.0 if i == 0 else 2.0, cfg.init_scale, gen)
+            gaussian_param((k, dims[i + 1], dims[i]), 1.0 if i == 0 else 2.0, cfg.init_scale, gen)
             for i in range(cfg.depth - 1))
-        self.alpha = gaussian_param((d_out, k), k, 2.0, cfg.init_scale, gen)
+        self.alpha = gaussian_param((d_out, k), 2.0, cfg.init_scale, gen)
 
     def _subnet_layers(self, x: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """(pre, post) activations of every sub-network layer, each (k, N, n_l)."""
