@@ -33,11 +33,6 @@ s = ±1) state both problems exactly. The dual is a QP over second-order cones, 
 interior-point method to 10⁻¹⁰; the multipliers of its cone constraints are the primal coefficients η_j.
 At the minimum the net's own point β = (f − y)/(Nρ) is the dual optimum (so it violates the constraint by a
 factor ≤ 1), and with the exact dual the gap objective − D is exact.
-
-Placement.  `place_convex_minimum` writes the minimiser into a model (all units at once); `insert_units` takes
-one conditional-gradient step per idle unit: the feature with a kink in a gap between data points whose
-MSE-gradient most violates the dual constraint, a unit that lowers the objective even where every existing
-unit's gradient is zero (a nonconvex local minimum of the finite net).
 """
 
 from __future__ import annotations
@@ -454,7 +449,9 @@ def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho:
     Two-layer ReLU nets on 1-D inputs with free biases whose chain tensors are the parameters (`two_layer_1d`):
     one at a time, the idle unit of least path mass |w_k|·‖a_k‖ (≤ IDLE of the net's) becomes the best gap
     feature for the current residual (`best_unit`), balanced, while that feature violates the dual condition;
-    the rest is unchanged. Returns what was inserted (the unit and its violation), one entry per unit.
+    the rest is unchanged. A conditional-gradient step: it lowers the objective even where every existing unit's
+    gradient is zero (a nonconvex local minimum of the finite net). Returns what was inserted (the unit and its
+    violation), one entry per unit.
     """
     W, b, a, c = two_layer_1d(model, x, writable=True)
     c = [c] if isinstance(c, torch.nn.Parameter) else []
