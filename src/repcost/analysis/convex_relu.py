@@ -65,10 +65,10 @@ def arrangement_patterns(x: np.ndarray) -> np.ndarray:
     The empty pattern is left out (such a unit is 0 on the data).
     """
     N, d = x.shape
-    cands = []
     if d == 1 or N <= 2:
         cands = _threshold_patterns(x[:, 0] if d == 1 else x @ (x[-1] - x[0]))
     else:
+        cands = [np.ones(N, dtype=bool)]  # all active: the pairs' lines below leave it out
         scale = float(np.max(np.abs(x - x.mean(axis=0)))) or 1.0
         for i, j in combinations(range(N), 2):
             e = x[j] - x[i]
@@ -79,7 +79,6 @@ def arrangement_patterns(x: np.ndarray) -> np.ndarray:
                 p = sign * s > 0
                 p[on] = sub
                 cands.append(p)
-        cands.append(np.ones(N, dtype=bool))
     P = np.unique(np.array(cands, dtype=bool), axis=0)
     return P[P.any(axis=1)]
 
@@ -101,7 +100,7 @@ def _sup_over_units(x: np.ndarray, lam: np.ndarray) -> float:
                 continue
             mid = 0.5 * (lo + hi)
             act = z @ np.array([np.cos(mid), np.sin(mid)]) > 0  # active set, fixed on (lo, hi)
-            v = lam[act] @ z[act] if act.any() else np.zeros(2)
+            v = lam[act] @ z[act]  # (0, 0) where none is active
             ends = [abs(np.cos(p) * v[0] + np.sin(p) * v[1]) for p in (lo, hi)]
             best = max(best, *ends)
             for phi in (np.arctan2(v[1], v[0]), np.arctan2(-v[1], -v[0])):  # ±v inside the arc: |wᵀv| = ‖v‖
