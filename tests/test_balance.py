@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from repcost.analysis.balance import (
+from repcost.analysis.critical import (
     balance_summary,
     layer_balance,
     linear_layer_balance,

@@ -10,10 +10,10 @@ scipy and cvxpy load inside the functions that solve with them, so importing the
 
 from .alignment import (identity_input_lower_bound, identity_input_min_cost, merge_neurons,
                         neuron_groups, optimisation_failures, plateau_start)
-from .balance import balance_summary, layer_balance, linear_layer_balance, neuron_balance
 from .convex_relu import min_r2_interpolant
 from .costs import (cost_CL, effective_matrix, path_norm, phi3_lower_bound, phi3_lower_bound_search,
                     phi3_upper_bound, phi_L)
+from .critical import balance_summary, layer_balance, linear_layer_balance, neuron_balance
 from .reformulation import layer_forces, reformulated_loss
 from .relu_1d import linear_spline_interpolant, relu_net_1d_cost, spline_min_cost
 from .sparsity import active_subnetworks, l2L_quasinorm, parallel_alpha_normalised, parallel_balance

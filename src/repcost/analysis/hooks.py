@@ -30,8 +30,7 @@ from ..registry import ANALYSES
 from ..renamed import GAP_FIELDS
 from ..rundir import atomic_write_bytes, csv_bytes
 from .arrays import float64_model
-from .balance import balance_summary, layer_balance, not_applicable
-from .critical import critical_point_certificate
+from .critical import balance_summary, critical_point_certificate, layer_balance, not_applicable
 from .family_costs import FAMILY_COSTS
 from .spectra import hidden_spectra, jacobian_spectra, prop3_bound, rank_measures, schatten_cost, weight_spectra
 
