@@ -11,7 +11,7 @@ pytest.importorskip("cvxpy")
 
 from repcost.analysis import min_r2_interpolant, path_norm, spline_min_cost
 from repcost.analysis.convex_relu import arrangement_patterns, dual_bound
-from repcost.analysis.relu_1d import TwoLayerNet, relu_net_1d_cost
+from repcost.analysis.relu_1d import TwoLayerNet, deep_relu_net_1d_function
 from repcost.analysis.two_rays import (
     projection_interpolant,
     ray_units,
@@ -36,7 +36,7 @@ def test_1d_equals_spline_minimum(seed):
     assert r.lower_bound == pytest.approx(ref, rel=1e-5)
     net = r.net
     assert np.max(np.abs(net(x[:, None]) - y)) < 1e-5 * max(1.0, np.max(np.abs(y)))
-    assert relu_net_1d_cost(net.W[:, 0], net.b, net.a) == pytest.approx(ref, rel=1e-5)
+    assert deep_relu_net_1d_function([net.W, net.a[None, :]], [net.b, [net.c]]).rbar() == pytest.approx(ref, rel=1e-5)
     # balanced: C(θ) = ½(‖a‖² + ‖W‖²) equals the path norm
     assert 0.5 * (net.a @ net.a + np.sum(net.W**2)) == pytest.approx(r.value, rel=1e-9)
 

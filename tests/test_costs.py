@@ -26,7 +26,7 @@ from repcost.analysis.sparsity import (
     parallel_balance,
 )
 from repcost.analysis.relu_1d import (PiecewiseLinear1D, deep_relu_net_1d_function, linear_spline_interpolant,
-                                      min_norm_relu_net_1d, relu_net_1d_cost, spline_min_cost)
+                                      min_norm_relu_net_1d, spline_min_cost)
 
 TOL = 1e-8
 DEPTHS = [2, 3, 4, 5]
@@ -221,7 +221,13 @@ def test_cost_CL_and_schatten_hand_examples():
 # ----------------------------------------------------------------------------------------------
 
 
-def test_relu_net_1d_cost_hand_example():
+def _rbar(w, b, a, c: float = 0.0) -> float:
+    """R̄ of the two-layer net Σ_k a_k[w_k x + b_k]₊ + c, read off its exact function."""
+    w, a = np.asarray(w, dtype=float), np.asarray(a, dtype=float)
+    return deep_relu_net_1d_function([w[:, None], a[None, :]], [b, [c]]).rbar()
+
+
+def test_two_layer_rbar_hand_example():
     # f = 2[x]₊ − [−x + 1]₊ + 3[2x − 4]₊ + [−2x + 4]₊ + 7[5]₊ + 0.5x + 1, units: (w, b, a) = (1, 0, 2): kink 0, jump +2;  (−1, 1, −1): kink 1, jump −1;
     # (2, −4, 3): kink 2, jump +6;  (−2, 4, 1): kink 2, jump +2 (merged with the previous: +8);
     # (0, 5, 7): constant 35; 0.5x = 0.5[x]₊ − 0.5[−x]₊: kink 0, jumps +0.5 and −0.5 (cancelling).
@@ -233,15 +239,15 @@ def test_relu_net_1d_cost_hand_example():
     np.testing.assert_allclose(f.jumps, [2.0, -1.0, 8.0])
     # f′(−∞) = 0.5 + (−1)(−1) + 1·(−2) = −0.5 ; f′(+∞) = 0.5 + 2 + 6 = 8.5
     assert f.slopes[0] == pytest.approx(-0.5) and f.slopes[-1] == pytest.approx(8.5)
-    assert relu_net_1d_cost(w, b, a, c=1.0) == pytest.approx(max(11.0, 8.0))
+    assert f.rbar() == pytest.approx(max(11.0, 8.0))
     xs = np.linspace(-3, 5, 41)
     direct = np.maximum(np.outer(xs, w) + b, 0) @ a + 1.0
     np.testing.assert_allclose(f(xs), direct, atol=1e-12)
     # Opposite jumps at one kink cancel before absolute values: [x]₊ − [x]₊ has cost 0.
-    assert relu_net_1d_cost([1.0, 2.0], [0.0, 0.0], [1.0, -0.5]) == 0.0
+    assert _rbar([1.0, 2.0], [0.0, 0.0], [1.0, -0.5]) == 0.0
     # A pure linear function v·x costs |2v| (end-slope term); an absolute value |x| costs 2.
-    assert relu_net_1d_cost([1.0, -1.0], [0.0, 0.0], [1.5, -1.5]) == pytest.approx(3.0)
-    assert relu_net_1d_cost([1.0, -1.0], [0.0, 0.0], [1.0, 1.0]) == pytest.approx(2.0)
+    assert _rbar([1.0, -1.0], [0.0, 0.0], [1.5, -1.5]) == pytest.approx(3.0)
+    assert _rbar([1.0, -1.0], [0.0, 0.0], [1.0, 1.0]) == pytest.approx(2.0)
 
 
 def _brute_force_27(x, y):
@@ -280,7 +286,7 @@ def test_spline_min_cost_matches_interpolant(seed):
     grid = np.linspace(-6, 6, 101)
     np.testing.assert_allclose(np.maximum(np.outer(grid, w) + b, 0) @ a + c, f(grid), atol=1e-10)
     assert 0.5 * (a @ a + w @ w) == pytest.approx(cost, abs=1e-10)
-    assert relu_net_1d_cost(w, b, a, c) == pytest.approx(cost, abs=1e-10)
+    assert _rbar(w, b, a, c) == pytest.approx(cost, abs=1e-10)
 
 
 def test_spline_collinear_data_hand_check():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from repcost.analysis.relu_1d import deep_relu_net_1d_function, relu_net_1d_cost
+from repcost.analysis.relu_1d import deep_relu_net_1d_function
 from repcost.models import build_model
 from repcost.models.fc import FCConfig
 from repcost.models.linear_relu import LinearReLUConfig
@@ -49,13 +49,6 @@ def test_deep_net_function_matches_forward_everywhere():
         # R̄ from the exact kinks agrees with a fine grid covering every kink
         grid = np.sort(np.concatenate([x, f.knots - 1e-7, f.knots + 1e-7]))
         assert abs(f.rbar() - rbar_on_grid(grid, _forward(Ws, bs, grid, slope))) < 1e-4 * max(1.0, f.rbar())
-
-
-def test_two_layer_net_agrees_with_savarese_kink_formula():
-    rng = np.random.default_rng(1)
-    w, b, a = rng.normal(size=9), rng.normal(size=9), rng.normal(size=9)
-    f = deep_relu_net_1d_function([w[:, None], a[None, :]], [b, np.array([0.4])])
-    assert abs(f.rbar() - relu_net_1d_cost(w, b, a, 0.4)) < 1e-10
 
 
 def test_identity_and_abs_nets():

@@ -15,7 +15,7 @@ from .costs import (cost_CL, effective_matrix, path_norm, phi3_lower_bound, phi3
                     phi3_upper_bound, phi_L)
 from .critical import balance_summary, layer_balance, linear_layer_balance, neuron_balance
 from .reformulation import layer_forces, reformulated_loss
-from .relu_1d import linear_spline_interpolant, relu_net_1d_cost, spline_min_cost
+from .relu_1d import deep_relu_net_1d_function, linear_spline_interpolant, spline_min_cost
 from .sparsity import active_subnetworks, l2L_quasinorm, parallel_alpha_normalised, parallel_balance
 from .spectra import (entropy_rank, hidden_spectra, jacobian_spectra, jacobians, normalised, numerical_rank,
                       prop3_bound, schatten_cost, singular_values, stable_rank, weight_spectra)

@@ -17,7 +17,7 @@ import torch
 from . import costs as C
 from . import sparsity as S
 from .arrays import as_f64
-from .relu_1d import relu_net_1d_cost, spline_min_cost
+from .relu_1d import deep_relu_net_1d_function, spline_min_cost
 
 CostFn = Callable[[Any, torch.Tensor, torch.Tensor], tuple[dict[str, float], dict[str, Any]]]
 GapFn = Callable[[Any], dict[str, np.ndarray]]
@@ -47,7 +47,8 @@ def linear_relu_costs(model, x_train: torch.Tensor, y_train: torch.Tensor) -> tu
     out = {"costs.path_norm": C.path_norm(W, a), "costs.phi_L": C.phi_L(W, a, model.depth)}
     if W.shape[1] == 1 and model.depth == 2:
         c = float(as_f64(model.c)[0]) if model.c is not None else 0.0
-        out["costs.rbar"] = relu_net_1d_cost(W[:, 0], as_f64(model.b), a, c)
+        f = deep_relu_net_1d_function([W, a[None, :]], [as_f64(model.b), [c]], knot_tol=1e-9)  # from the kinks
+        out["costs.rbar"] = f.rbar()
         out["costs.spline_min_cost"] = spline_min_cost(as_f64(x_train)[:, 0], as_f64(y_train)[:, 0])
     return out, {}
 

@@ -125,13 +125,6 @@ class PiecewiseLinear1D:
         return _eval_on(self.knots, self.values[:, None], self.slopes[:, None], x.reshape(-1))[:, 0].reshape(x.shape)
 
 
-def relu_net_1d_cost(w, b, a, c: float = 0.0) -> float:
-    """R̄(f) of the two-layer net f(x) = Σ_k a_k[w_k x + b_k]₊ + c, from its kinks and end slopes (Savarese Thm 3.1)."""
-    w = as_f64(w).reshape(-1)
-    return deep_relu_net_1d_function([w[:, None], as_f64(a).reshape(1, -1)], [as_f64(b), [float(c)]],
-                                     knot_tol=1e-9).rbar()
-
-
 def _merge_close(t: np.ndarray, rel_tol: float) -> np.ndarray:
     """Sorted unique knots (at least one), dropping a knot within rel_tol·max(1, |t|) of the previous kept one."""
     t = np.unique(t)
