@@ -49,12 +49,9 @@ def git_commit() -> str:
 
 def source_sha256(module_name: str) -> str | None:
     """sha256 of an imported module's source file (a package: its __init__.py), or None if it has none."""
-    mod = sys.modules.get(module_name)
-    path = getattr(mod, "__file__", None)
-    if not path:
-        return None
+    path = getattr(sys.modules.get(module_name), "__file__", None)
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
     except OSError:
         return None
 

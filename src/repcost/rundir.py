@@ -47,9 +47,7 @@ def jsonable(x: Any) -> Any:
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return [jsonable(v) for v in x]
-    if isinstance(x, torch.Tensor):
-        return jsonable(x.detach().cpu().tolist())
-    if isinstance(x, np.ndarray):
+    if isinstance(x, (torch.Tensor, np.ndarray)):
         return jsonable(x.tolist())
     if isinstance(x, (np.floating, np.integer, np.bool_)):
         return x.item()
@@ -286,12 +284,10 @@ class RunDir:
 
         The lock file and the open log file stay, so this process keeps both.
         """
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        aside = self.path.with_name(f"{self.path.name}.stale-{stamp}")
-        n = 1
+        base = f"{self.path.name}.stale-{time.strftime('%Y%m%d-%H%M%S')}"
+        aside, n = self.path.with_name(base), 1
         while aside.exists():
-            aside = self.path.with_name(f"{self.path.name}.stale-{stamp}-{n}")
-            n += 1
+            aside, n = self.path.with_name(f"{base}-{n}"), n + 1
         try:
             aside.mkdir(parents=True)
             for p in self.path.iterdir():
@@ -340,11 +336,8 @@ def remove_startup_litter(path: Path) -> bool:
     path = Path(path)
     try:
         entries = list(path.iterdir())
-    except OSError:
-        return False
-    if not all(_is_litter(p) for p in entries):
-        return False
-    try:
+        if not all(_is_litter(p) for p in entries):
+            return False
         with RunDir(path).locked():  # held by a live process (a RepcostError): not ours to remove
             for p in {*entries, path / LOCK}:
                 shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)

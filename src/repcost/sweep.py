@@ -64,12 +64,8 @@ def job_overrides(job: Path) -> dict:
         raise RepcostError(f"{f}: not readable as YAML ({one_line(e)})") from None
     if not isinstance(items, list):
         raise RepcostError(f"{f}: not a list of overrides (holds a {type(items).__name__})")
-    out = {}
-    for o in items:
-        k, _, v = str(o).lstrip("+~").partition("=")
-        if not k.startswith("hydra"):
-            out[k] = parse_value(v)
-    return out
+    pairs = [str(o).lstrip("+~").partition("=") for o in items]
+    return {k: parse_value(v) for k, _, v in pairs if not k.startswith("hydra")}
 
 
 def job_record(job: Path, sweep_dir: Path) -> dict:
