@@ -42,10 +42,8 @@ At a critical point of  data-loss + λ·s·Σ‖p‖²  two things hold, and the
 counts. Where pre-activations sit on a ReLU kink the objective is not differentiable there; if the
 plain stationarity fails, the certificate also reports `kinks` (pre-activations on a kink of a live unit at
 a data point) and `clarke_stationarity`, the least gradient norm over the kinks' slopes (analysis/clarke.py) in
-the same units, and that one may pass. `clarke_exact` says what that set is (`clarke.clarke_gradient_norm`):
-the Clarke subdifferential itself where the kinks lie in one activation layer with independent pre-activation
-gradients (two-layer nets: the regularity condition of Tian & So 2023), else (deeper nets with kinks in several
-layers) an outer estimate, on which a small measure is necessary for Clarke stationarity but not sufficient.
+the same units, and that one may pass. `clarke_exact` says whether that set is the Clarke subdifferential itself
+(kinks in one activation layer, as in two-layer nets) or an outer estimate (`clarke.clarke_gradient_norm`).
 
 With `descent_evals` > 0 it also reports `descent_rel`, the relative objective decrease that full-batch
 L-BFGS (`lbfgs_descent`: strong-Wolfe line search, so the objective never rises; float64, on a copy) finds from
@@ -82,8 +80,6 @@ from .arrays import as_f64, float64_inputs, float64_model
 from .clarke import MAX_KINKS, clarke_gradient_norm
 from .family_costs import family_gaps
 from .relu_1d import duality_gap
-
-HISTORY = 50  # L-BFGS curvature pairs kept by the descent check
 
 
 def relative_gap(u, v):
@@ -272,7 +268,7 @@ def lbfgs_descent(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float
     xd, yd = float64_inputs(m, x, y)
     params = [p for p in m.parameters() if p.requires_grad]
     chunk = (every or evals) if on_progress is not None else evals  # evaluations between reports
-    opt = torch.optim.LBFGS(params, lr=1.0, history_size=HISTORY, line_search_fn="strong_wolfe", tolerance_grad=0.0,
+    opt = torch.optim.LBFGS(params, lr=1.0, history_size=50, line_search_fn="strong_wolfe", tolerance_grad=0.0,
                             tolerance_change=0.0)  # no stop but the evaluation budget
 
     def value() -> float:
