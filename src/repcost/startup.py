@@ -17,9 +17,9 @@ Python handler already installed as a launcher's. `job_ended` guards the next jo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,7 +36,6 @@ class StartupInterrupted(FatalError):
         name = signal.Signals(signum).name
         super().__init__(f"interrupted by {name} during start-up, before training began: nothing was trained; "
                          "relaunch the same command", code=128 + signum)
-        self.signum = signum
 
 
 _guarding = False  # inside `startup_guard`
@@ -49,20 +48,16 @@ def _raise(signum: int, _frame: object) -> None:
     raise StartupInterrupted(signum)
 
 
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()  # only it may install signal handlers
-
-
 def job_ended() -> None:
     """A job ended (the next job of an in-process multirun starts): guard its start-up."""
-    if _guarding and not _saved and _main_thread():
+    if _guarding and not _saved:  # (`startup_guard` runs in the main thread, where signal handlers are set)
         for s in GUARDED:
             _saved[s] = signal.signal(s, _raise)
 
 
 def training_begins() -> None:
     """The run's directory is ready: the signals go back to their previous handlers (the training installs its own)."""
-    while _saved and _main_thread():
+    while _saved:
         s, old = _saved.popitem()
         signal.signal(s, old if old is not None else signal.SIG_DFL)
 
@@ -81,13 +76,11 @@ def forget_refused_run() -> None:
 
     if _run_dir is None or _existing is None or not _run_dir.is_dir() or not remove_startup_litter(_run_dir):
         return
-    for parent in _run_dir.parents:
-        if parent in _existing:
-            break
-        try:
+    with contextlib.suppress(OSError):  # (a folder that holds anything stays, and the folders above it)
+        for parent in _run_dir.parents:
+            if parent in _existing:
+                break
             os.rmdir(parent)  # only an empty folder
-        except OSError:
-            break
 
 
 @contextmanager

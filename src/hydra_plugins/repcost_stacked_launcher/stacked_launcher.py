@@ -11,7 +11,6 @@ process (`repcost.train.job.run_hydra_jobs`, as `repcost-train`'s task function 
 own outcome.
 """
 
-import copy
 import logging
 import math
 import os
@@ -25,7 +24,7 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, configure_log, filter_overrides, run_job, setup_globals
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from repcost.errors import RepcostError
 
@@ -80,9 +79,7 @@ def stack_key_of_job(config: DictConfig) -> str | None:
     if config.hydra.job.chdir:  # jobs that change into their own directory cannot share a process
         return None
     try:
-        cfg = copy.deepcopy(config)
-        with read_write(cfg), open_dict(cfg):
-            del cfg["hydra"]
+        cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
         validate(cfg)
         return stack_key(OmegaConf.to_container(cfg, resolve=True))
     except Exception:  # any problem shows when the job runs alone

@@ -50,16 +50,6 @@ def count_jobs(config: DictConfig) -> int:
     return math.prod(max(1, len(list(o.sweep_string_iterator()))) for o in sweeps)
 
 
-def _progress_line(outcomes: Path) -> str:
-    """'k/n jobs done, elapsed, ETA' from a launch's outcomes file (its first line: start time and job count)."""
-    lines = outcomes.read_text().splitlines()
-    start, total = lines[0].split()
-    done, elapsed = len(lines) - 1, time.time() - float(start)
-    eta = elapsed / done * (int(total) - done) if done else float("nan")
-    fmt = lambda t: f"{int(t // 60)}m{int(t % 60):02d}s" if t == t else "?"  # noqa: E731
-    return f"sweep: {done}/{total} jobs done, {fmt(elapsed)} elapsed, ETA {fmt(max(eta, 0.0))}"
-
-
 def _fatal(fn, *args) -> Any:
     try:
         return fn(*args)
@@ -106,7 +96,12 @@ class GuardsCallback(Callback):
         try:  # one appended line: safe from parallel job processes
             append_line(outcomes, f"{'failed' if failed else 'ok'}\t{config.hydra.runtime.output_dir}\t"
                                   f"{' '.join(str(error).split())}")
-            print(_progress_line(outcomes), flush=True)
+            lines = outcomes.read_text().splitlines()  # the launch's start time and job count, then one per ended job
+            start, total = lines[0].split()
+            done, elapsed = len(lines) - 1, time.time() - float(start)
+            eta = max(elapsed / done * (int(total) - done), 0.0)
+            fmt = lambda t: f"{int(t // 60)}m{int(t % 60):02d}s"  # noqa: E731
+            print(f"sweep: {done}/{total} jobs done, {fmt(elapsed)} elapsed, ETA {fmt(eta)}", flush=True)
         except (RepcostError, OSError, ValueError):  # (a file without the launch's first line: no progress to tell)
             pass  # the job's own error line already named its directory
 

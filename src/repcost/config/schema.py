@@ -226,28 +226,6 @@ class AnalysisConfig:
         check(self.n_points > 0, "n_points", self.n_points, "a positive integer")
 
 
-@dataclass
-class RunSpec:
-    """A validated run: typed sections plus the top-level keys."""
-
-    model: Any
-    data: Any
-    train: TrainConfig
-    analysis: AnalysisConfig
-    seed: int
-    device: str  # resolved: cpu or cuda[:i]
-    dtype: str
-    logger: tuple = ()  # the chosen trackers: tensorboard, mlflow, wandb (repcost.loggers)
-    threads: Any = "auto"  # torch CPU threads: auto or an integer >= 1 (repcost.threads)
-
-    @property
-    def torch_dtype(self) -> "torch.dtype":  # noqa: F821 (torch loads with the run, not with the config)
-        """The training dtype as a torch dtype."""
-        import torch
-
-        return getattr(torch, self.dtype)
-
-
 # each tracker (repcost.loggers) and the modules its extra installs: checked here, imported only by a run that uses it
 LOGGERS = {"tensorboard": ("tensorboard",), "mlflow": ("mlflow", "sqlalchemy", "alembic"), "wandb": ("wandb",)}
 
@@ -287,6 +265,8 @@ class TopLevelConfig:
     def __post_init__(self):
         check(self.seed >= 0, "seed", self.seed, "an integer >= 0")
         check(self.dtype in ("float32", "float64"), "dtype", self.dtype, "float32 or float64")
+        check(self.device in ("auto", "cpu") or self.device.startswith("cuda"), "device", self.device,
+              "auto, cpu or cuda[:i]")
         check(self.threads == "auto" or type(self.threads) is int and self.threads >= 1, "threads", self.threads,
               "auto or an integer >= 1 (torch CPU threads of the run)")
         names = [] if self.logger is None else [self.logger] if isinstance(self.logger, str) else list(self.logger)
@@ -295,6 +275,24 @@ class TopLevelConfig:
             check(name in LOGGERS, "logger", name, "none, " + ", ".join(LOGGERS) + ", or a list of them")
             check(all(importlib.util.find_spec(m) is not None for m in LOGGERS[name]), "logger", name,
                   f"none, or install the extra: pip install 'repcost[{name}]'")
+
+
+@dataclass
+class RunSpec(TopLevelConfig):
+    """A validated run: the top-level keys (`device` resolved: cpu or cuda[:i]; `logger`: the chosen trackers) and
+    the typed sections."""
+
+    model: Any = None
+    data: Any = None
+    train: TrainConfig = field(default_factory=TrainConfig)
+    analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
+
+    @property
+    def torch_dtype(self) -> "torch.dtype":  # noqa: F821 (torch loads with the run, not with the config)
+        """The training dtype as a torch dtype."""
+        import torch
+
+        return getattr(torch, self.dtype)
 
 
 SECTIONS = ("model", "data", "train", "analysis", "hydra")
@@ -329,26 +327,17 @@ def _registered_section(prefix: str, registry, node) -> Any:
     return _section(prefix, registry.get(node["name"]).schema, node)
 
 
-def resolve_device(device: str) -> str:
-    """auto -> cuda if available else cpu; cuda where there is none is a ConfigError."""
-    check(device == "auto" or device == "cpu" or device.startswith("cuda"), "device", device,
-          "auto, cpu or cuda[:i]")
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda"):
-        check(torch.cuda.is_available(), "device", device, "cpu or auto (no CUDA device on this machine)")
-    return device
-
-
 def validate(cfg: DictConfig) -> RunSpec:
     """Validate a composed run config against the schemas; ConfigError on the first problem."""
     load_plugins(cfg)  # the user's model families and datasets register before their names are checked
     for key in cfg:
         check(key in TOP_LEVEL or key == "hydra", str(key), "<unknown key>", "top-level keys " + ", ".join(TOP_LEVEL))
     top = _section("", TopLevelConfig, {k: v for k, v in cfg.items() if k not in SECTIONS})
-    device = resolve_device(top.device)
+    import torch  # (the run loads it anyway)
+
+    device = top.device if top.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
+    check(not device.startswith("cuda") or torch.cuda.is_available(), "device", device,
+          "cpu or auto (no CUDA device on this machine)")
     model = _registered_section("model", MODELS, cfg.get("model"))
     data = _registered_section("data", DATASETS, cfg.get("data"))
     train_node = cfg.get("train", {})
@@ -359,7 +348,7 @@ def validate(cfg: DictConfig) -> RunSpec:
           "auto or off on a CPU run (CUDA graphs need device=cuda)")
     analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
     validate_options(analysis)
-    spec = RunSpec(model, data, train, analysis, top.seed, device, top.dtype, top.logger, top.threads)
+    spec = RunSpec(**{**vars(top), "device": device}, model=model, data=data, train=train, analysis=analysis)
     check_limits(spec)  # seeds a generator takes, sizes this machine can hold: before anything is allocated
     return spec
 
