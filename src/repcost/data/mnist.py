@@ -17,7 +17,7 @@ from ..errors import ConfigError, RepcostError, check
 from ..registry import DATASETS
 from .bundle import DataBundle, check_shared, gaussian, rng
 
-EMBEDDED = Path(__file__).resolve().with_name("mnist_5k.npz")  # package data: 5,000 digits (500 per class), uint8
+EMBEDDED = Path(__file__).resolve().with_name("mnist_5k")  # package data: IDX files of 5,000 digits (500 per class)
 SOURCES = ("embedded", "full")
 ROOT_HINT = ("point data.root at a folder holding train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] "
              "(optionally t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]; a torchvision download "
@@ -110,46 +110,41 @@ def read_idx(path: Path) -> np.ndarray:
 
 @functools.lru_cache(maxsize=4)
 def read_pool(images_path: str, labels_path: str) -> Pool:
-    """Images (N, 784) and labels, read-only: the packaged .npz (given as both paths, no pickles) or an IDX pair."""
-    if images_path.endswith(".npz"):
-        try:
-            with np.load(images_path, allow_pickle=False) as z:
-                images, labels = z["images"], z["labels"]
-        except (OSError, ValueError, KeyError, EOFError) as e:
-            raise RepcostError(f"MNIST: {images_path} is missing from the repcost install or damaged ({e}); reinstall "
-                               f"repcost, or {ROOT_HINT}") from None
-    else:
-        images, labels = read_idx(Path(images_path)), read_idx(Path(labels_path))  # uint8 arrays
-        if images.shape[1:] not in ((784,), (28, 28)) or labels.shape != images.shape[:1] or (labels > 9).any():
-            raise RepcostError(f"MNIST: {images_path} and {labels_path} hold {images.shape} images and "
-                               f"{labels.shape} labels, not (N, 28, 28) uint8 images with one label 0..9 each; "
-                               f"{IDX_HINT}")
+    """Images (N, 784) and labels of an IDX pair, read-only."""
+    images, labels = read_idx(Path(images_path)), read_idx(Path(labels_path))  # uint8 arrays
+    if images.shape[1:] not in ((784,), (28, 28)) or labels.shape != images.shape[:1] or (labels > 9).any():
+        raise RepcostError(f"MNIST: {images_path} and {labels_path} hold {images.shape} images and "
+                           f"{labels.shape} labels, not (N, 28, 28) uint8 images with one label 0..9 each; "
+                           f"{IDX_HINT}")
     images, labels = images.reshape(len(images), 784), labels.astype(np.int64)
     images.flags.writeable = labels.flags.writeable = False
     return images, labels
 
 
 def mnist_source(cfg: MnistConfig) -> Tuple[Pool, Optional[Pool], str]:
-    """(train pool, test pool or None, description): the embedded digits, or IDX files under cfg.root.
+    """(train pool, test pool or None, description): the IDX files of data.root, of source=full or of the
+    embedded digits.
 
     data.root, when set, is an IDX folder; otherwise source=embedded is the 5,000 packaged digits (500 per
-    class; both splits come from one pool) and source=full the folder `repcost-data fetch mnist` writes.
-    With IDX files the train split comes from train-* and the test split from t10k-* (from the rest of
-    train-* if absent).
+    class, no t10k-*: both splits come from one pool) and source=full the folder `repcost-data fetch mnist`
+    writes. The train split comes from train-* and the test split from t10k-* (from the rest of train-* if
+    absent).
     """
-    if cfg.root is None and cfg.source == "embedded":
-        return read_pool(str(EMBEDDED), str(EMBEDDED)), None, f"embedded:{EMBEDDED.name}"
-    if cfg.root is None:
+    if cfg.root is not None:
+        root, what, hint = Path(cfg.root).expanduser(), "data.root", IDX_HINT
+    elif cfg.source == "full":
         root, what, hint = full_dir(), "data.source=full", FETCH_HINT
     else:
-        root, what, hint = Path(cfg.root).expanduser(), "data.root", IDX_HINT
+        root, what = EMBEDDED, "the embedded digits"
+        hint = f"missing from the repcost install: reinstall repcost, or {ROOT_HINT}"
     if not root.is_dir():
         raise RepcostError(f"MNIST: {what}: {root} is not a folder; {hint}")
     train, test = _find_idx(root, "train"), _find_idx(root, "t10k")
     if train is None:
         raise RepcostError(f"MNIST: {what}: no train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] in "
                            f"{root} (nor in {root / 'MNIST' / 'raw'}); {hint}")
-    return read_pool(*train), None if test is None else read_pool(*test), f"idx:{Path(train[0]).parent}"
+    source = f"embedded:{EMBEDDED.name}" if root == EMBEDDED else f"idx:{Path(train[0]).parent}"
+    return read_pool(*train), None if test is None else read_pool(*test), source
 
 
 # ---------------------------------------------------------------- sampling
