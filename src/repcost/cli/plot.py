@@ -103,38 +103,6 @@ def check_out(out: Path) -> None:
         raise RepcostError(f"--out {out}: {above} is a file, not a directory")
 
 
-def run(a: argparse.Namespace) -> tuple[str, list[str], int]:
-    """Draw and save the figure the arguments ask for; (the line to print, the runs left out, the runs given)."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display needed (and none on a cluster node)
-    out = Path(a.out)
-    check_out(out)
-    for p in a.paths:
-        if not p.is_dir():
-            raise RepcostError(f"{p}: no such directory")
-    labels = {"xlabel": a.xlabel, "ylabel": a.ylabel, "title": a.title}
-    if len(a.paths) == 1 and (a.paths[0] / "runs.csv").exists():
-        if a.x is None or a.y is None:
-            raise RepcostError("a sweep plot needs --x COLUMN and --y COLUMN (and optionally --hue COLUMN)")
-        fig, n, skipped = plot_sweep(a.paths[0], a.x, a.y, a.hue, a.logx, a.logy, **labels)
-        what, total = f"{n} runs", n + len(skipped)
-    else:
-        if a.hue is not None:
-            raise RepcostError("--hue is for a sweep directory (one with runs.csv); curves are one line per run")
-        sweeps = [p for p in a.paths if (p / "runs.csv").exists()]
-        if sweeps:
-            raise RepcostError(f"{sweeps[0]} is a sweep directory: give it alone (with --x/--y) or give run directories")
-        fig, n, skipped = plot_curves(a.paths, a.x or "step", a.y or "objective", a.logx, a.logy, **labels)
-        what, total = f"{n} curves", len(a.paths)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=120, bbox_inches="tight")
-    except OSError as e:
-        raise RepcostError(f"cannot write {out}: {e.strerror or e}") from None
-    return f"wrote {out} ({what})", skipped, total
-
-
 def main(argv: list[str] | None = None) -> None:
     """Console entry point for repcost-plot."""
     ap = OneLineParser(prog="repcost-plot", description=__doc__.splitlines()[0],
@@ -154,8 +122,35 @@ def main(argv: list[str] | None = None) -> None:
                     help="exit 0 when a run or job is left out (unreadable, failed, unfinished); default: exit 1")
     a = ap.parse_args(argv)
     with clean_exit("repcost-plot"):
-        line, skipped, total = run(a)
-    print(line)
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only: no display needed (and none on a cluster node)
+        out = Path(a.out)
+        check_out(out)
+        for p in a.paths:
+            if not p.is_dir():
+                raise RepcostError(f"{p}: no such directory")
+        labels = {"xlabel": a.xlabel, "ylabel": a.ylabel, "title": a.title}
+        if len(a.paths) == 1 and (a.paths[0] / "runs.csv").exists():
+            if a.x is None or a.y is None:
+                raise RepcostError("a sweep plot needs --x COLUMN and --y COLUMN (and optionally --hue COLUMN)")
+            fig, n, skipped = plot_sweep(a.paths[0], a.x, a.y, a.hue, a.logx, a.logy, **labels)
+            what, total = f"{n} runs", n + len(skipped)
+        else:
+            if a.hue is not None:
+                raise RepcostError("--hue is for a sweep directory (one with runs.csv); curves are one line per run")
+            sweeps = [p for p in a.paths if (p / "runs.csv").exists()]
+            if sweeps:
+                raise RepcostError(f"{sweeps[0]} is a sweep directory: give it alone (with --x/--y) or give run "
+                                   "directories")
+            fig, n, skipped = plot_curves(a.paths, a.x or "step", a.y or "objective", a.logx, a.logy, **labels)
+            what, total = f"{n} curves", len(a.paths)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(out, dpi=120, bbox_inches="tight")
+        except OSError as e:
+            raise RepcostError(f"cannot write {out}: {e.strerror or e}") from None
+    print(f"wrote {out} ({what})")
     report_left_out("repcost-plot", skipped, total, "runs", a.allow_missing)
 
 

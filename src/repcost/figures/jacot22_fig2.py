@@ -14,7 +14,6 @@ with this module's `plot`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
 
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
@@ -29,12 +28,6 @@ FAIL_TOL = 0.05  # a width whose objective is 5 % above a narrower width's has n
 LOG_FRAC = 0.05  # log-scale rule: within 5 % of the curve's log range of the best (how the paper's log plot reads)
 PLATEAU_BY = 20  # the paper's reading: the plateau starts around width 10, far below N² (we accept ≤ 20)
 CLAIM = "Paper (Fig 2): in both settings the plateau starts around width 10, far below N² = 10⁶."
-
-
-def _starts(w, obj) -> dict:
-    """Plateau starts by each rule: {'0.05': …, '0.01': …, 'log0.05': …}."""
-    return {**{f"{t:g}": plateau_start(w, obj, t) for t in REL_TOLS},
-            f"log{LOG_FRAC:g}": plateau_start(w, obj, log_frac=LOG_FRAC)}
 
 
 def inputs(args) -> tuple[list[dict], list[dict], dict]:
@@ -58,7 +51,9 @@ def compute(inp) -> list[dict]:
         rs, w, obj, tw, tv = width_curve(rows)
         series[panel] += [dict(widths=w, values=obj, label=f"train objective{tag}", trials=(tw, tv)),
                           dict(widths=w, values=[float(r["test_loss"]) for r in rs], style="--", label=f"test loss{test_tag}")]
-        starts, bad = _starts(w, obj), optimisation_failures(w, obj, FAIL_TOL)
+        starts = {**{f"{t:g}": plateau_start(w, obj, t) for t in REL_TOLS},  # plateau starts by each rule
+                  f"log{LOG_FRAC:g}": plateau_start(w, obj, log_frac=LOG_FRAC)}
+        bad = optimisation_failures(w, obj, FAIL_TOL)
         out += [{"panel": panel, "lam": lam, "width": wi, "objective": o, "train_loss": float(r["train_loss"]),
                  "test_loss": float(r["test_loss"]), "wall_time_s": float(r["wall_time_s"]), "not_at_minimum": wi in bad,
                  "trial_objectives": " ".join(f"{v:.6g}" for ww, v in zip(tw, tv) if ww == wi),
@@ -86,41 +81,33 @@ def verdict(rows: list[dict], full: bool) -> Verdict:
     return Verdict(bool(ok), "\n".join(lines))
 
 
-def plateau_panel(ax, series: Sequence[dict], title: str = "", ylabel: str = "loss", marks: Sequence[float] = (),
-                  yscale: str = "log"):
-    """Loss against width (log x). Each series: widths, values, label, style ('-' train, '--' test),
-    optional trials=(widths, values) drawn as small dots. `marks`: vertical dotted lines (e.g. N²/4).
-    yscale: log, or symlog (linear below 1, log above: for relative excesses in % that reach 0)."""
-    for s in series:
-        line, = ax.plot(s["widths"], s["values"], s.get("style", "-"), marker="o", ms=3, label=s["label"],
-                        color=s.get("color"))
-        if s.get("trials") is not None:
-            tw, tv = s["trials"]
-            ax.plot(tw, tv, ".", ms=3, color=line.get_color(), alpha=0.5)
-    for m in marks:
-        ax.axvline(m, ls=":", c="grey")
-    ax.set_xscale("log")
-    if yscale == "symlog":
-        ax.set_yscale("symlog", linthresh=1.0)
-        ax.set_ylim(bottom=-0.1)  # the quantities are ≥ 0 up to rounding
-    else:
-        ax.set_yscale(yscale)
-    ticks = sorted({float(w) for s in series for w in s["widths"]} | {float(m) for m in marks})
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-    ax.set_xlabel("width")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-    return ax
-
-
 def plot(rows: list[dict]) -> Figure:
-    """Fig 2 / Prop 14–15: one `plateau_panel` per dict of the first row's `_panels` (keys: series, title, ylabel,
-    marks, yscale), in a row."""
+    """Fig 2 / Prop 14–15: one panel per dict of the first row's `_panels`, in a row: loss against width (log x).
+
+    A panel has series (each: widths, values, label, style '-' train or '--' test, optional trials=(widths,
+    values) drawn as small dots), title, ylabel, optional marks (vertical dotted lines, e.g. N²/4) and yscale:
+    log, or symlog (linear below 1, log above: for relative excesses in % that reach 0)."""
     panels = rows[0]["_panels"]
     fig = Figure(figsize=(5.0 * len(panels), 4))
     for ax, p in zip(fig.subplots(1, len(panels)), panels):
-        plateau_panel(ax, **p)
+        marks = p.get("marks", ())
+        for s in p["series"]:
+            line, = ax.plot(s["widths"], s["values"], s.get("style", "-"), marker="o", ms=3, label=s["label"])
+            if s.get("trials") is not None:
+                ax.plot(*s["trials"], ".", ms=3, color=line.get_color(), alpha=0.5)
+        for m in marks:
+            ax.axvline(m, ls=":", c="grey")
+        ax.set_xscale("log")
+        if p.get("yscale") == "symlog":
+            ax.set_yscale("symlog", linthresh=1.0)
+            ax.set_ylim(bottom=-0.1)  # the quantities are ≥ 0 up to rounding
+        else:
+            ax.set_yscale("log")
+        ticks = sorted({float(w) for s in p["series"] for w in s["widths"]} | {float(m) for m in marks})
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.set(xlabel="width", ylabel=p["ylabel"])
+        ax.set_title(p["title"], fontsize=9)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

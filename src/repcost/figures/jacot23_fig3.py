@@ -45,7 +45,6 @@ def inputs(args):
 
 
 def _mnist(runs, rows: list[dict], plot: dict) -> None:
-    clean = data = None
     for run in runs:
         model, data = run.model, run.data
         L, clean = model.depth, data.y_test.numpy()
@@ -65,8 +64,6 @@ def _mnist(runs, rows: list[dict], plot: dict) -> None:
             if sigma == MNIST_SIGMA and run.spec.seed == runs[0].spec.seed:  # a row of images each: label -> images
                 plot["images"].setdefault(f"noisy σ={sigma}", noisy[:N_SHOW])
                 plot["images"][f"L={L} output"] = outputs[:N_SHOW]
-    if data is None:
-        return
     # linear baseline: the projection onto the training images' top-k principal directions (one data config)
     noisy_by_sigma = {sigma: add_noise(clean, sigma, seed=1) for sigma in MNIST_SIGMAS}
     for k in (k for k in PCA_KS if k <= min(data.y_train.shape)):  # a rank-k projection needs k ≤ min(N, d)
@@ -119,14 +116,26 @@ def plot(rows: list[dict]):
                 ax.set_xticks([]), ax.set_yticks([])
                 if j == 0:
                     ax.set_ylabel(label, fontsize=7, rotation=0, ha="right", va="center")
-        autoencoder_jacobian_axes(fig.add_subplot(top[0, 1]), p["jac"],
-                                  f"MNIST: singular values of Jf(x),\nmean over {N_JAC} clean test images")
-        ratio_vs_depth_axes(fig.add_subplot(top[0, 2]),
-                            {f"σ={sg}": [(q["depth"], q["ratio"]) for q in rows
-                                         if q["panel"] == "A mnist" and q["sigma"] == sg
-                                         and q["seed"] == rows[0]["seed"]] for sg in MNIST_SIGMAS},
-                            {f"σ={sg}": min(q["ratio"] for q in rows if q["panel"] == "A mnist PCA" and q["sigma"] == sg)
-                             for sg in MNIST_SIGMAS}, "MNIST: denoising ratio (dashed: best PCA-k)")
+        # §5: the Jacobian of a projection onto the data's k-dim tangent space is k ones, then zeros
+        ax = fig.add_subplot(top[0, 1])
+        for j, (label, s) in enumerate(p["jac"].items()):
+            ax.semilogy(np.arange(1, len(s) + 1), np.maximum(s, 1e-6), "-", color=f"C{j}", label=label)
+        ax.axhline(1.0, color="grey", ls=":", lw=1)
+        shown = max((int(np.sum(s > 1e-3 * np.max(s))) for s in p["jac"].values()), default=1)
+        ax.set(xlabel="i", ylim=(1e-3, None), xlim=(0, 1.15 * shown + 1))
+        ax.set_title(f"MNIST: singular values of Jf(x),\nmean over {N_JAC} clean test images", fontsize=9)
+        ax.legend(fontsize=7)
+        ax = fig.add_subplot(top[0, 2])  # the ratio against depth, dashed: the best PCA-k, dotted: the 0.5 target
+        for j, sg in enumerate(MNIST_SIGMAS):
+            pts = sorted((q["depth"], q["ratio"]) for q in rows
+                         if q["panel"] == "A mnist" and q["sigma"] == sg and q["seed"] == rows[0]["seed"])
+            ax.plot([d for d, _ in pts], [r for _, r in pts], "o-", color=f"C{j}", label=f"σ={sg}")
+            ax.axhline(min(q["ratio"] for q in rows if q["panel"] == "A mnist PCA" and q["sigma"] == sg),
+                       color=f"C{j}", ls="--", lw=1)
+        ax.axhline(0.5, color="grey", ls=":", lw=1)
+        ax.set(xlabel="depth L", ylabel="ratio (output / input distance)")
+        ax.set_title("MNIST: denoising ratio (dashed: best PCA-k)", fontsize=9)
+        ax.legend(fontsize=7)
     for j, (train_y, pts, uni, out, title) in enumerate(p["curves"]):
         # the training data (blue) on the curve, random inputs (green) with arrows to their images (orange)
         ax = fig.add_subplot(gs[1, j])
@@ -143,33 +152,6 @@ def plot(rows: list[dict]):
     fig.suptitle(f"MNIST ({p['mode']['mnist']}) σ={MNIST_SIGMA} (top); curve ({p['mode']['curve']}), random inputs "
                  "in [-1.2, 1.2]² and their images (bottom)")
     return fig
-
-
-def autoencoder_jacobian_axes(ax, spectra: dict, title: str = "") -> None:
-    """Singular values s_i of an autoencoder's Jacobian Jf(x), averaged over clean data points, one line per
-    label: a rank-k projection onto the data's tangent space (Jacot 2023 §5) is k ones, then zeros."""
-    for j, (label, s) in enumerate(spectra.items()):
-        s = np.asarray(s)
-        ax.semilogy(np.arange(1, len(s) + 1), np.maximum(s, 1e-6), "-", color=f"C{j}", label=label)
-    ax.axhline(1.0, color="grey", ls=":", lw=1)
-    top = max((int(np.sum(np.asarray(s) > 1e-3 * np.max(s))) for s in spectra.values()), default=1)
-    ax.set(xlabel="i", ylim=(1e-3, None), xlim=(0, 1.15 * top + 1))
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-
-
-def ratio_vs_depth_axes(ax, curves: dict, baselines: dict, title: str = "") -> None:
-    """Denoising ratio against depth, one line per label (curves[label] = [(depth, ratio), ...]), each label's
-    baseline (the best linear projection) as a dashed line in its colour, and the 0.5 target dotted."""
-    for j, (label, pts) in enumerate(curves.items()):
-        pts = sorted(pts)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=f"C{j}", label=label)
-        if label in baselines:
-            ax.axhline(baselines[label], color=f"C{j}", ls="--", lw=1)
-    ax.axhline(0.5, color="grey", ls=":", lw=1)
-    ax.set(xlabel="depth L", ylabel="ratio (output / input distance)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
 
 
 def _compare(what: str, ratios: dict) -> tuple[bool, str]:
