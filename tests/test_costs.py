@@ -16,15 +16,13 @@ from repcost.analysis.costs import (
     phi3_upper_bound,
     phi_L,
     phi_L_solve,
-)
-from repcost.analysis.spectra import schatten_cost
-from repcost.analysis.spectra import singular_values
-from repcost.analysis.sparsity import (
     active_subnetworks,
     l2L_quasinorm,
     parallel_alpha_normalised,
     parallel_balance,
 )
+from repcost.analysis.spectra import schatten_cost
+from repcost.analysis.spectra import singular_values
 from repcost.analysis.relu_1d import (PiecewiseLinear1D, deep_relu_net_1d_function, linear_spline_interpolant,
                                       min_norm_relu_net_1d, spline_min_cost)
 

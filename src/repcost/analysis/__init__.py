@@ -11,11 +11,10 @@ scipy and cvxpy load inside the functions that solve with them, so importing the
 from .alignment import (identity_input_lower_bound, identity_input_min_cost, merge_neurons,
                         neuron_groups, optimisation_failures, plateau_start)
 from .convex_relu import min_r2_interpolant
-from .costs import (cost_CL, effective_matrix, path_norm, phi3_lower_bound, phi3_lower_bound_search,
-                    phi3_upper_bound, phi_L)
+from .costs import (active_subnetworks, cost_CL, effective_matrix, l2L_quasinorm, parallel_alpha_normalised,
+                    parallel_balance, path_norm, phi3_lower_bound, phi3_lower_bound_search, phi3_upper_bound, phi_L)
 from .critical import balance_summary, layer_balance, linear_layer_balance, neuron_balance
 from .reformulation import layer_forces, reformulated_loss
 from .relu_1d import deep_relu_net_1d_function, linear_spline_interpolant, spline_min_cost
-from .sparsity import active_subnetworks, l2L_quasinorm, parallel_alpha_normalised, parallel_balance
 from .spectra import (entropy_rank, hidden_spectra, jacobian_spectra, jacobians, normalised, numerical_rank,
                       prop3_bound, schatten_cost, singular_values, stable_rank, weight_spectra)

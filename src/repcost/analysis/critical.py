@@ -108,7 +108,7 @@ def layer_balance(model) -> list[Balance]:
     b_ℓ is the stored (regularised) bias of fc, independent of β; families whose biases are not
     regularised (linear_relu, parallel, fc with bias_regularised false) compare weights only.
     For parallel the stacked sub-network layers are summed over sub-networks (layer L = α);
-    the per-sub-network statement is sparsity.parallel_balance (Savarese Cor C.2).
+    the per-sub-network statement is costs.parallel_balance (Savarese Cor C.2).
     """
     terms = [(float(as_f64(w)), float(as_f64(b))) for w, b in float64_model(model).layer_sq_norms()]
     pairs = [(ell, w + b, v) for ell, ((w, b), (v, _)) in enumerate(zip(terms, terms[1:]), 1)]
@@ -162,7 +162,7 @@ def balance_summary(model) -> dict[str, float]:
 
     Keys: layer_gap_{max,mean} (layer_balance), neuron_gap_{max,mean} (pooled over all units of
     neuron_balance); linear_relu adds linear_gap_{max,mean} (linear_layer_balance); parallel adds
-    subnet_gap_{max,mean} (sparsity.parallel_balance, with α_i² read as ‖α[:, i]‖² when d_out > 1).
+    subnet_gap_{max,mean} (costs.parallel_balance, with α_i² read as ‖α[:, i]‖² when d_out > 1).
     """
     model = float64_model(model)  # one float64 copy (if any) for every gap below
     na = not_applicable(model)

@@ -15,7 +15,6 @@ import numpy as np
 import torch
 
 from . import costs as C
-from . import sparsity as S
 from .arrays import as_f64
 from .relu_1d import deep_relu_net_1d_function, spline_min_cost
 
@@ -56,14 +55,14 @@ def linear_relu_costs(model, x_train: torch.Tensor, y_train: torch.Tensor) -> tu
 def parallel_costs(model, x_train: torch.Tensor, y_train: torch.Tensor) -> tuple[dict[str, float], dict]:
     """ℓ_{2/L} quasi-norm of the normalised output weights and the active sub-networks (Savarese App. C)."""
     Ws, alpha = [as_f64(w) for w in model.sub], as_f64(model.alpha)[0]
-    bar = S.parallel_alpha_normalised(Ws, alpha)
-    return ({"costs.l2L_quasinorm": S.l2L_quasinorm(bar, model.depth),
-             "costs.active_subnetworks": S.active_subnetworks(Ws, alpha)}, {"alpha_normalised": bar})
+    bar = C.parallel_alpha_normalised(Ws, alpha)
+    return ({"costs.l2L_quasinorm": C.l2L_quasinorm(bar, model.depth),
+             "costs.active_subnetworks": C.active_subnetworks(Ws, alpha)}, {"alpha_normalised": bar})
 
 
 def parallel_gaps(model) -> dict[str, np.ndarray]:
     """Per sub-network, Savarese Cor C.2: ‖W_i^{(1)}‖² = … = ‖W_i^{(L−1)}‖² = α_i² (α_i² read as ‖α[:, i]‖²)."""
-    return {"subnet": S.parallel_balance([as_f64(w) for w in model.sub], as_f64(model.alpha.norm(dim=0)))}
+    return {"subnet": C.parallel_balance([as_f64(w) for w in model.sub], as_f64(model.alpha.norm(dim=0)))}
 
 
 register_family_costs("linear_relu", linear_relu_costs)

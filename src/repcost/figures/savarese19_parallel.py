@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..analysis.arrays import as_f64
-from ..analysis.sparsity import l2L_quasinorm, parallel_alpha_normalised, parallel_balance
+from ..analysis.costs import l2L_quasinorm, parallel_alpha_normalised, parallel_balance
 from . import Verdict, quick_verdict
 
 FIG_ID = "savarese19-parallel"
