@@ -109,9 +109,7 @@ class Run:
 
         from .config import validate
 
-        cfg = {k: v for k, v in self.config.items() if k != "hydra"}
-        cfg["device"] = "cpu"  # a notebook reloads on the CPU whatever the run trained on
-        return validate(OmegaConf.create(cfg))
+        return validate(OmegaConf.create({**self.config, "device": "cpu"}))  # on the CPU whatever the run trained on
 
     def data(self):
         """The run's dataset (a DataBundle: x_train, y_train, x_test, y_test, meta), rebuilt from its config."""

@@ -54,8 +54,6 @@ def _tags(run_dir: Path, chash: str) -> dict[str, str]:
 class TensorBoardTracker:
     """Writes a run's scalars and hyper-parameters as TensorBoard events under RUN_DIR/tensorboard/."""
 
-    run_id = None
-
     def __init__(self, run_dir: Path, cfg: dict, chash: str, run_id: str | None = None):
         # imported here: tensorboard is an optional extra
         from torch.utils.tensorboard import SummaryWriter
@@ -165,8 +163,8 @@ class WandbTracker:
         self.run.finish(exit_code=1 if summary.get("status") == "failed" else 0)
 
 
-# A tracker is built as KIND(run_dir, cfg, config hash, run id to resume or None) and has `run_id` (None where there is
-# nothing to resume), `log(record)` and `finish(summary)`: a finished or failed run's (summary.json and figures/ are
+# A tracker is built as KIND(run_dir, cfg, config hash, run id to resume or None) and has `run_id` (where it has
+# a run to resume), `log(record)` and `finish(summary)`: a finished or failed run's (summary.json and figures/ are
 # written by then), or None for a stopped (preempted) run, which its relaunch continues.
 KINDS: dict[str, type] = {"tensorboard": TensorBoardTracker, "mlflow": MLflowTracker, "wandb": WandbTracker}
 
@@ -181,7 +179,7 @@ class Trackers:
             self._call(IDS, lambda: ids.update(json.loads(ids_file.read_text())))
         for name in names:
             self._call(name, lambda: self.live.__setitem__(name, KINDS[name](Path(run_dir), cfg, chash, ids.get(name))))
-        ids.update({n: t.run_id for n, t in self.live.items() if t.run_id is not None})
+        ids.update({n: t.run_id for n, t in self.live.items() if getattr(t, "run_id", None) is not None})
         if ids:
             self._call(IDS, lambda: atomic_write_json(ids_file, ids))
 

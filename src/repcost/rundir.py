@@ -357,9 +357,8 @@ def check_plain_name(key: str, value: object, names: str = "") -> None:
     """`value` (of config key `key`) must be usable as one directory name: no separators, not `.`/`..`, not empty.
     `names`: the directory key whose path takes the value, said in the error."""
     text = str(value)
-    bad = (not text.strip() or text in (".", "..") or "/" in text or "\\" in text or "\0" in text
-           or len(text.encode()) > 200)
-    if bad:
+    if (not text.strip() or text in (".", "..") or "/" in text or "\\" in text or "\0" in text
+            or len(text.encode()) > 200):
         raise ConfigError(key, value, "a plain directory name (no path separators or '..', at most 200 bytes)"
                           + (f"; it names {names}" if names else ""))
 
