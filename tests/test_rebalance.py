@@ -1,4 +1,4 @@
-"""Rebalancing (analysis.units.rebalance, train.phases[*].rebalance): per-unit rescalings that keep the function,
+"""Rebalancing (analysis.critical.rebalance, train.phases[*].rebalance): per-unit rescalings that keep the function,
 to the least penalty on the orbit, where every unit is balanced (Jacot 2023 Remark 6)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from repcost.analysis.units import rebalance
+from repcost.analysis.critical import rebalance
 from omegaconf import OmegaConf
 
 from repcost.config import compose_config, validate

@@ -27,6 +27,9 @@ in [0, 1], and 0 when u = v = 0.
   G act (ReLU is homogeneous, not linear), so only the diagonals must agree:
   diag(W_{L−1}W_{L−1}ᵀ) = diag(aᵀa), i.e. the ReLU layer's neuron balance.
 
+`rebalance` moves every unit to the least-penalty point of its rescaling orbit, through what the model's
+protocol declares (models/base.py `Structure`: needs `unit_rescaling`).
+
 At a critical point of  data-loss + λ·s·Σ‖p‖²  two things hold, and the certificate checks both:
 * the gradient vanishes. Its size is judged against the regulariser's own pull, ‖∇(λ·s·Σ‖p‖²)‖ =
   2λs‖θ_reg‖: `stationarity` = ‖∇objective‖ / (2λs‖θ_reg‖) is 0 at a critical point and about 1
@@ -74,7 +77,7 @@ import numpy as np
 import torch
 
 from ..config.schema import CriticalOptions
-from ..models.base import UnitNorms
+from ..models.base import RepModel, UnitNorms
 from ..objective import objective, reg_scale_factor
 from .arrays import as_f64, float64_inputs, float64_model
 from .clarke import MAX_KINKS, clarke_gradient_norm
@@ -198,6 +201,47 @@ def weighted_gap(incoming, outgoing) -> float:
 def max_unit_gap(units: list[UnitNorms]) -> float:
     """The certificate's unit gap: the largest layer's mass-weighted gap (0 without hidden units)."""
     return max((weighted_gap(u.incoming.detach(), u.outgoing.detach()) for u in units), default=0.0)
+
+
+NEGLIGIBLE = 1e-12  # a unit side below this fraction of its layer's mass is not rescaled (rebalance)
+
+
+def rebalance(model: RepModel, max_sweeps: int = 1000, tol: float = 1e-12) -> tuple[float, float]:
+    """Move to the point of least penalty on the orbit of per-unit rescalings (the function is unchanged).
+
+    Along unit k's rescaling the penalty is c²·in_k + out_k/c², least at c⁴ = out_k/in_k, where
+    in_k = out_k (Jacot 2023 Remark 6): the balance a critical point has. Neighbouring layers share a
+    matrix, so one sweep's scales (all layers, from the norms at the sweep's start) leave the next
+    layer slightly off; sweeps repeat until no unit moves by more than `tol` (a Jacobi iteration on a
+    convex function of the log-scales; cf. Stock et al. 2019, "Equi-normalization of neural
+    networks", which updates layer by layer). Returns the certificate's unit gap before and after.
+    """
+    st = model.structure
+    if not (st.unit_rescaling and st.positively_homogeneous):
+        raise ValueError(f"rebalancing needs a per-unit rescaling symmetry and a positively homogeneous activation "
+                         f"(the {model.family} family declares unit_rescaling={st.unit_rescaling}, "
+                         f"positively_homogeneous={st.positively_homogeneous})")
+    where = [next(c for c in type(model).__mro__ if name in vars(c)) for name in ("unit_norms", "rescale_units")]
+    if where[0] is not where[1] and issubclass(where[0], where[1]):  # norms redefined below their rescaling
+        raise NotImplementedError(f"{type(model).__name__} defines its own unit_norms but no rescale_units "
+                                  "to go with them")
+    before = max_unit_gap(model.unit_norms())
+    with torch.no_grad():
+        for _ in range(max_sweeps):
+            moved = 0.0
+            for u in model.unit_norms():
+                inc, out = u.incoming.detach().double(), u.outgoing.detach().double()
+                # a unit that weight decay drove to ~0 on either side is left as it is: with a free
+                # bias its orbit's infimum is at c -> ∞ (a constant a·relu(b) costs nothing in the
+                # limit), and c⁴ = out/in would overflow
+                floor = NEGLIGIBLE * float(torch.maximum(inc, out).sum())
+                live = (inc > floor) & (out > floor)
+                c = torch.where(live, (out / inc.where(live, torch.ones_like(inc))) ** 0.25, torch.ones_like(inc))
+                moved = max(moved, float((c.log().abs()).max()) if c.numel() else 0.0)
+                model.rescale_units(u.layer, c)
+            if moved <= tol:
+                break
+    return before, max_unit_gap(model.unit_norms())
 
 
 def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,

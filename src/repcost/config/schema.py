@@ -41,17 +41,17 @@ class PhaseConfig:
     # interpolating solution Adam finds first; summaries and logs always report the stated λ)
     lam_factor: float = 1.0
     # before the phase's first step, move each member along the per-unit rescalings that keep its function
-    # to the least penalty there (analysis.units.rebalance: the balance a critical point has, Jacot 2023 Remark 6);
+    # to the least penalty there (analysis.critical.rebalance: the balance a critical point has, Jacot 2023 Remark 6);
     # optimisers reach it only at a rate ~lr·λ per step
     rebalance: bool = False
     # before the phase's first step (and before `rebalance`), re-place up to this many idle units of each
     # member, one at a time, where a new unit lowers this phase's objective most: the unit feature that most
-    # violates the infinite-width problem's optimality condition (analysis.units.insert_units; a conditional-
+    # violates the infinite-width problem's optimality condition (analysis.relu_1d.insert_units; a conditional-
     # gradient step, Bach 2017). It escapes the stalls where no existing unit's gradient helps. MSE only
     insert_units: int = 0
     # before the phase's first step (after insert_units, before rebalance), make each member the minimiser of
     # the convex problem at this phase's objective: the global minimum over nets of any width, all units re-placed
-    # at once (analysis.units.place_convex_minimum; Bach 2017, Savarese et al. 2019 §3). Two-layer ReLU nets on
+    # at once (analysis.relu_1d.place_convex_minimum; Bach 2017, Savarese et al. 2019 §3). Two-layer ReLU nets on
     # 1-D inputs with a scalar output, MSE only; width >= the minimiser's units
     convex_units: bool = False
     # before the phase's first step (after the options above), move each member towards a critical point of this

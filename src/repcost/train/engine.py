@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from tqdm.auto import tqdm
 
+from ..analysis.critical import rebalance
 from ..analysis.relu_1d import duality_gap, insert_units, place_convex_minimum
-from ..analysis.units import rebalance
 from ..config.schema import PhaseConfig, TrainConfig
 from ..data.bundle import DataBundle
 from ..errors import RepcostError
