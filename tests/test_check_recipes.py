@@ -131,12 +131,17 @@ def test_heldout_rays_ranges_and_determinism():
         assert all(-1.5 <= s <= 1.5 for s in d["slopes"]) and all(-0.5 <= o <= 0.5 for o in d["offsets"])
 
 
-def test_certificate_fields_from_summary():
+def test_certificate_fields_from_summary(tmp_path):
+    head = dict.fromkeys(("study", "family", "block", "dataset", "L", "n_points", "C", "C_min", "ratio",
+                          "global_gap_rel", "certify_rounds", "passed"))
+    run = {"train_loss": 0.5, "steps": 10, "script_wall_s": 1.0}
     s = {"critical_point": True, "critical.stationarity": 3.0, "critical.clarke_stationarity": 3e-9, "critical.kinks": 4,
-         "critical.unit_gap": 1e-7, "cost": 1.0}
-    assert check_recipes.certificate(s) == {"critical_point": True, "cert_stationarity": 3.0,
-                                            "cert_clarke_stationarity": 3e-9, "cert_unit_gap": 1e-7}
-    empty = check_recipes.certificate({})  # an old summary without the certificate
+         "critical.unit_gap": 1e-7, "cost": 1.0, **run}
+    row = check_recipes._row(s, np.array([0.0, 2.0]), tmp_path, **head)
+    assert list(row) == list(check_recipes.COLUMNS) and row["loss_over_var"] == 0.5
+    assert {k: row[k] for k in ("critical_point", "cert_stationarity", "cert_clarke_stationarity", "cert_unit_gap")} == {
+        "critical_point": True, "cert_stationarity": 3.0, "cert_clarke_stationarity": 3e-9, "cert_unit_gap": 1e-7}
+    empty = check_recipes._row(run, np.array([0.0, 2.0]), tmp_path, **head)  # an old summary without the certificate
     assert empty["critical_point"] is False
     assert all(np.isnan(empty[k]) for k in ("cert_stationarity", "cert_clarke_stationarity", "cert_unit_gap"))
 

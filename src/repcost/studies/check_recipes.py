@@ -206,24 +206,20 @@ def train(overrides: list[str], run_dir: Path) -> dict:
     return summary
 
 
-def certificate(summary: dict) -> dict:
-    """The run's critical-point certificate as summary.json holds it (repcost.analysis.critical): the verdict, the
-    relative stationarity residual (plain, and the least over the slopes of kinked pre-activations) and the
-    largest per-unit balance gap of the ReLU layer (0 at any critical point). NaN where absent."""
-    return {"critical_point": bool(summary.get("critical_point", False)),
-            **{f"cert_{k}": float(summary.get(f"critical.{k}", math.nan))
-               for k in ("stationarity", "clarke_stationarity", "unit_gap")}}
-
-
 COLUMNS = ("study", "family", "block", "dataset", "L", "n_points", "C", "C_min", "ratio", "spread", "loss_over_var",
            "certificate_gap", "global_gap_rel", "certify_rounds", "steps", "wall_s", "critical_point",
            "cert_stationarity", "cert_clarke_stationarity", "cert_unit_gap", "passed", "run_dir")  # recipes.csv
 
 
 def _row(s: dict, y: np.ndarray, path: Path, **values) -> dict:
-    """A recipes.csv row: `values`, then what the run's summary `s` says (`path`: its run directory)."""
+    """A recipes.csv row: `values`, then what the run's summary `s` says (`path`: its run directory), with its
+    critical-point certificate (repcost.analysis.critical): the verdict, the relative stationarity residual (plain,
+    and the least over the slopes of kinked pre-activations) and the largest per-unit balance gap of the ReLU layer
+    (0 at any critical point); NaN where the summary has none."""
     row = {"spread": 0.0, "certificate_gap": 0.0, "loss_over_var": s["train_loss"] / float(np.var(y)),
-           "steps": s["steps"], "wall_s": s["script_wall_s"], **certificate(s),
+           "steps": s["steps"], "wall_s": s["script_wall_s"], "critical_point": bool(s.get("critical_point", False)),
+           **{f"cert_{k}": float(s.get(f"critical.{k}", math.nan)) for k in ("stationarity", "clarke_stationarity",
+                                                                            "unit_gap")},
            "run_dir": str(path.relative_to(REPO)) if path.is_relative_to(REPO) else "", **values}
     return {k: row[k] for k in COLUMNS}
 

@@ -32,13 +32,6 @@ from repcost.figures.jacot23_fig1 import ratio
 from repcost.objective import objective
 
 
-def middle_max_ratio(model: torch.nn.Module, x: torch.Tensor, k: int) -> float:
-    """max over the middle hidden layers (L/4 ≤ ℓ ≤ 3L/4) of s_{k+1}/s_k of the centred representation."""
-    L = int(model.depth)
-    spectra = hidden_spectra(model, x, centred=True, which="post")
-    return max(ratio(sp["s"], k) for sp in spectra if L / 4 <= sp["layer"] <= 3 * L / 4)
-
-
 def describe(model, x, y, train, k: int | None) -> tuple[float, str]:
     """The objective at the model's parameters, and a line of its terms, the certificate and (rank-k data) the
     middle-layer ratio."""
@@ -48,8 +41,11 @@ def describe(model, x, y, train, k: int | None) -> tuple[float, str]:
     parts = [f"objective {obj:.8g}", f"data loss {dl:.3g}", f"‖θ‖² {sq:.6g}", f"stationarity {c['stationarity']:.3g}"]
     if "clarke_stationarity" in c:
         parts.append(f"Clarke {c['clarke_stationarity']:.3g} ({c['kinks']} kinks)")
-    if k is not None:
-        parts.append(f"middle max s{k + 1}/s{k} {middle_max_ratio(model, x, k):.4f}")
+    if k is not None:  # max over the middle hidden layers (L/4 ≤ ℓ ≤ 3L/4) of s_{k+1}/s_k, centred representations
+        L = int(model.depth)
+        worst = max(ratio(sp["s"], k) for sp in hidden_spectra(model, x, centred=True, which="post")
+                    if L / 4 <= sp["layer"] <= 3 * L / 4)
+        parts.append(f"middle max s{k + 1}/s{k} {worst:.4f}")
     return obj, ", ".join(parts)
 
 
