@@ -84,7 +84,7 @@ class Member:
         self.gen = torch.Generator().manual_seed(seed)  # minibatch order
         self.result: TrainResult | None = None
         self.stopped_at: Position | None = None  # where it stopped; None while it trains at the engine's position
-        self.optimizer_state: dict | None = None  # its optimiser state at the stop
+        self.optimizer_state: dict | None = None  # its optimiser state at the stop, or resumed with until it trains
         self.good_step = -1  # the last step whose check found the objective finite (-1: none yet)
         self.last_logged = -1
         self.gap: float | None = None  # the last duality gap certified stopping measured (train.certify)
@@ -163,8 +163,6 @@ class Member:
     # -- logging -------------------------------------------------------------------------------
     def log(self, rec: dict) -> None:
         """One metrics record (test loss added) to `on_log`."""
-        if self.on_log is None:
-            return
         if self.y_test is not None and "test_loss" not in rec:
             rec["test_loss"] = self.test_loss()
         self.last_logged = rec["step"]
@@ -195,7 +193,6 @@ class Engine:
         self.on_checkpoint: Callable[[], None] | None = None
         self.pos = Position()
         self.optimizer: Optimizer | None = None
-        self.resume_optimizers: dict[int, dict | None] = {}  # member i's single-run optimiser state to resume
         self._logging = any(m.on_log is not None for m in self.members)
         self.hook_every = hook_every if any(m.hook is not None for m in self.members) else 0  # 0: no hook
         m0 = self.members[0]
@@ -235,8 +232,6 @@ class Engine:
         """Member i's checkpoint entry (a single run's): model, optimiser, position, minibatch RNG."""
         m = self.members[i]
         opt = m.optimizer_state if m.result is not None or self.optimizer is None else self.optimizer.member_state_dict(i)
-        if opt is None:
-            opt = self.resume_optimizers.get(i)  # resumed and not yet stepped: the state it came with
         return {"model": {k: v.clone() for k, v in m.model.state_dict().items()}, "optimizer": opt,
                 "position": {**asdict(self.position(i)), **asdict(m.record)}, "generator": m.gen.get_state()}
 
@@ -248,7 +243,7 @@ class Engine:
         self.pos = Position(**{f.name: p[f.name] for f in fields(Position)})
         m.record = Record(**{f.name: p[f.name] for f in fields(Record) if f.name in p})
         m.gen.set_state(state["generator"])
-        self.resume_optimizers[i] = state.get("optimizer")
+        m.optimizer_state = state.get("optimizer")
         self._take_snapshot()
 
     # -- the loop ------------------------------------------------------------------------------
@@ -402,10 +397,10 @@ class Engine:
         """A fresh optimiser for phase `ph` (resumed state applied), the stepper told; returns the batch size."""
         members, dev = self.members, self.terms.params[0].device
         opt = self.optimizer = Optimizer(ph.optimizer, self.terms.params, ph.momentum, self.K)
-        for i, sd in self.resume_optimizers.items():
-            if sd is not None:
-                opt.load_member_state_dict(i, sd)
-        self.resume_optimizers = {}
+        for i, m in enumerate(members):
+            if m.result is None and m.optimizer_state is not None:  # resumed: the state it came with, once
+                opt.load_member_state_dict(i, m.optimizer_state)
+                m.optimizer_state = None
         opt.active.copy_(torch.tensor([m.result is None for m in members]))
         self._lr_factor = None
         self._base_lr = torch.tensor([m.cfg.all_phases[self.pos.phase].lr for m in members], dtype=torch.float64,

@@ -121,12 +121,9 @@ def run_hydra_jobs(jobs: Sequence[tuple[DictConfig, DictConfig]]) -> list[dict |
                 out[i] = e
         if ready:
             idx, specs, run_cfgs, run_dirs = zip(*ready)
-            cfg, hydra_cfg = jobs[idx[0]]  # the first job's config is current while the runs train
-            HydraConfig.instance().cfg = hydra_cfg
-            results = train_runs(specs, run_cfgs, run_dirs, force=bool(cfg.get("force", False)), on_stale=on_stale,
-                                 hydra_cfgs=[jobs[i][1] for i in idx])
+            results = train_runs(specs, run_cfgs, run_dirs, force=bool(jobs[idx[0]][0].get("force", False)),
+                                 on_stale=on_stale, hydra_cfgs=[jobs[i][1] for i in idx])
             for i, run_dir, r in zip(idx, run_dirs, results):
-                HydraConfig.instance().cfg = jobs[i][1]
                 out[i] = r if isinstance(r, Exception) else done(r, run_dir)
         return out  # type: ignore[return-value]
     finally:

@@ -160,9 +160,7 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
     n = len(specs)
     check_stackable(cfg_dicts)
     ensemble = specs[0].train.ensemble_size > 1  # then the only run (`check_stackable`)
-    paths = [Path(d).resolve() for d in run_dirs]
-    if len(set(paths)) < n:
-        raise RepcostError("stacked runs need one run directory each; two of them are the same")
+    paths = [Path(d).resolve() for d in run_dirs]  # one directory given twice: its lock refuses the second run
     for sp in specs[1:]:  # one device for the process (a sweep job's placement is the first job's)
         sp.device = specs[0].device
     flag = stop_flag if stop_flag is not None else StopFlag()
@@ -348,16 +346,15 @@ def _plot_fit(model, data, path: Path, summary: dict) -> None:
     from ..analysis.relu_1d import linear_spline_interpolant
     from ..plots.learned_function import function_panels  # matplotlib: only once the run is finished
 
-    x = data.x_train[:, 0].detach().cpu().double()
+    x, y = (t[:, 0].detach().cpu().double().numpy() for t in (data.x_train, data.y_train))
     lo, hi = float(x.min()), float(x.max())
     pad = 0.25 * (hi - lo or 1.0)
     grid = torch.linspace(lo - pad, hi + pad, 600, dtype=data.x_train.dtype, device=data.x_train.device)
     with torch.no_grad():
         f = model(grid[:, None])[:, 0].cpu().double().numpy()
-    y = data.y_train[:, 0].cpu().double().numpy()
     g = grid.cpu().double().numpy()
     title = f"{model.family} L={model.depth}: train loss {summary['train_loss']:.3g}, cost {summary['cost']:.4g}"
-    fig = function_panels(x.numpy(), y, g, [f], [title], linear_spline_interpolant(x.numpy(), y)(g))
+    fig = function_panels(x, y, g, [f], [title], linear_spline_interpolant(x, y)(g))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=110)
