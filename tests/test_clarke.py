@@ -9,6 +9,7 @@ import pytest
 import torch
 from scipy.optimize import minimize
 
+from repcost.analysis import clarke
 from repcost.analysis.clarke import clarke_gradient_norm
 from repcost.models import MODELS
 
@@ -59,11 +60,12 @@ def test_without_kinks_it_is_the_plain_gradient_norm():
 
 
 @pytest.mark.parametrize("exact_kinks", [256, 0], ids=["exact-columns", "matrix-free"])
-def test_at_kinks_it_is_the_least_gradient_norm_over_the_slopes(exact_kinks):
+def test_at_kinks_it_is_the_least_gradient_norm_over_the_slopes(exact_kinks, monkeypatch):
+    monkeypatch.setattr(clarke, "EXACT_KINKS", exact_kinks)
+    monkeypatch.setattr(clarke, "EXACT_ENTRIES", exact_kinks)
     m = _net({0: 3, 2: 1})
     x, y = torch.tensor(X)[:, None], torch.tensor(Y)[:, None]
-    value, n, _ = clarke_gradient_norm(m, x, y, "mse", LAM, "one", exact_kinks=exact_kinks,
-                                    exact_entries=exact_kinks)
+    value, n, _ = clarke_gradient_norm(m, x, y, "mse", LAM, "one")
     assert n == 2
     cells = [(3, 0), (1, 2)]
 

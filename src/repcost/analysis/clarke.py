@@ -145,13 +145,12 @@ def _least_norm_matrix_free(G, s0: np.ndarray, lo: np.ndarray) -> np.ndarray:
 
 
 def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
-                         max_kinks: int = MAX_KINKS, exact_kinks: int = EXACT_KINKS,
-                         exact_entries: int = EXACT_ENTRIES) -> tuple[float, int, bool | None]:
+                         max_kinks: int = MAX_KINKS) -> tuple[float, int, bool | None]:
     """(‖G(s*)‖, number of kinks, whether the set is Clarke's): the least gradient norm over the kinks' slopes (module
     docstring).
 
     `model` is evaluated as it is (the certificate passes its float64 copy, on the CPU). With no
-    kinks this is the plain gradient norm; up to `exact_kinks` kinks, or `exact_entries` column entries, it
+    kinks this is the plain gradient norm; up to `EXACT_KINKS` kinks, or `EXACT_ENTRIES` column entries, it
     solves with exact Jacobian columns, beyond that matrix-free, and with more than `max_kinks` it is NaN (not computed). Kinks
     count only where the activation receives a backward signal (module docstring).
 
@@ -184,7 +183,7 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     g0 = gradient(s0)
     if n == 0:
         return float(np.linalg.norm(g0)), n, exact
-    if n > exact_kinks and n * g0.size > exact_entries:
+    if n > EXACT_KINKS and n * g0.size > EXACT_ENTRIES:
         s = _least_norm_matrix_free(G, s0, lo)
     else:
         J = np.empty((g0.size, n))

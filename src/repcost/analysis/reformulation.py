@@ -98,8 +98,6 @@ def project_points_and_forces(forces: dict, axis: str = "data") -> dict:
     Returns {'points', 'attraction', 'repulsion'}. The PCA is uncentred: it keeps the origin fixed, so rays from the
     origin (aligned neurons) stay rays.
     """
-    if axis not in ("data", "neurons"):
-        raise ValueError(f"axis must be 'data' or 'neurons', got {axis!r}")
     arrays = {"points": forces["Z"], "attraction": forces["attraction"], "repulsion": forces["repulsion"]}
     arrays = {name: (a.T if axis == "data" else a).double() for name, a in arrays.items()}
     v = torch.linalg.svd(arrays["points"], full_matrices=False)[2][:2].T
