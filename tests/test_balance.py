@@ -4,6 +4,7 @@ non-zero after a function-preserving rescale of one unit."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -91,7 +92,7 @@ def test_fc_regularised_bias_enters_incoming(beta):
     assert max(all_gaps(m)) < TOL  # Prop 12: ‖W_1‖² + ‖b_1‖² = ‖W_2‖² (b_2 does not enter)
 
     m_free = copy.deepcopy(m)
-    m_free.bias_regularised = False  # then only weights are compared, and this net is unbalanced
+    m_free.structure = dataclasses.replace(m.structure, biases="free")  # then only weights are compared: unbalanced
     assert neuron_balance(m_free)[0].gap.max() > 0.01 and layer_balance(m_free)[0].gap > 0.01
 
     m2 = copy.deepcopy(m)

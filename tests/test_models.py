@@ -69,7 +69,7 @@ def test_relu_unit_rescaling_keeps_function(name, kw):
     # hand count of the norm change: incoming (and regularised bias) × c², outgoing ÷ c²
     if name == "fc":
         w_in, w_out = ps[0][1], ps[1][:, 1]
-        extra = (ps[m.depth][1] ** 2) if (m.bias_regularised and len(m.biases)) else 0.0
+        extra = (ps[m.depth][1] ** 2) if m.structure.biases == "regularised" else 0.0
         inc = (w_in ** 2).sum() + extra
     elif name == "linear_relu":
         w_in, w_out = ps[m.depth - 2][1], ps[-1][:, 1]

@@ -95,8 +95,8 @@ def test_a_rebalanced_phase_ends_balanced_where_plain_gd_does_not(tmp_path):
 def test_rebalance_on_a_family_without_homogeneity_is_a_one_line_error(tmp_path, monkeypatch):
     from repcost.models.fc import FC
 
-    monkeypatch.setattr(FC, "structure", property(lambda self: Structure(layer_rescaling=True, unit_rescaling=True,
-                                                                          positively_homogeneous=False)))
+    no_homogeneity = Structure(layer_rescaling=True, unit_rescaling=True, positively_homogeneous=False)
+    monkeypatch.setattr(FC, "structure", property(lambda self: no_homogeneity, lambda self, value: None))  # FC's ignored
     with pytest.raises(RepcostError, match="rebalance=true: rebalancing needs a per-unit rescaling symmetry and a positively homogeneous"):
         _run(tmp_path, "x", "train.phases.0.steps=5", "train.phases.1.steps=5", "+train.phases.1.rebalance=true")
 

@@ -97,7 +97,7 @@ def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: flo
             h = m.activation(layer(h, l))
     widths = [w.shape[0] for w in weights[:-1]]
     cfg = FCConfig(depth=m.depth, width=widths, slope=float(m.slope), beta=beta,
-                   bias_regularised=bool(m.bias_regularised))
+                   bias_regularised=m.structure.biases != "free")
     new = FC(cfg, weights[0].shape[1], weights[-1].shape[0], torch.Generator().manual_seed(0)).double()
     new.load_state_dict({f"{kind}.{i}": t for kind, ts in (("weights", weights), ("biases", biases)) for i, t in enumerate(ts)})
     return new.eval(), widths, all_groups

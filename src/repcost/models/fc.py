@@ -57,7 +57,8 @@ class FC(RepModel):
     def __init__(self, cfg: FCConfig, d_in: int, d_out: int, gen: torch.Generator):
         super().__init__()
         self.depth, self.slope, self.beta = cfg.depth, cfg.slope, cfg.beta
-        self.bias_regularised = cfg.bias_regularised
+        biases = "none" if cfg.beta == 0 else ("regularised" if cfg.bias_regularised else "free")
+        self.structure = Structure(chain=True, layer_rescaling=True, unit_rescaling=True, biases=biases)
         dims = [d_in, *cfg.widths(), d_out]
         gain = 2.0 / (1.0 + cfg.slope**2)
         self.weights = nn.ParameterList(
@@ -65,12 +66,6 @@ class FC(RepModel):
             for i in range(cfg.depth))
         self.biases = nn.ParameterList(zeros_param((dims[i + 1],)) for i in range(cfg.depth)) \
             if cfg.beta > 0 else nn.ParameterList()
-
-    @property
-    def structure(self) -> Structure:
-        biases = "none" if self.beta == 0 else ("regularised" if self.bias_regularised else "free")
-        return Structure(chain=True, layer_rescaling=True, unit_rescaling=True, positively_homogeneous=True,
-                         biases=biases)
 
     def activation(self, z: torch.Tensor) -> torch.Tensor:
         return F.leaky_relu(z, self.slope) if self.slope else torch.relu(z)
