@@ -299,7 +299,7 @@ def test_runs_stay_out_of_sweeps_and_sweeps_out_of_runs(tmp_path, failing_sweep,
 
 
 def test_a_value_climbing_out_of_the_sweep_dir_stays_inside():
-    from repcost.config.resolvers import _job_dir
+    from repcost.config.compose import _job_dir
 
     assert _job_dir("data.root=a/b") == "data.root=a/b"  # plain sub-directories as before
     name = _job_dir("data.root=a/../../../../etc")

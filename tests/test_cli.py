@@ -28,7 +28,7 @@ def test_train_cli_writes_every_output(tmp_path, run_cli):
 
 def test_long_overrides_give_a_short_stable_job_dir():
     """Sweep job dirs are named by their overrides; a long one (a whole phases list) is cut and digested."""
-    from repcost.config.resolvers import MAX_JOB_DIR, _job_dir
+    from repcost.config.compose import MAX_JOB_DIR, _job_dir
     assert _job_dir("model.width=8,seed=1") == "model.width=8,seed=1" and _job_dir("") == "base"
     long = "train.phases=[" + ",".join("{optimizer:adam,lr:0.001,steps:%d}" % i for i in range(12)) + "]"
     other = long[:-2] + "9]"

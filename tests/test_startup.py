@@ -20,7 +20,7 @@ def _modules_after(code: str) -> set[str]:
 @pytest.mark.slow  # several seconds of process starts and training
 def test_import_and_help_load_no_heavy_modules(tmp_path):
     heavy = {"torch", "matplotlib", "scipy", "cvxpy", "tensorboard", "submitit", "sklearn", "pandas"}
-    assert not heavy & _modules_after("import repcost, repcost.cli.train, repcost.config.resolvers")
+    assert not heavy & _modules_after("import repcost, repcost.cli.train, repcost.config.compose")
     loaded = _modules_after("import sys; sys.argv = ['repcost-train', '--help']\n"
                             "from repcost.cli.train import main; main()")
     assert not heavy & loaded

@@ -168,7 +168,7 @@ def test_job_directory_names_stay_short_and_long_old_names_are_reused(tmp_path):
     a finished job under the full name an earlier repcost gave it is still found and reused."""
     import yaml
 
-    from repcost.config.resolvers import MAX_JOB_DIR
+    from repcost.config.compose import MAX_JOB_DIR
 
     phases = "train.phases=[{optimizer:adam,lr:0.001,steps:3},{optimizer:gd,lr:0.01,steps:3}]"
     argv = TRAIN + ["-m", "name=long", phases, "model.width=5", "model.depth=3", "data.n_points=7", "seed=0,1",

@@ -15,7 +15,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ..analysis.hooks import AnalysisRunner
-from .hydra_errors import clean_exit
+from ..config.messages import clean_exit
 from ..api import load_run
 from ..config import validate
 from ..config.compose import check_config_dirs, compose_config

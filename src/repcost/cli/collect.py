@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..errors import OneLineParser, RepcostError, report_left_out
-from .hydra_errors import clean_exit
+from ..config.messages import clean_exit
 from ..sweep import LAYERS_CSV, RUNS_CSV, collect
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import OneLineParser
-from .hydra_errors import clean_exit
+from ..config.messages import clean_exit
 
 
 def main(argv: list[str] | None = None) -> None:

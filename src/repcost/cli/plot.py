@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..api import load_run, load_sweep
 from ..errors import OneLineParser, RepcostError, did_you_mean, report_left_out
-from .hydra_errors import clean_exit
+from ..config.messages import clean_exit
 
 FORMATS = (".png", ".pdf", ".svg")
 

@@ -15,15 +15,14 @@ from hydra.types import RunMode
 from hydra_plugins.repcost_stacked_launcher.stacked_launcher import StackedLauncher  # and its config schema
 from omegaconf import DictConfig, OmegaConf
 
-from ..config.compose import store_schema_defaults
-from ..config import resolvers  # noqa: F401  (registers ${repcost_job_dir:})
+from ..config.compose import store_schema_defaults  # (and the ${repcost_job_dir:} resolver)
 from ..errors import FatalError, RepcostError
 from ..paths import CONFIG_DIR
 from ..renamed import override
 from ..startup import forget_refused_run, startup_guard
 from ..train.preempt import Interrupted
 
-from .hydra_errors import clean_exit
+from ..config.messages import clean_exit
 from .train_args import check_argv, help_text
 
 # hydra/launcher=stacked, registered by hand too (Hydra's documented Plugins.register): Hydra's plugin scan lists

@@ -1,4 +1,4 @@
-"""Structured-config schemas (`schema`), the composition of a run's config (`compose`), resolvers and messages.
+"""Structured-config schemas (`schema`), the composition of a run's config and its resolver (`compose`), messages.
 
 Importing the package loads no torch: every command line imports it before it has parsed its arguments.
 """
