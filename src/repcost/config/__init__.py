@@ -6,6 +6,6 @@ Importing the package loads no torch: every command line imports it before it ha
 from __future__ import annotations
 
 from .compose import compose_config
-from .schema import AnalysisConfig, PhaseConfig, RunSpec, TrainConfig, validate
+from .schema import validate
 
-__all__ = ["AnalysisConfig", "PhaseConfig", "RunSpec", "TrainConfig", "compose_config", "validate"]
+__all__ = ["compose_config", "validate"]
