@@ -20,7 +20,7 @@ def _runs(tmp_path, preset: str, key: str, values, *extra: str) -> list[LoadedRu
         cfg = compose_config([f"experiment={preset}", f"{key}={v}", "train.progress=false", *extra])
         d = tmp_path / f"{key}={v}"
         train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), d)
-        out.append(LoadedRun.load(d))
+        out.append(LoadedRun(d))
     return out
 
 

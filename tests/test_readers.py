@@ -109,7 +109,7 @@ def test_legacy_run_loads_through_the_one_loader():
     saved = torch.load(FIXTURE / "checkpoint.pt", weights_only=True)["trainer"]["model"]
     assert all(torch.equal(model.state_dict()[k], v) for k, v in saved.items())
     assert math.isclose(_mse(model, run.data()), run.summary["train_loss"], rel_tol=1e-9)
-    fig = LoadedRun.load(FIXTURE)
+    fig = LoadedRun(FIXTURE)
     assert all(torch.equal(fig.model.state_dict()[k], v) for k, v in model.state_dict().items())
     assert fig.summary == run.summary and run.model("float32").a.dtype == torch.float32
     assert _digest(FIXTURE) == before

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from ..api import Run, load_run, load_sweep
 from ..errors import RepcostError
@@ -70,21 +70,14 @@ def finished_rows(sweep_dir: Path) -> list[dict]:
     return rows
 
 
-@dataclass
-class LoadedRun:
-    """One finished run of a figure's sweep, as compute() receives it."""
+class LoadedRun(Run):
+    """One finished run of a figure's sweep, as compute() receives it: an api.Run whose `data` and `model` (float64,
+    through the one checkpoint loader) are loaded once, as attributes."""
 
-    model: Any
-    data: Any
-    summary: dict
-    spec: Any
-    path: str
-
-    @classmethod
-    def load(cls, path) -> "LoadedRun":
-        """The run in `path` through the notebook API (its one checkpoint loader): the model in float64."""
-        run = load_run(path)
-        return cls(run.model("float64"), run.data(), run.summary, run.spec, path=str(path))
+    def __init__(self, path):
+        super().__init__(load_run(path).path)  # load_run: one line naming a directory that holds no run
+        self.data = Run.data(self)
+        self.model = Run.model(self, "float64", data=self.data)
 
     def columns(self, *keys: str) -> dict:
         """The summary's `keys`, then what every figure row reports of its run: train loss, steps, wall time and
@@ -94,7 +87,7 @@ class LoadedRun:
 
 def load_runs(fig_id: str, args) -> list[LoadedRun]:
     """The finished runs of a figure's sweep (`sweep_for`), loaded; a sweep without any is a RepcostError."""
-    runs = [LoadedRun.load(r["path"]) for r in sweep_for(fig_id, args)]
+    runs = [LoadedRun(r["path"]) for r in sweep_for(fig_id, args)]
     if not runs:
         raise RepcostError(f"{fig_id}: no finished runs in its sweep")
     return runs

@@ -13,13 +13,11 @@ with this module's `plot`.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
-from omegaconf import OmegaConf
 
 from ..analysis.alignment import optimisation_failures, plateau_start
+from ..api import Run
 from . import Verdict, is_full, sweep_for, width_curve
 
 FIG_ID = "jacot22-fig2"
@@ -34,10 +32,6 @@ def inputs(args) -> tuple[list[dict], list[dict], dict]:
     """The MNIST and teacher sweeps' rows, and which of them ran at paper size."""
     mode = {p: "full" if is_full(args, p) else "quick" for p in (FIG_ID, f"{FIG_ID}-teacher")}
     return sweep_for(FIG_ID, args), sweep_for(f"{FIG_ID}-teacher", args), mode
-
-
-def _n_train(rows: list[dict]) -> int:
-    return OmegaConf.load(Path(rows[0]["path"]) / ".hydra" / "config.yaml").data.n_train
 
 
 def compute(inp) -> list[dict]:
@@ -58,10 +52,10 @@ def compute(inp) -> list[dict]:
                  "test_loss": float(r["test_loss"]), "wall_time_s": float(r["wall_time_s"]), "not_at_minimum": wi in bad,
                  "trial_objectives": " ".join(f"{v:.6g}" for ww, v in zip(tw, tv) if ww == wi),
                  **{f"plateau_start_{k}": v for k, v in starts.items()}} for wi, o, r in zip(w, obj, rs)]
+    n = [Run(rows[0]["path"]).config["data"]["n_train"] for rows in (mnist, teacher)]  # as the runs trained
     out[0]["_panels"] = [
-        dict(series=series["mnist"], title=f"MNIST ({mode[FIG_ID]}: N = {_n_train(mnist)}), cross-entropy, L = 3",
-             ylabel="loss"),
-        dict(series=series["teacher"], title=f"teacher ({mode[FIG_ID + '-teacher']}: N = {_n_train(teacher)}; depth 3, "
+        dict(series=series["mnist"], title=f"MNIST ({mode[FIG_ID]}: N = {n[0]}), cross-entropy, L = 3", ylabel="loss"),
+        dict(series=series["teacher"], title=f"teacher ({mode[FIG_ID + '-teacher']}: N = {n[1]}; depth 3, "
                                              f"width 10), MSE, λ = {lam_t:g}", ylabel="loss")]
     return out
 

@@ -11,8 +11,6 @@ N = 500, 14k steps, seeds 0, 1, 2, judged by the same rule (`full` changes nothi
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
@@ -41,7 +39,7 @@ def compute(runs) -> list[dict]:
 def spectra(run) -> tuple[list, list, np.ndarray, np.ndarray]:
     """A run's spectra from its analysis files: each hidden layer's and weight matrix's singular values, the
     Jacobian's at the analysis points, and f*'s Jacobian ranks at those points."""
-    L, z = run.model.depth, {n: np.load(Path(run.path) / "analysis" / f"{n}.npz") for n in ("hidden", "weights", "jacobian")}
+    L, z = run.model.depth, run.analysis
     jac = z["jacobian"]["jacobian_s"]
     return ([z["hidden"][f"s_post{ell}"] for ell in range(1, L)], [z["weights"][f"W{ell}"] for ell in range(1, L + 1)],
             jac, true_jacobian_ranks(run.spec.data, analysis_points(run.spec.analysis, run.data)[: len(jac)]))
