@@ -688,7 +688,8 @@ def test_what_changed_names_a_plugin_source_and_a_repcost_version():
     from omegaconf import OmegaConf
 
     from repcost.config import compose_config
-    from repcost.provenance import identity_changes, repcost_version
+    from repcost.identity import identity_changes
+    from repcost.provenance import repcost_version
 
     cfg = OmegaConf.to_container(compose_config(["model.width=7"]), resolve=True)
     mine = {**cfg, "plugin_sources": {"mypkg.plugin": "aaaa"}}

@@ -7,7 +7,8 @@ every key left out that sits at its schema default, and the keys whose schema fi
 key with a default never changes an existing run's hash. A nested section (`train.certify`) away from its
 default counts whole; a key added to one later is marked `metadata={"identity": "set"}` and counts only where
 it is not at its default, so the section of an earlier run hashes as it did. `device` counts by what it resolves to
-(cpu or cuda), so `device=auto` and `device=cpu` on a CPU machine are the same run.
+(cpu or cuda), so `device=auto` and `device=cpu` on a CPU machine are the same run. `identity_changes` says what
+makes a finished run stale.
 """
 
 from __future__ import annotations
@@ -142,3 +143,26 @@ def check_stackable(cfgs: Sequence[dict]) -> None:
         if diff:
             raise RepcostError(f"run {i} cannot be stacked with run 0: its {min(diff)} differs; stacked runs may "
                                f"differ only in {', '.join(STACKABLE_KEYS)}")
+
+
+def identity_changes(old: dict, new: dict, old_version: str | None = None) -> str:
+    """What differs between the identities (`identity.run_identity`) of two run configs, in words: the config keys
+    with both values, the plugins whose source changed; where no key differs, the identity rules of another
+    repcost version."""
+    from .provenance import repcost_version
+
+    try:
+        a, b = flat(run_identity(old)), flat(run_identity(new))
+    except RepcostError as e:  # the old run's family or dataset is no longer registered
+        return str(e)
+    full_a, full_b = flat(old), flat(new)  # (an identity leaves out keys at their defaults: values from here)
+    short = lambda v: repr(v) if len(repr(v)) <= 30 else repr(v)[:27] + "..."  # noqa: E731
+    words = [f"source of plugin {k.split('.', 1)[1]}" if k.startswith("plugin_sources.")
+             else f"{k}: {short(full_a.get(k))} -> {short(full_b.get(k))}"
+             for k in sorted(a.keys() | b.keys()) if a.get(k, _ABSENT) != b.get(k, _ABSENT)]
+    if not words:
+        return f"no config key: the identity rules of repcost {old_version or '?'} (this is {repcost_version()})"
+    return ", ".join(words[:4]) + (f" and {len(words) - 4} more" if len(words) > 4 else "")
+
+
+_ABSENT = object()

@@ -154,13 +154,12 @@ class WandbTracker:
         self.run.log(_metrics(rec), step=int(rec["step"]))
 
     def finish(self, summary: dict | None) -> None:
-        if summary is None:  # stopped: resumed under the same id by the relaunch
-            self.run.finish(exit_code=1)
-            return
-        self.run.summary.update(_scalars(summary))
-        for f in [self.run_dir / "summary.json", *sorted((self.run_dir / "figures").glob("*"))]:
-            self.run.save(str(f), base_path=str(self.run_dir), policy="now")
-        self.run.finish(exit_code=1 if summary.get("status") == "failed" else 0)
+        if summary is not None:
+            self.run.summary.update(_scalars(summary))
+            for f in [self.run_dir / "summary.json", *sorted((self.run_dir / "figures").glob("*"))]:
+                self.run.save(str(f), base_path=str(self.run_dir), policy="now")
+        # exit code 1: a failed run, or a stopped one (its relaunch resumes it under the same id)
+        self.run.finish(exit_code=1 if summary is None or summary.get("status") == "failed" else 0)
 
 
 # A tracker is built as KIND(run_dir, cfg, config hash, run id to resume or None) and has `run_id` (where it has

@@ -3,7 +3,7 @@
 `provenance()` goes into summary.json. `run_plugin_sources(...)` goes into the run's config (the top-level
 key `plugin_sources`, part of the run's identity), so editing a plugin that a run uses makes its
 finished result stale, as editing its config does. Runs that use no plugin have no such key and keep
-the identity they always had. `identity_changes` says what makes a finished run stale.
+the identity they always had.
 """
 
 from __future__ import annotations
@@ -78,28 +78,3 @@ def provenance() -> dict[str, Any]:
     return {"repcost_version": repcost_version(), "git_commit": git_commit(),
             "python_version": platform.python_version(),
             "torch_version": getattr(torch, "__version__", "not imported"), "plugins": plugins}
-
-
-def identity_changes(old: dict, new: dict, old_version: str | None = None) -> str:
-    """What differs between the identities (`identity.run_identity`) of two run configs, in words: the config keys
-    with both values, the plugins whose source changed; where no key differs, the identity rules of another
-    repcost version."""
-    from .errors import RepcostError
-    from .identity import run_identity
-    from .rundir import flat
-
-    try:
-        a, b = flat(run_identity(old)), flat(run_identity(new))
-    except RepcostError as e:  # the old run's family or dataset is no longer registered
-        return str(e)
-    full_a, full_b = flat(old), flat(new)  # (an identity leaves out keys at their defaults: values from here)
-    short = lambda v: repr(v) if len(repr(v)) <= 30 else repr(v)[:27] + "..."  # noqa: E731
-    words = [f"source of plugin {k.split('.', 1)[1]}" if k.startswith("plugin_sources.")
-             else f"{k}: {short(full_a.get(k))} -> {short(full_b.get(k))}"
-             for k in sorted(a.keys() | b.keys()) if a.get(k, _ABSENT) != b.get(k, _ABSENT)]
-    if not words:
-        return f"no config key: the identity rules of repcost {old_version or '?'} (this is {repcost_version()})"
-    return ", ".join(words[:4]) + (f" and {len(words) - 4} more" if len(words) > 4 else "")
-
-
-_ABSENT = object()

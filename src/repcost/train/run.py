@@ -26,11 +26,11 @@ from ..config.schema import RunSpec
 from ..config.limits import allocating
 from ..data import load_data
 from ..errors import RepcostError, io_error
-from ..identity import check_stackable, run_hash
+from ..identity import check_stackable, identity_changes, run_hash
 from ..loggers import Trackers
 from ..models import build_model
 from ..rundir import CHECKPOINT, ERROR, METRICS, SUMMARY, RunDir, metrics_sink, remove_dead_temp_files
-from ..provenance import identity_changes, provenance
+from ..provenance import provenance
 from .. import startup, threads
 from . import certify
 from .engine import Engine
@@ -76,7 +76,7 @@ def open_run(rd: RunDir, chash: str, force: bool = False, on_stale: str = "refus
             if _has_identity(ck, chash):
                 return "finished", None
             version = rd.summary().get("repcost_version")
-        old = ck.get("config")  # what differs between it and this config (`provenance.identity_changes`):
+        old = ck.get("config")  # what differs between it and this config (`identity.identity_changes`):
         changed = identity_changes(old, cfg, version) if isinstance(old, dict) and cfg is not None else "config unknown"
         if on_stale != "move":
             raise RepcostError(f"{rd.path} holds a finished run of another config ({changed}; hash {fh}, this config "
