@@ -135,18 +135,15 @@ def csv_bytes(rows: list[dict]) -> bytes:
 
 def load_checkpoint(path: Path) -> dict:
     """Load a checkpoint written by repcost (weights_only=True: plain tensors and containers, never code)."""
-    path = Path(path)
     try:
         with warnings.catch_warnings():  # the unpickler's notes on a foreign pickle: its refusal below is the one line
             warnings.simplefilter("ignore")
             ck = torch.load(path, map_location="cpu", weights_only=True)
+        why = None if isinstance(ck, dict) and "trainer" in ck and "config_hash" in ck else "not a repcost checkpoint"
     except Exception as e:  # truncated, random, foreign or malicious (pickled code is refused)
-        first = (str(e).strip().splitlines() or [""])[0][:160]
-        raise RepcostError(f"cannot read checkpoint {path}: {e.__class__.__name__}: {first}; "
-                           "force=true moves the run aside and starts over") from None
-    if not isinstance(ck, dict) or "trainer" not in ck or "config_hash" not in ck:
-        raise RepcostError(f"cannot read checkpoint {path}: not a repcost checkpoint; "
-                           "force=true moves the run aside and starts over")
+        why = f"{e.__class__.__name__}: {(str(e).strip().splitlines() or [''])[0][:160]}"
+    if why is not None:
+        raise RepcostError(f"cannot read checkpoint {path}: {why}; force=true moves the run aside and starts over")
     return ck
 
 
