@@ -146,10 +146,8 @@ class Run:
 
     def members(self) -> list[Run]:
         """The members of a `train.ensemble_size=K` run (members/<i>/), each a Run; [] for a single run."""
-        d = self.path / "members"
-        if not d.is_dir():
-            return []
-        return [Run(p) for p in sorted(d.iterdir(), key=lambda p: int(p.name)) if p.name.isdigit()]
+        members = [p for p in (self.path / MEMBERS).glob("*") if p.name.isdigit()]
+        return [Run(p) for p in sorted(members, key=lambda p: int(p.name))]
 
     def __repr__(self) -> str:
         s = self.summary if (self.path / SUMMARY).exists() else {}
