@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="a config dir of your own (as for repcost-train), searched first for group options")
     a = ap.parse_intermixed_args(argv)  # overrides before or after the options
     with clean_exit("repcost-analyze"):  # (a bad dotted override is an omegaconf error)
-        out = check_out(a.out) if a.out else _new_reanalysis_dir(a.run_dir)
+        out = a.out or _new_reanalysis_dir(a.run_dir)  # (analyze checks it)
         scalars = analyze(a.run_dir, a.overrides, out, a.config_dir)
     print(json.dumps(scalars, indent=1, sort_keys=True))
     print(f"arrays and per-layer table: {out / 'analysis'}")

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 from ..api import load_run, load_sweep
-from ..errors import OneLineParser, RepcostError, did_you_mean, report_left_out
+from ..errors import OneLineParser, RepcostError, did_you_mean, io_error, report_left_out
 from ..config.messages import clean_exit
 
 FORMATS = (".png", ".pdf", ".svg")
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
             out.parent.mkdir(parents=True, exist_ok=True)
             fig.savefig(out, dpi=120, bbox_inches="tight")
         except OSError as e:
-            raise RepcostError(f"cannot write {out}: {e.strerror or e}") from None
+            raise io_error(out, e) from None
     print(f"wrote {out} ({what})")
     report_left_out("repcost-plot", skipped, total, "runs", a.allow_missing)
 

@@ -296,7 +296,6 @@ class RunSpec(TopLevelConfig):
 
 
 SECTIONS = ("model", "data", "train", "analysis", "hydra")
-TOP_LEVEL = (*SECTIONS[:-1], *(f.name for f in dataclasses.fields(TopLevelConfig)))
 
 
 def _section(prefix: str, schema: type, node) -> Any:
@@ -322,16 +321,12 @@ def _section(prefix: str, schema: type, node) -> Any:
 
 
 def _registered_section(prefix: str, registry, node) -> Any:
-    if node is None or "name" not in node:
-        raise ConfigError(f"{prefix}.name", None, "one of " + ", ".join(registry.names()))
-    return _section(prefix, registry.get(node["name"]).schema, node)
+    return _section(prefix, registry.get((node or {}).get("name")).schema, node)
 
 
 def validate(cfg: DictConfig) -> RunSpec:
     """Validate a composed run config against the schemas; ConfigError on the first problem."""
     load_plugins(cfg)  # the user's model families and datasets register before their names are checked
-    for key in cfg:
-        check(key in TOP_LEVEL or key == "hydra", str(key), "<unknown key>", "top-level keys " + ", ".join(TOP_LEVEL))
     top = _section("", TopLevelConfig, {k: v for k, v in cfg.items() if k not in SECTIONS})
     import torch  # (the run loads it anyway)
 
