@@ -134,7 +134,7 @@ def test_heldout_rays_ranges_and_determinism():
 def test_certificate_fields_from_summary(tmp_path):
     head = dict.fromkeys(("study", "family", "block", "dataset", "L", "n_points", "C", "C_min", "ratio",
                           "global_gap_rel", "certify_rounds", "passed"))
-    run = {"train_loss": 0.5, "steps": 10, "script_wall_s": 1.0}
+    run = {"train_loss": 0.5, "steps": 10, "wall_time_s": 1.0}
     s = {"critical_point": True, "critical.stationarity": 3.0, "critical.clarke_stationarity": 3e-9, "critical.kinks": 4,
          "critical.unit_gap": 1e-7, "cost": 1.0, **run}
     row = check_recipes._row(s, np.array([0.0, 2.0]), tmp_path, **head)

@@ -62,6 +62,8 @@ from pathlib import Path
 
 import numpy as np
 
+from repcost.api import Run
+
 REPO = Path.cwd()  # outputs and figure paths are relative to where it runs (`make check-recipes`: the checkout)
 TOL = 0.03  # two rays: within 3 % of the reference
 GAP_TOL = 0.01  # 1-D: certified = duality gap ≤ 1 % (what the recipe's train.certify.gap_tol states)
@@ -186,8 +188,9 @@ def _fmt(v) -> str:
     return "[" + ",".join(f"{float(t):.6f}" for t in v) + "]" if isinstance(v, (list, np.ndarray)) else f"{v}"
 
 
-def train(overrides: list[str], run_dir: Path) -> dict:
-    """One training run through the library entry points (as `repcost-train OVERRIDES` would); its summary."""
+def train(overrides: list[str], run_dir: Path) -> Run:
+    """One training run through the library entry points (as `repcost-train OVERRIDES` would), read back: a
+    finished run of this recipe is reused; one of another recipe is moved aside, never deleted."""
     import logging
 
     import torch
@@ -199,11 +202,8 @@ def train(overrides: list[str], run_dir: Path) -> dict:
     torch.set_num_threads(1)  # one process per core
     logging.getLogger("repcost").setLevel(logging.ERROR)
     cfg = compose_config(overrides + ["train.progress=false"])
-    t = time.perf_counter()
-    # a finished run of this recipe is reused; one of another recipe is moved aside, never deleted
-    summary = train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), run_dir, on_stale="move")
-    summary["script_wall_s"] = summary["wall_time_s"] if summary.get("reused") else time.perf_counter() - t
-    return summary
+    train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), run_dir, on_stale="move")
+    return Run(run_dir)
 
 
 COLUMNS = ("study", "family", "block", "dataset", "L", "n_points", "C", "C_min", "ratio", "spread", "loss_over_var",
@@ -217,7 +217,7 @@ def _row(s: dict, y: np.ndarray, path: Path, **values) -> dict:
     and the least over the slopes of kinked pre-activations) and the largest per-unit balance gap of the ReLU layer
     (0 at any critical point); NaN where the summary has none."""
     row = {"spread": 0.0, "certificate_gap": 0.0, "loss_over_var": s["train_loss"] / float(np.var(y)),
-           "steps": s["steps"], "wall_s": s["script_wall_s"], "critical_point": bool(s.get("critical_point", False)),
+           "steps": s["steps"], "wall_s": s["wall_time_s"], "critical_point": bool(s.get("critical_point", False)),
            **{f"cert_{k}": float(s.get(f"critical.{k}", math.nan)) for k in ("stationarity", "clarke_stationarity",
                                                                             "unit_gap")},
            "run_dir": str(path.relative_to(REPO)) if path.is_relative_to(REPO) else "", **values}
@@ -236,11 +236,10 @@ def case_1d(family: str, i: int, out: Path, extra: list[str] = ()) -> dict:
     block = "dev" if i in DEV else "heldout" if i in HELDOUT else f"{i // 10 * 10}–{i // 10 * 10 + 9}"
     head = {"study": "1d", "family": family, "block": block, "dataset": i, "L": 2, "n_points": len(x), "C_min": cmin}
     try:
-        s = train(["experiment=min_norm_1d", f"data.x={_fmt(x)}", f"data.y={_fmt(y)}", *extra], run_dir)
+        s = train(["experiment=min_norm_1d", f"data.x={_fmt(x)}", f"data.y={_fmt(y)}", *extra], run_dir).summary
     except RepcostError as e:  # a run that failed (e.g. diverged) is a dataset not certified, never dropped
         nan = math.nan
-        failed = {"train_loss": nan, "steps": nan, "script_wall_s": nan}
-        return _row(failed, y, run_dir, **head, C=nan, ratio=nan, global_gap_rel=nan, certify_rounds=nan,
+        return _row(dict.fromkeys(("train_loss", "steps", "wall_time_s"), nan), y, run_dir, **head, C=nan, ratio=nan, global_gap_rel=nan, certify_rounds=nan,
                     passed=False, run_dir="failed: " + str(e).splitlines()[0].removeprefix("run failed: "))
     row = _row(s, y, run_dir, **head, C=s["cost"], ratio=s["cost"] / cmin, passed=False,
                global_gap_rel=s.get("certify.duality_gap_rel", math.nan), certify_rounds=s.get("certify.rounds", 0))
@@ -258,28 +257,25 @@ def case_rays(i: int, L: int, out: Path, extra: list[str] = ()) -> dict:
     docstring)."""
     from repcost.analysis import min_r2_interpolant, phi_L
     from repcost.analysis.two_rays import f_and_g_for_data
-    from repcost.api import Run
-    from repcost.config import compose_config, validate
-    from repcost.data import load_data
+    from repcost.config import compose_config
 
-    ov = ["experiment=min_norm_two_rays"] + [f"data.{k}={_fmt(v)}" for k, v in heldout_rays(i).items()]
-    cfg = validate(compose_config(ov + list(extra)))
-    data = load_data(cfg.data)
-    x, y = data.x_train.double().numpy(), data.y_train.double().numpy()[:, 0]
+    ov = ["experiment=min_norm_two_rays", *(f"data.{k}={_fmt(v)}" for k, v in heldout_rays(i).items()),
+          f"model.depth={L}", *extra]
+    K = int(compose_config(ov).train.ensemble_size)  # the recipe's, or `extra`'s
     run_dir = out / f"rays_L{L}_{i}"
+    run = train(ov + [f"train.ensemble_size={5 * K}"] if L == 3 else ov, run_dir)
+    s, data = run.summary, run.data()
+    x, y = data.x_train.double().numpy(), data.y_train.double().numpy()[:, 0]
     head = {"study": f"rays_L{L}", "family": "two_rays", "block": "", "dataset": i, "L": L, "n_points": len(y),
             "global_gap_rel": math.nan, "certify_rounds": 0}
     if L == 2:
         ref = min_r2_interpolant(x, y)
-        s = train(ov + ["model.depth=2", *extra], run_dir)
         ratio = s["cost"] / ref.value
         return _row(s, y, run_dir, **head, C=s["cost"], C_min=ref.value, ratio=ratio, certificate_gap=ref.gap,
                     passed=bool(abs(ratio - 1) <= TOL))
     f, g, _ = f_and_g_for_data(data)
     ref = min(phi_L(f.W, f.a, 3), phi_L(g.W, g.a, 3))
-    K = int(cfg.train.ensemble_size)
-    s = train(ov + ["model.depth=3", *extra, f"train.ensemble_size={5 * K}"], run_dir)  # K from `extra` too
-    members = [m.summary for m in Run(run_dir).members()]
+    members = [m.summary for m in run.members()]
     costs = [min(members[j * K:(j + 1) * K], key=lambda r: r["objective"])["cost"] for j in range(5)]
     spread = (max(costs) - min(costs)) / min(costs)
     return _row(s, y, run_dir, **head, C=max(costs), C_min=ref, ratio=max(costs) / ref, spread=spread,
