@@ -13,7 +13,6 @@ line, exit 2. The certificate is one of them, run at the end of every finished r
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import math
 from dataclasses import dataclass, field
@@ -222,16 +221,14 @@ class AnalysisRunner:
 
     def __init__(self, cfg: AnalysisConfig, model, data, run_dir: Path, train=None):
         self.cfg, self.run_dir = cfg, Path(run_dir)
-        opts = validate_options(cfg)
+        built = validate_options(cfg)
         self.skipped = {n: why for n in cfg.analyses if (why := ANALYSES.get(n).build.applies(model, data))}
         if self.skipped and len(self.skipped) == len(cfg.analyses):  # nothing selected applies: a mistake
             name, why = next(iter(self.skipped.items()))
             raise RepcostError(f"analysis '{name}' does not apply to this run: {why}")
         self.names = [n for n in cfg.analyses if n not in self.skipped]
         self.x = analysis_points(cfg, data) if cfg.analyses else None
-        schemas = {n: ANALYSES.get(n).schema for n in self.names}
-        self.options = {n: s(**{f.name: opts[f.name] for f in dataclasses.fields(s) if f.name in opts})
-                        for n, s in schemas.items()}
+        self.options = {n: built.get(ANALYSES.get(n).schema) for n in self.names}
         self.critical = cfg.critical.enabled and train is not None
         self.options["critical"] = cfg.critical
         y = training_targets(data, data.y_train, train.loss) if train is not None else data.y_train

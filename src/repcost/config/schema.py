@@ -348,8 +348,9 @@ def validate(cfg: DictConfig) -> RunSpec:
     return spec
 
 
-def validate_options(cfg: AnalysisConfig) -> dict[str, Any]:
-    """Check `analysis.analyses` and `analysis.options` against the registered analyses; the options with defaults.
+def validate_options(cfg: AnalysisConfig) -> dict[type, Any]:
+    """Check `analysis.analyses` and `analysis.options` against the registered analyses; {options dataclass: its
+    instance from `analysis.options`, typed and checked as the dataclass says}.
 
     Keys are checked against the options of every registered analysis (so one options block can
     serve several presets); values against each analysis's dataclass.
@@ -359,12 +360,9 @@ def validate_options(cfg: AnalysisConfig) -> dict[str, Any]:
         check(name in names, "analysis.analyses", name,
               "a list of " + ", ".join(names) + did_you_mean(name, names) + "; " + PLUGIN_HINT)
     schemas = {ANALYSES.get(n).schema for n in names} - {CriticalOptions}  # its options: analysis.critical
-    known = {f.name: f for s in schemas for f in dataclasses.fields(s)}
+    fields = {s: {f.name for f in dataclasses.fields(s)} for s in schemas}
     given = dict(cfg.options or {})
     for key in given:
-        check(key in known, f"analysis.options.{key}", "<unknown option>", "options " + ", ".join(sorted(known)))
-    for schema in schemas:
-        mine = {k: v for k, v in given.items() if k in {f.name for f in dataclasses.fields(schema)}}
-        _section("analysis.options", schema, mine)  # its values, typed and checked as the schema says
-    defaults = {k: f.default for k, f in known.items()}
-    return {**defaults, **given}
+        check(any(key in f for f in fields.values()), f"analysis.options.{key}", "<unknown option>",
+              "options " + ", ".join(sorted(set().union(*fields.values()))))
+    return {s: _section("analysis.options", s, {k: v for k, v in given.items() if k in f}) for s, f in fields.items()}
