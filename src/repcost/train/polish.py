@@ -8,15 +8,16 @@ Then live units that put pre-activations on the kink z = 0 at data points (Jacot
 a function of the pre-activations, and a kink is part of it) are treated by an active-set augmented Lagrangian: the
 certificate's kinks (analysis/clarke.py, its finder and KINK_TOL) are held, z_j(θ) = 0 as equality constraints with the
 held entries' output fixed at a·z (a: the leaky slope, 0 for ReLU), the entries released from the kink kept on their
-side's piece, and full-batch float64 L-BFGS (strong Wolfe) minimises objective + ν·z + ρ/2·‖z‖² over the held entries.
+side's piece, and full batch in float64 objective + ν·z + ρ/2·‖z‖² over the held entries is minimised: by damped Newton
+steps (`_newton`) on nets of at most NEWTON parameters, by L-BFGS (strong Wolfe) on larger ones.
 After each inner solve the multipliers step (ν += ρz) and give each held kink its slope s_j = a + ν_j/(∂obj/∂out_j); a
 kink whose slope leaves [a, 1] is released to the side the slope points to (above 1: z > 0 lowers the objective), an
 entry that crossed 0 is held, new kinks are taken in. The gradient at the slopes clipped to [a, 1] is an element of
 the certificate's set, so its norm over the penalty's pull bounds the certificate's Clarke measure: the polish stops
 once it is at most TOL, or at its iteration and time budgets, and keeps the point of least measure (never one of
-higher objective than it started from). Nearly parallel units of one layer merge only slowly (a weakly curved valley):
-there the measure falls slowly whatever the kinks do. What the polish reaches is measured, not promised
-(docs/usage.md).
+higher objective than it started from). Trained nets often sit near saddles and in weakly curved valleys (nearly
+parallel units of one layer merging) where L-BFGS creeps and the measure hardly falls; Newton leaves them and converges
+quadratically. What the polish reaches is measured, not promised (docs/usage.md).
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ DEAD = 1e-12  # a unit whose output into the next layer is at most this fraction
 CHUNK = 100  # L-BFGS iterations between time checks
 TOL = 1e-7  # the polish stops once the gradient at the multipliers' slopes is at most this fraction of the penalty's pull
 RHO = 1e3  # the augmented Lagrangian's first penalty on the held pre-activations (×10 while they do not shrink 4×)
-INNER = 200  # L-BFGS iterations at most between multiplier updates
+INNER = 200  # L-BFGS iterations (or Newton steps) at most between multiplier updates
 RELEASE = 0.1  # a held kink is released once its slope is this far outside [a, 1]
+NEWTON = 4000  # nets with at most this many parameters take Newton steps (dense Hessian), larger ones L-BFGS
+FLAT = 1e-11  # Newton's least damping, relative to the Hessian's largest diagonal entry (flat directions: symmetries)
 
 
 @dataclass
@@ -121,6 +124,51 @@ def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float
         if stalled:
             break
     opt.zero_grad(set_to_none=True)
+    return done
+
+
+class _Call(torch.nn.Module):
+    """`fn()` as a module holding `model`, so that torch.func.functional_call evaluates it at other parameters."""
+
+    def __init__(self, model, fn):
+        super().__init__()
+        self.model, self.fn = model, fn
+
+    def forward(self) -> torch.Tensor:
+        return self.fn()
+
+
+def _newton(model, value, iterations: int, deadline: float) -> int:
+    """Damped Newton steps on `value` over `model`'s trainable parameters: −(H + μI)⁻¹g with the dense Hessian
+    (forward-over-reverse, torch.func) and μ, from the last step's μ/100 (at least FLAT of H's largest diagonal
+    entry) up ×10, the least for which
+    Cholesky succeeds (H + μI positive definite, so the step descends; at a saddle the least-curved directions take
+    the largest steps out of it), halved until `value` decreases; until no halving does, `iterations` or `deadline`;
+    returns the steps taken. It leaves the saddles and weakly curved valleys (nearly parallel units merging) where
+    L-BFGS creeps, and converges quadratically at a nondegenerate minimum."""
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    params, call = [p for _, p in named], _Call(model, value)
+
+    def f(v: torch.Tensor) -> torch.Tensor:
+        parts = torch.split(v, [p.numel() for p in params])
+        return torch.func.functional_call(call, {f"model.{n}": c.view_as(p) for (n, p), c in zip(named, parts)}, ())
+
+    done, mu, eye = 0, 0.0, torch.eye(sum(p.numel() for p in params), dtype=params[0].dtype)
+    while done < iterations and time.perf_counter() < deadline:
+        v = torch.nn.utils.parameters_to_vector(params).detach()
+        g = torch.func.grad(f)(v)
+        H = torch.func.vmap(lambda u: torch.func.jvp(torch.func.grad(f), (v,), (u,))[1], chunk_size=256)(eye)
+        mu = max(mu / 100, FLAT * float(H.diagonal().abs().max()))  # the last step's damping, lowered
+        while (factor := torch.linalg.cholesky_ex(H + mu * eye))[1] != 0:
+            mu *= 10
+        step, t, f0 = torch.cholesky_solve(g[:, None], factor[0])[:, 0], 1.0, float(f(v))
+        while t >= 1e-12 and float(f(v - t * step)) >= f0:
+            t /= 2
+        if t < 1e-12:  # no decrease along the step: stalled
+            break
+        with torch.no_grad():
+            torch.nn.utils.vector_to_parameters(v - t * step, params)
+        done += 1
     return done
 
 
@@ -211,16 +259,19 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
     removed, _ = remove_dead_units(model, x)
     pattern, rho, done, last = _ActiveSet(model, x, y, loss, lam, reg_scale), RHO, 0, math.inf
     best = (pattern.update(rho)[1], [p.detach().clone() for p in params])  # the least measure at ≤ start, its point
+    newton = sum(p.numel() for p in params) <= NEWTON
     while done < iterations and time.perf_counter() < t0 + seconds:
-        done += _descend(params, lambda: pattern.lagrangian(rho), min(INNER, iterations - done), t0 + seconds)
+        steps = (_newton if newton else _descend)(model if newton else params, lambda: pattern.lagrangian(rho),
+                                                  min(INNER, iterations - done), t0 + seconds)
+        done += steps
         far, measure, held = pattern.update(rho)
         with torch.no_grad():
             obj = float(objective(model, x, y, loss, lam, reg_scale)[0])
-        log.info("polish: %d L-BFGS iterations, objective %.12g, %d kinks held (|z| ≤ %.2g), Clarke %.3g", done, obj,
+        log.info("polish: %d iterations, objective %.12g, %d kinks held (|z| ≤ %.2g), Clarke %.3g", done, obj,
                  held, far, measure)
         if measure < best[0] and obj <= start:
             best = (measure, [p.detach().clone() for p in params])
-        if measure <= TOL:
+        if measure <= TOL or steps == 0:  # at the tolerance, or no step lowers the Lagrangian any more
             break
         rho = min(rho * 10, RHO * 1e4) if far > max(0.25 * last, 1e-12) else rho
         last = far
