@@ -370,7 +370,6 @@ def main(argv=None) -> int:
                                                    for t, b in groups[k].items()) if len(groups[k]) > 1 else ""))
     print(f"total {time.perf_counter() - t0:.0f} s with {a.jobs} jobs")
     csv_path = REPO / a.csv
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(csv_path, csv_bytes(rows))
     _figure(flat, csv_path.with_suffix(".png"))
     # the target: at least 9 of every 10 (each 1-D block of ten, each two-rays study)

@@ -27,7 +27,8 @@ import torch
 from repcost.analysis.critical import critical_point_certificate, lbfgs_descent
 from repcost.analysis.spectra import hidden_spectra
 from repcost.api import load_run
-from repcost.errors import OneLineParser, RepcostError
+from repcost.config.messages import clean_exit
+from repcost.errors import OneLineParser
 from repcost.figures.jacot23_fig1 import ratio
 from repcost.objective import objective
 
@@ -59,13 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.evals < 1 or a.every < 1:
         ap.error("--evals and --every must be positive")
     torch.set_num_threads(a.threads)
-    try:
+    with clean_exit("descent_probe"):  # not a run, an unreadable checkpoint: one line
         run = load_run(a.run_dir)
         data = run.data()
-    except RepcostError as e:
-        print(f"descent_probe: {e}", file=sys.stderr)
-        return 2
-    train, model = run.spec.train, run.model().double()
+        train, model = run.spec.train, run.model()  # float64
     x = data.x_train.double()
     y = data.y_train.double() if data.y_train.is_floating_point() else data.y_train
     k = data.meta.get("k") if hasattr(model, "hidden") else None
