@@ -26,7 +26,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from .. import startup
-from ..errors import FatalError, RepcostError
+from ..errors import FatalError, RepcostError, io_error
 from ..rundir import append_line, atomic_write_bytes, check_place
 from ..sweep import LAST_JOBS
 from .collect import report_sweep
@@ -82,7 +82,7 @@ class GuardsCallback(Callback):
             sweep.mkdir(parents=True, exist_ok=True)
             _outcomes(sweep, os.environ[LAUNCH]).write_text(f"{time.time()} {total}\n")
         except OSError as e:
-            raise FatalError(f"cannot create or write {e.filename or sweep}: {e.strerror or e}") from None
+            raise FatalError(str(io_error(e.filename or sweep, e))) from None
         atomic_write_bytes(sweep / LAST_JOBS, b"")  # jobs of earlier multiruns stay on disk but are no longer last
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
