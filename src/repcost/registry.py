@@ -86,11 +86,11 @@ class Registry:
         self._load()
         return sorted(self._entries)
 
-    def get(self, name: str) -> Entry:
-        """The entry for `name`, or a ConfigError listing the known names."""
+    def get(self, name: str, key: str = "") -> Entry:
+        """The entry for `name`, or a ConfigError naming `key` (default: `<kind>.name`) and listing the known names."""
         self._load()
         if name not in self._entries:
-            raise ConfigError(f"{self.kind}.name", name, "one of " + ", ".join(self.names())
+            raise ConfigError(key or f"{self.kind}.name", name, "one of " + ", ".join(self.names())
                               + did_you_mean(name, self.names()) + "; " + PLUGIN_HINT)
         return self._entries[name]
 

@@ -16,7 +16,7 @@ from typing import Any, List, Optional
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
-from ..errors import PLUGIN_HINT, ConfigError, check, did_you_mean
+from ..errors import ConfigError, check, did_you_mean
 from .messages import type_allowed
 from ..registry import ANALYSES, DATASETS, MODELS, load_plugins
 from .limits import check_limits
@@ -355,11 +355,9 @@ def validate_options(cfg: AnalysisConfig) -> dict[type, Any]:
     Keys are checked against the options of every registered analysis (so one options block can
     serve several presets); values against each analysis's dataclass.
     """
-    names = ANALYSES.names()
     for name in cfg.analyses:
-        check(name in names, "analysis.analyses", name,
-              "a list of " + ", ".join(names) + did_you_mean(name, names) + "; " + PLUGIN_HINT)
-    schemas = {ANALYSES.get(n).schema for n in names} - {CriticalOptions}  # its options: analysis.critical
+        ANALYSES.get(name, "analysis.analyses")  # (an unknown name: the line listing the registered ones)
+    schemas = {ANALYSES.get(n).schema for n in ANALYSES.names()} - {CriticalOptions}  # its options: analysis.critical
     fields = {s: {f.name for f in dataclasses.fields(s)} for s in schemas}
     given = dict(cfg.options or {})
     for key in given:
