@@ -24,6 +24,7 @@ import time
 
 import torch
 
+from repcost.analysis.arrays import float64_inputs
 from repcost.analysis.critical import critical_point_certificate, lbfgs_descent
 from repcost.analysis.spectra import hidden_spectra
 from repcost.api import load_run
@@ -63,9 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     with clean_exit("descent_probe"):  # not a run, an unreadable checkpoint: one line
         run = load_run(a.run_dir)
         data = run.data()
-        train, model = run.spec.train, run.model()  # float64
-    x = data.x_train.double()
-    y = data.y_train.double() if data.y_train.is_floating_point() else data.y_train
+        train, model = run.spec.train, run.model(data=data)  # float64
+    x, y = float64_inputs(model, data.x_train, data.y_train)
     k = data.meta.get("k") if hasattr(model, "hidden") else None
     d0, line = describe(model, x, y, train, k)
     print(f"end of run: {line}", flush=True)
