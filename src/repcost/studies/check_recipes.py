@@ -59,10 +59,12 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from repcost.api import Run
+if TYPE_CHECKING:  # the training libraries load in the worker processes only
+    from repcost.api import Run
 
 REPO = Path.cwd()  # outputs and figure paths are relative to where it runs (`make check-recipes`: the checkout)
 TOL = 0.03  # two rays: within 3 % of the reference
@@ -196,6 +198,7 @@ def train(overrides: list[str], run_dir: Path) -> Run:
     import torch
     from omegaconf import OmegaConf
 
+    from repcost.api import Run
     from repcost.config import compose_config, validate
     from repcost.train.run import train_run
 
