@@ -242,7 +242,8 @@ def case_1d(family: str, i: int, out: Path, extra: list[str] = ()) -> dict:
         s = train(["experiment=min_norm_1d", f"data.x={_fmt(x)}", f"data.y={_fmt(y)}", *extra], run_dir).summary
     except RepcostError as e:  # a run that failed (e.g. diverged) is a dataset not certified, never dropped
         nan = math.nan
-        return _row(dict.fromkeys(("train_loss", "steps", "wall_time_s"), nan), y, run_dir, **head, C=nan, ratio=nan, global_gap_rel=nan, certify_rounds=nan,
+        failed = dict.fromkeys(("train_loss", "steps", "wall_time_s"), nan)
+        return _row(failed, y, run_dir, **head, C=nan, ratio=nan, global_gap_rel=nan, certify_rounds=nan,
                     passed=False, run_dir="failed: " + str(e).splitlines()[0].removeprefix("run failed: "))
     row = _row(s, y, run_dir, **head, C=s["cost"], ratio=s["cost"] / cmin, passed=False,
                global_gap_rel=s.get("certify.duality_gap_rel", math.nan), certify_rounds=s.get("certify.rounds", 0))
