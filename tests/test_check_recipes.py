@@ -156,3 +156,13 @@ def test_the_1d_recipe_certifies_tight_clusters(tmp_path):
     assert abs(row["ratio"] - 1) <= check_recipes.COST_TOL
     summary = json.loads((tmp_path / "1d_uniform_68" / "summary.json").read_text())
     assert summary["certify.cost_over_min"] == pytest.approx(row["ratio"], rel=1e-12)
+
+
+@pytest.mark.slow
+def test_a_failed_two_rays_run_is_a_failed_row_not_a_crash(tmp_path):
+    """A two-rays run that diverges is a dataset not passed, with the reason in its row and printed line."""
+    row = check_recipes.case_rays(90, 2, tmp_path, ["train.phases.0.lr=1e12", "train.phases.0.steps=50",
+                                                    "train.phases.1.steps=10", "train.ensemble_size=1"])
+    assert row["passed"] is False and row["run_dir"].startswith("failed: objective")
+    assert row["n_points"] == 10 and list(row) == list(check_recipes.COLUMNS)
+    assert "FAIL: the run failed: objective" in check_recipes._line(row)

@@ -227,6 +227,15 @@ def _row(s: dict, y: np.ndarray, path: Path, **values) -> dict:
     return {k: row[k] for k in COLUMNS}
 
 
+def _failed(e: Exception, run_dir: Path, **head) -> dict:
+    """The row of a run that failed (e.g. diverged): a dataset not certified, never dropped."""
+    nan = math.nan
+    failed = dict.fromkeys(("train_loss", "steps", "wall_time_s"), nan)
+    values = dict.fromkeys(("n_points", "C", "C_min", "ratio", "global_gap_rel", "certify_rounds"), nan) | head
+    return _row(failed, np.arange(2.0), run_dir, **values, passed=False,  # any y: the loss is NaN
+                run_dir="failed: " + str(e).splitlines()[0].removeprefix("run failed: "))
+
+
 def case_1d(family: str, i: int, out: Path, extra: list[str] = ()) -> dict:
     """Train the 1-D recipe (with overrides `extra`) on dataset i of a family; its certificate and C against the
     spline minimum."""
@@ -240,11 +249,8 @@ def case_1d(family: str, i: int, out: Path, extra: list[str] = ()) -> dict:
     head = {"study": "1d", "family": family, "block": block, "dataset": i, "L": 2, "n_points": len(x), "C_min": cmin}
     try:
         s = train(["experiment=min_norm_1d", f"data.x={_fmt(x)}", f"data.y={_fmt(y)}", *extra], run_dir).summary
-    except RepcostError as e:  # a run that failed (e.g. diverged) is a dataset not certified, never dropped
-        nan = math.nan
-        failed = dict.fromkeys(("train_loss", "steps", "wall_time_s"), nan)
-        return _row(failed, y, run_dir, **head, C=nan, ratio=nan, global_gap_rel=nan, certify_rounds=nan,
-                    passed=False, run_dir="failed: " + str(e).splitlines()[0].removeprefix("run failed: "))
+    except RepcostError as e:
+        return _failed(e, run_dir, **head)
     row = _row(s, y, run_dir, **head, C=s["cost"], ratio=s["cost"] / cmin, passed=False,
                global_gap_rel=s.get("certify.duality_gap_rel", math.nan), certify_rounds=s.get("certify.rounds", 0))
     return {**row, "passed": not missed_1d(row)}
@@ -262,16 +268,21 @@ def case_rays(i: int, L: int, out: Path, extra: list[str] = ()) -> dict:
     from repcost.analysis import min_r2_interpolant, phi_L
     from repcost.analysis.two_rays import f_and_g_for_data
     from repcost.config import compose_config
+    from repcost.errors import RepcostError
 
     ov = ["experiment=min_norm_two_rays", *(f"data.{k}={_fmt(v)}" for k, v in heldout_rays(i).items()),
           f"model.depth={L}", *extra]
-    K = int(compose_config(ov).train.ensemble_size)  # the recipe's, or `extra`'s
+    cfg = compose_config(ov)
+    K = int(cfg.train.ensemble_size)  # the recipe's, or `extra`'s
     run_dir = out / f"rays_L{L}_{i}"
-    run = train(ov + [f"train.ensemble_size={5 * K}"] if L == 3 else ov, run_dir)
+    head = {"study": f"rays_L{L}", "family": "two_rays", "block": "", "dataset": i, "L": L,
+            "n_points": 2 * int(cfg.data.points_per_ray), "global_gap_rel": math.nan, "certify_rounds": 0}
+    try:
+        run = train(ov + [f"train.ensemble_size={5 * K}"] if L == 3 else ov, run_dir)
+    except RepcostError as e:
+        return _failed(e, run_dir, **head)
     s, data = run.summary, run.data()
     x, y = data.x_train.double().numpy(), data.y_train.double().numpy()[:, 0]
-    head = {"study": f"rays_L{L}", "family": "two_rays", "block": "", "dataset": i, "L": L, "n_points": len(y),
-            "global_gap_rel": math.nan, "certify_rounds": 0}
     if L == 2:
         ref = min_r2_interpolant(x, y)
         ratio = s["cost"] / ref.value
