@@ -125,9 +125,10 @@ def _costs(model, x, opts: CommonOptions, ctx) -> Result:
 
 
 def _certificate(model, x, opts: CriticalOptions, ctx) -> Result:
-    t = ctx.train
-    cert = critical_point_certificate(model, ctx.data.x_train, ctx.y_train, t.loss, t.lam, t.reg_scale,
-                                      opts.stationarity_tol, opts.balance_tol, opts.descent_evals, opts.max_kinks)
+    t, data = ctx.train, ctx.data
+    y = training_targets(data, data.y_train, t.loss)  # as the objective sees them (one-hot for MSE classification)
+    cert = critical_point_certificate(model, data.x_train, y, t.loss, t.lam, t.reg_scale, opts.stationarity_tol,
+                                      opts.balance_tol, opts.descent_evals, opts.max_kinks)
     na = cert.pop("not_applicable", {})
     # the duality gap is the global certificate's (train.certify) number: certify.*; the rest critical.*
     scalars = {f"{'certify' if k in GAP_FIELDS else 'critical'}.{k}": v for k, v in cert.items()
@@ -184,7 +185,6 @@ class AnalysisContext:
     data: Any
     n_points: int
     train: Any = None  # the run's TrainConfig (loss, λ, s)
-    y_train: Any = None  # the training targets as the objective sees them (one-hot for MSE classification)
 
 
 def register_analysis(name: str, options: type, fn: Callable, applies: Optional[Callable] = None,
@@ -231,13 +231,7 @@ class AnalysisRunner:
         self.options = {n: built.get(ANALYSES.get(n).schema) for n in self.names}
         self.critical = cfg.critical.enabled and train is not None
         self.options["critical"] = cfg.critical
-        y = training_targets(data, data.y_train, train.loss) if train is not None else data.y_train
-        self.ctx = AnalysisContext(data, cfg.n_points, train, y)
-
-    @property
-    def enabled_periodic(self) -> bool:
-        """Whether any analysis runs during training."""
-        return bool(self.cfg.analyses) and self.cfg.every > 0
+        self.ctx = AnalysisContext(data, cfg.n_points, train)
 
     def _run(self, model, names) -> Result:
         out = Result()

@@ -251,7 +251,7 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
     runners = [AnalysisRunner(j.spec.analysis, m, data, j.rd.path, j.spec.train) for m, j in zip(models, jobs)]
     outs = [_metrics(j) for j in jobs]
     engine = Engine(models, data, [j.spec.train for j in jobs], [j.spec.seed for j in jobs],
-                    on_logs=[o[1] for o in outs], hooks=[r.periodic if r.enabled_periodic else None for r in runners],
+                    on_logs=[o[1] for o in outs], hooks=[r.periodic for r in runners],
                     hook_every=spec.analysis.every, stop_flag=stop_flag,
                     **fast_step_options(spec.train, device, K, data.x_train.shape[0], n_params))
     for i, j in enumerate(jobs):  # each from its own checkpoint, at the common position
