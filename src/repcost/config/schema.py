@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+import typing
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from ..errors import ConfigError, check, did_you_mean
@@ -96,17 +97,17 @@ class CertifyConfig:
     step_growth: float = 2.0
 
     def __post_init__(self):
-        check(self.gap_tol is None or 0 < self.gap_tol < 1, "certify.gap_tol", self.gap_tol,
+        check(self.gap_tol is None or 0 < self.gap_tol < 1, "gap_tol", self.gap_tol,
               "null (off) or a relative duality gap in (0, 1)")
-        check(self.cost_tol is None or 0 < self.cost_tol < 1, "certify.cost_tol", self.cost_tol,
+        check(self.cost_tol is None or 0 < self.cost_tol < 1, "cost_tol", self.cost_tol,
               "null (off) or a relative tolerance in (0, 1)")
-        check(self.rounds >= 0, "certify.rounds", self.rounds, "an integer >= 0")
-        check(self.rounds == 0 or len(self.phases) > 0, "certify.phases", self.phases,
+        check(self.rounds >= 0, "rounds", self.rounds, "an integer >= 0")
+        check(self.rounds == 0 or len(self.phases) > 0, "phases", self.phases,
               "a non-empty list of phases (one escalation round) when rounds > 0")
-        check(not self.phases or self.phases[-1].lam_factor == 1.0, "certify.phases[-1].lam_factor",
+        check(not self.phases or self.phases[-1].lam_factor == 1.0, "phases[-1].lam_factor",
               self.phases[-1].lam_factor if self.phases else None,
               "1.0: a round must end on the stated objective, where the gap is checked")
-        check(math.isfinite(self.step_growth) and self.step_growth >= 1, "certify.step_growth", self.step_growth, "a factor >= 1")
+        check(math.isfinite(self.step_growth) and self.step_growth >= 1, "step_growth", self.step_growth, "a factor >= 1")
 
 
 @dataclass
@@ -239,7 +240,7 @@ class TrackingConfig:
     mode: str = "offline"  # W&B: offline (`wandb sync` uploads later) or online
 
     def __post_init__(self):
-        check(self.mode in ("offline", "online"), "tracking.mode", self.mode, "offline or online")
+        check(self.mode in ("offline", "online"), "mode", self.mode, "offline or online")
 
 
 @dataclass
@@ -300,8 +301,18 @@ SECTIONS = ("model", "data", "train", "analysis", "hydra")
 
 def _section(prefix: str, schema: type, node) -> Any:
     """Merge one config section into its schema and build the dataclass (runs __post_init__); prefix "": the
-    top-level keys."""
+    top-level keys. Its nested sections (a dataclass field, or a list of them) are built first, so that an error
+    names its full key."""
     at = f"{prefix}." if prefix else ""
+    hints = typing.get_type_hints(schema) if schema.__module__ == __name__ else {}  # (the nested sections are here)
+    for name, tp in hints.items():
+        sub = node.get(name) if isinstance(node, (dict, DictConfig)) else None
+        inner = typing.get_args(tp)[0] if typing.get_origin(tp) is list else None
+        if dataclasses.is_dataclass(tp) and isinstance(sub, (dict, DictConfig)):
+            _section(at + name, tp, sub)
+        elif dataclasses.is_dataclass(inner) and isinstance(sub, (list, ListConfig)):
+            for i, element in enumerate(sub):
+                _section(f"{at}{name}.{i}", inner, element)
     try:
         merged = OmegaConf.merge(OmegaConf.structured(schema), node)
         return OmegaConf.to_object(merged)
@@ -335,10 +346,7 @@ def validate(cfg: DictConfig) -> RunSpec:
           "cpu or auto (no CUDA device on this machine)")
     model = _registered_section("model", MODELS, cfg.get("model"))
     data = _registered_section("data", DATASETS, cfg.get("data"))
-    train_node = cfg.get("train", {})
-    for i, phase in enumerate(train_node.get("phases", []) or []):
-        _section(f"train.phases.{i}", PhaseConfig, phase)  # so an error names the phase
-    train = _section("train", TrainConfig, train_node)
+    train = _section("train", TrainConfig, cfg.get("train", {}))
     check(train.cuda_graphs != "on" or device.startswith("cuda"), "train.cuda_graphs", "on",
           "auto or off on a CPU run (CUDA graphs need device=cuda)")
     analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
