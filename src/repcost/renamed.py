@@ -12,11 +12,13 @@ from __future__ import annotations
 GAP_FIELDS = ("dual_value", "duality_gap", "duality_gap_rel", "dual_violation")  # reported as certify.*
 
 
-def _summary_key(key: str) -> str:
-    if not key.startswith("cert."):
-        return key
-    field = key.removeprefix("cert.")
+def certificate_key(field: str) -> str:
+    """A critical-point certificate field's summary key: `certify.X` for the duality gap, `critical.X` for the rest."""
     return f"{'certify' if field in GAP_FIELDS else 'critical'}.{field}"
+
+
+def _summary_key(key: str) -> str:
+    return certificate_key(key.removeprefix("cert.")) if key.startswith("cert.") else key
 
 
 def summary_keys(summary: dict) -> dict:

@@ -26,7 +26,7 @@ from ..config.schema import AnalysisConfig, CriticalOptions, validate_options
 from ..errors import RepcostError, check
 from ..objective import training_targets
 from ..registry import ANALYSES
-from ..renamed import GAP_FIELDS
+from ..renamed import certificate_key
 from ..rundir import atomic_write_bytes, csv_bytes
 from .arrays import float64_model
 from .critical import balance_summary, critical_point_certificate, layer_balance, not_applicable
@@ -129,12 +129,9 @@ def _certificate(model, x, opts: CriticalOptions, ctx) -> Result:
     y = training_targets(data, data.y_train, t.loss)  # as the objective sees them (one-hot for MSE classification)
     cert = critical_point_certificate(model, data.x_train, y, t.loss, t.lam, t.reg_scale, opts.stationarity_tol,
                                       opts.balance_tol, opts.descent_evals, opts.max_kinks)
-    na = cert.pop("not_applicable", {})
-    # the duality gap is the global certificate's (train.certify) number: certify.*; the rest critical.*
-    scalars = {f"{'certify' if k in GAP_FIELDS else 'critical'}.{k}": v for k, v in cert.items()
-               if k != "critical_point"}
-    scalars["critical_point"] = cert["critical_point"]
-    return Result(scalars, not_applicable={f"critical.{k}": why for k, why in na.items()})
+    na, verdict = cert.pop("not_applicable", {}), cert.pop("critical_point")
+    return Result({**{certificate_key(k): v for k, v in cert.items()}, "critical_point": verdict},
+                  not_applicable={certificate_key(k): why for k, why in na.items()})
 
 
 def describe_certificate(summary: dict) -> list[str]:
