@@ -4,13 +4,11 @@
   checked (`rundir.check_place`): names taken into it are plain names, `hydra.run.dir` is not empty, no run inside a
   sweep root and no sweep inside a run. A refusal is a `FatalError` (Hydra turns a callback's Exception into a
   warning and goes on).
-* Each sweep job's outcome is appended to its launch's `<sweep dir>/.sweep_outcomes.<launching pid>` (`on_job_end`
-  runs in the job's own process under joblib or submitit, which inherit the launch's environment), and
-  `on_multirun_end` (in the launching process) tallies them, so `repcost-train -m` can exit non-zero with one line
-  when any job failed; as each job ends, the launch's progress is printed (`sweep: k/n jobs done, elapsed, ETA`).
-  Two launches into one sweep at once each count their own jobs.
-* A multirun's jobs are recorded as they start (`sweep.LAST_JOBS`) and collected into runs.csv at its end, before
-  the tally.
+* A multirun's jobs are recorded as they start (`sweep.LAST_JOBS`); each job's outcome is what its own directory
+  holds (FINISHED, error.txt). As each job ends, the launch's progress is printed (`sweep: k/n jobs done, elapsed,
+  ETA`: `on_job_end` runs in the job's own process under joblib or submitit, which inherit the launch's start time
+  and job count from its environment). At the multirun's end the sweep is collected into runs.csv, and a failed job
+  of it makes `repcost-train -m` exit non-zero with one line.
 """
 
 from __future__ import annotations
@@ -27,16 +25,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import startup
 from ..errors import FatalError, RepcostError, io_error
-from ..rundir import append_line, atomic_write_bytes, check_place
+from ..rundir import ERROR, FINISHED, RunDir, append_line, atomic_write_bytes, check_place
 from ..sweep import LAST_JOBS
 from .collect import report_sweep
 
-OUTCOMES = ".sweep_outcomes"  # <OUTCOMES>.<launch>: start time and job count, then per ended job "ok|failed<TAB>dir<TAB>error"
-LAUNCH = "REPCOST_SWEEP_LAUNCH"  # the launch's id (its pid), in the environment its job processes inherit
-
-
-def _outcomes(sweep_dir: str | Path, launch: str) -> Path:
-    return Path(sweep_dir) / (f"{OUTCOMES}.{launch}" if launch else OUTCOMES)
+LAUNCH = "REPCOST_SWEEP_LAUNCH"  # "<start time> <job count>" of the launch, in the environment its jobs inherit
 
 
 def count_jobs(config: DictConfig) -> int:
@@ -73,54 +66,42 @@ class GuardsCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         sweep = _fatal(check_place, config, "hydra.sweep.dir")
-        os.environ[LAUNCH] = str(os.getpid())
         try:
             total = count_jobs(config)
         except Exception:  # a sweeper this cannot count (a plugin's): progress without a total
             total = 0
+        os.environ[LAUNCH] = f"{time.time()} {total}"
         try:
             sweep.mkdir(parents=True, exist_ok=True)
-            _outcomes(sweep, os.environ[LAUNCH]).write_text(f"{time.time()} {total}\n")
         except OSError as e:
             raise FatalError(str(io_error(e.filename or sweep, e))) from None
         atomic_write_bytes(sweep / LAST_JOBS, b"")  # jobs of earlier multiruns stay on disk but are no longer last
 
-    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
-        if config.hydra.mode != RunMode.MULTIRUN or job_return is None:
+    def on_job_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if config.hydra.mode != RunMode.MULTIRUN or LAUNCH not in os.environ:
             return
-        value = getattr(job_return, "_return_value", None)  # .return_value re-raises a failed job's exception
-        failed = str(getattr(job_return, "status", "")).endswith("FAILED") or (
-            isinstance(value, dict) and value.get("status") == "failed")
-        error = (value.get("error", "") if isinstance(value, dict) else value) if failed else ""
-        outcomes = _outcomes(config.hydra.sweep.dir, os.environ.get(LAUNCH, ""))
-        try:  # one appended line: safe from parallel job processes
-            append_line(outcomes, f"{'failed' if failed else 'ok'}\t{config.hydra.runtime.output_dir}\t"
-                                  f"{' '.join(str(error).split())}")
-            lines = outcomes.read_text().splitlines()  # the launch's start time and job count, then one per ended job
-            start, total = lines[0].split()
-            done, elapsed = len(lines) - 1, time.time() - float(start)
-            eta = max(elapsed / done * (int(total) - done), 0.0)
-            fmt = lambda t: f"{int(t // 60)}m{int(t % 60):02d}s"  # noqa: E731
-            print(f"sweep: {done}/{total} jobs done, {fmt(elapsed)} elapsed, ETA {fmt(eta)}", flush=True)
-        except (RepcostError, OSError, ValueError):  # (a file without the launch's first line: no progress to tell)
-            pass  # the job's own error line already named its directory
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Collect the sweep, then tally this launch's jobs: any failed, and the command ends with one line and exit
-        status 1."""
-        report_sweep(Path(config.hydra.sweep.dir))
-        own = _outcomes(config.hydra.sweep.dir, os.environ.get(LAUNCH, ""))
-        try:  # (and the shared file of job processes that did not inherit the environment, e.g. sbatch --export=NONE)
-            lines = [ln for f in {own, _outcomes(config.hydra.sweep.dir, "")} if f.exists()
-                     for ln in f.read_text().splitlines()]
-            own.unlink(missing_ok=True)
+        sweep = Path(config.hydra.sweep.dir)
+        try:  # the jobs started so far whose directory says they ended
+            jobs = set((sweep / LAST_JOBS).read_text().splitlines()) - {""}
         except OSError:
             return
-        ends = [(ln.split("\t") + ["", ""])[:3] for ln in lines if "\t" in ln]
-        failed = [(d, error) for kind, d, error in ends if kind == "failed"]
-        if failed:
-            job, error = failed[0]
-            first = f"see {Path(job) / 'error.txt'}" if (Path(job) / "error.txt").is_file() else f"{job}: {error}"
-            more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
-            raise FatalError(f"{len(failed)} of {len(ends)} jobs failed: {first}{more}; relaunch the same command to "
+        done = sum((sweep / j / FINISHED).exists() or (sweep / j / ERROR).exists() for j in jobs)
+        start, total = os.environ[LAUNCH].split()
+        elapsed = time.time() - float(start)
+        eta = max(elapsed / max(done, 1) * (int(total) - done), 0.0)
+        fmt = lambda t: f"{int(t // 60)}m{int(t % 60):02d}s"  # noqa: E731
+        print(f"sweep: {done}/{total} jobs done, {fmt(elapsed)} elapsed, ETA {fmt(eta)}", flush=True)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Collect the sweep; a job of this multirun that failed (error.txt) or left nothing in its directory ends the
+        command with one line and exit status 1 (a preempted job, or one another launch is running, is no failure:
+        a relaunch resumes it)."""
+        sweep = Path(config.hydra.sweep.dir).absolute()  # the line names files wherever it is read
+        rows = [r for r in report_sweep(Path(config.hydra.sweep.dir)) if r.get("last_sweep", True)]
+        bad = [r for r in rows if r["status"] == "failed" or not RunDir(sweep / r["job"]).has_results()]
+        if bad:
+            failed = [sweep / r["job"] / ERROR for r in bad if r["status"] == "failed"]
+            first = f"see {failed[0]}" if failed else f"{sweep / bad[0]['job']}: nothing written"
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            raise FatalError(f"{len(bad)} of {len(rows)} jobs failed: {first}{more}; relaunch the same command to "
                              "retry the failed jobs", code=1)
