@@ -130,7 +130,7 @@ def run_hydra_jobs(jobs: Sequence[tuple[DictConfig, DictConfig]]) -> list[dict |
         startup.job_ended()
 
 
-def job_failed(e: Exception, cfg: DictConfig, hydra_cfg: DictConfig) -> dict:
+def job_failed(e: Exception, cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """A sweep job's failure: recorded in its directory (error.txt, traceback.txt for a bug), one stderr line;
     the other jobs go on."""
     hc = hydra_cfg.hydra
@@ -145,4 +145,3 @@ def job_failed(e: Exception, cfg: DictConfig, hydra_cfg: DictConfig) -> dict:
             if not isinstance(e, RepcostError):
                 run_dir.write_bytes("traceback.txt", "".join(traceback.format_exception(e)).encode())
     print(f"job failed: {run_dir.path}: {' '.join(msg.split())}", file=sys.stderr)
-    return {"status": "failed", "error": msg}
