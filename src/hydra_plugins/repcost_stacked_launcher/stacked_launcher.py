@@ -15,7 +15,6 @@ import logging
 import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
 from hydra.core.config_store import ConfigStore
@@ -125,7 +124,6 @@ class StackedLauncher(Launcher):
                                       for k, v in self.params.items()})
         config = self.config
         configure_log(config.hydra.hydra_logging, config.hydra.verbose)
-        Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
 
         orig, configs, keys, dirs = HydraConfig.instance().cfg, [], [], []
         try:
