@@ -146,17 +146,14 @@ class StackedLauncher(Launcher):
         group_configs = [[configs[i] for i in g] for g in groups]
         if opts.submitit is not None:
             results = _run_submitit(self, opts, group_configs)
-        elif opts.n_jobs == 1 or len(groups) == 1:
-            results = []
-            for gc in group_configs:  # one after another in this process (signals reach the training directly)
-                results.append(run_group(gc, self.hydra_context))
-                configure_log(config.hydra.hydra_logging, config.hydra.verbose)
-        else:
-            from joblib import Parallel, delayed  # hydra-joblib-launcher's dependency
+        else:  # joblib; n_jobs=1 (or one group) runs them one after another in this process, where signals reach the
+            from joblib import Parallel, delayed  # training directly (joblib: hydra-joblib-launcher's dependency)
 
-            state = Singleton.get_state()
-            results = Parallel(n_jobs=opts.n_jobs, backend="loky")(
+            n_jobs = opts.n_jobs if len(groups) > 1 else 1
+            state = Singleton.get_state() if n_jobs != 1 else None  # (this process has Hydra's globals)
+            results = Parallel(n_jobs=n_jobs, backend="loky")(
                 delayed(run_group)(gc, self.hydra_context, state) for gc in group_configs)
+            configure_log(config.hydra.hydra_logging, config.hydra.verbose)  # (each job configured its own)
         by_job = dict(zip([i for g in groups for i in g], [r for rets in results for r in rets]))
         return [by_job[i] for i in range(len(configs))]
 
