@@ -89,9 +89,9 @@ def test_the_suite_is_large_enough():
     assert len(CASES) >= 180, len(CASES)
 
 
-def test_two_launches_into_one_sweep_count_their_own_jobs(tmp_path):
-    """Two launches of one sweep at once: each tallies only its own jobs, every line it prints names what exists,
-    and in the end every job is finished once."""
+def test_two_launches_of_one_sweep_at_once_finish_every_job_once(tmp_path):
+    """Two launches of one sweep at once: each exits 0 or with one tally line of the sweep's jobs that names only
+    files that exist, no traceback, and in the end every job is finished once."""
     import os
     import subprocess
     import sys
