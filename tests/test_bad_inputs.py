@@ -332,6 +332,23 @@ def test_the_relaunch_retries_only_the_failed_jobs(tmp_path):
     assert code == 0 and "failed" not in err
 
 
+@pytest.mark.slow  # several seconds of process starts and training
+def test_a_relaunch_refused_by_finished_jobs_exits_non_zero_and_leaves_them_as_they_were(tmp_path):
+    """A bad value of a key outside the run's identity (threads) reaches the finished jobs: each is refused, none is
+    marked failed, and the tally says so in one line without promising that the same command retries them."""
+    argv = ["-m", "name=t", "seed=0,1", *QUICK]
+    assert train(argv, tmp_path)[0] == 0
+    sweep = tmp_path / "outputs" / "sweeps" / "t"
+    stamps = sorted(f.stat().st_mtime_ns for f in sweep.glob("*/FINISHED"))
+    code, _, err = train([*argv, "threads=0"], tmp_path)
+    tally = [ln for ln in err.splitlines() if ln.startswith("repcost-train: error:")]
+    assert code == 1 and len(tally) == 1 and "2 of 2 jobs failed" in tally[0] and "threads=0" in tally[0], err
+    assert "correct the command" in tally[0] and "same command" not in tally[0]
+    assert sorted(f.stat().st_mtime_ns for f in sweep.glob("*/FINISHED")) == stamps and not list(sweep.glob("*/error.txt"))
+    code, out, err = train(argv, tmp_path)
+    assert code == 0 and out.count("already finished") == 2, err
+
+
 # -- environment faults ------------------------------------------------------------------------------
 @pytest.mark.parametrize("errno_name,needle", [("EACCES", "permission denied"), ("EROFS", "read-only file system")])
 def test_an_unwritable_train_log_is_one_line(tmp_path, monkeypatch, errno_name, needle):

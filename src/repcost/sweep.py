@@ -11,6 +11,7 @@ from .rundir import ERROR, FINISHED, SUMMARY, atomic_write_bytes, csv_bytes, fla
 
 RUNS_CSV, LAYERS_CSV = "runs.csv", "layers.csv"
 LAST_JOBS = "last_sweep_jobs.txt"  # the job dirs of the latest multirun into a sweep dir, one per line (cli.guards)
+REFUSED = "last_sweep_refused.txt"  # "<job dir>\t<why>" per job of it refused in a finished run (left untouched)
 
 
 def parse_value(text: str | None) -> Any:

@@ -5,7 +5,7 @@
   sweep root and no sweep inside a run. A refusal is a `FatalError` (Hydra turns a callback's Exception into a
   warning and goes on).
 * A multirun's jobs are recorded as they start (`sweep.LAST_JOBS`); each job's outcome is what its own directory
-  holds (FINISHED, error.txt). As each job ends, the launch's progress is printed (`sweep: k/n jobs done, elapsed,
+  holds (FINISHED, error.txt), or, for a finished job that a relaunch refuses, a line of `sweep.REFUSED`. As each job ends, the launch's progress is printed (`sweep: k/n jobs done, elapsed,
   ETA`: `on_job_end` runs in the job's own process under joblib or submitit, which inherit the launch's start time
   and job count from its environment). At the multirun's end the sweep is collected into runs.csv, and a failed job
   of it makes `repcost-train -m` exit non-zero with one line.
@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from .. import startup
 from ..errors import FatalError, RepcostError, io_error
 from ..rundir import ERROR, FINISHED, RunDir, append_line, atomic_write_bytes, check_place
-from ..sweep import LAST_JOBS
+from ..sweep import LAST_JOBS, REFUSED
 from .collect import report_sweep
 
 LAUNCH = "REPCOST_SWEEP_LAUNCH"  # "<start time> <job count>" of the launch, in the environment its jobs inherit
@@ -48,6 +48,14 @@ def _fatal(fn, *args) -> Any:
         return fn(*args)
     except RepcostError as e:
         raise FatalError(str(e)) from None
+
+
+def _lines(path: Path) -> list[str]:
+    """A sweep's list file, one entry per line, in order, once each (none where it cannot be read)."""
+    try:
+        return [ln for ln in dict.fromkeys(path.read_text().splitlines()) if ln]
+    except OSError:
+        return []
 
 
 class GuardsCallback(Callback):
@@ -75,16 +83,14 @@ class GuardsCallback(Callback):
             sweep.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise FatalError(str(io_error(e.filename or sweep, e))) from None
-        atomic_write_bytes(sweep / LAST_JOBS, b"")  # jobs of earlier multiruns stay on disk but are no longer last
+        for name in (LAST_JOBS, REFUSED):  # jobs of earlier multiruns stay on disk but are no longer last
+            atomic_write_bytes(sweep / name, b"")
 
     def on_job_end(self, config: DictConfig, **kwargs: Any) -> None:
         if config.hydra.mode != RunMode.MULTIRUN or LAUNCH not in os.environ:
             return
         sweep = Path(config.hydra.sweep.dir)
-        try:  # the jobs started so far whose directory says they ended
-            jobs = set((sweep / LAST_JOBS).read_text().splitlines()) - {""}
-        except OSError:
-            return
+        jobs = _lines(sweep / LAST_JOBS)  # the jobs started so far whose directory says they ended
         done = sum((sweep / j / FINISHED).exists() or (sweep / j / ERROR).exists() for j in jobs)
         start, total = os.environ[LAUNCH].split()
         elapsed = time.time() - float(start)
@@ -96,12 +102,15 @@ class GuardsCallback(Callback):
         """Collect the sweep; a job of this multirun that failed (error.txt) or left nothing in its directory ends the
         command with one line and exit status 1 (a preempted job, or one another launch is running, is no failure:
         a relaunch resumes it)."""
+        report_sweep(Path(config.hydra.sweep.dir))
         sweep = Path(config.hydra.sweep.dir).absolute()  # the line names files wherever it is read
-        rows = [r for r in report_sweep(Path(config.hydra.sweep.dir)) if r.get("last_sweep", True)]
-        bad = [r for r in rows if r["status"] == "failed" or not RunDir(sweep / r["job"]).has_results()]
+        jobs, refused = _lines(sweep / LAST_JOBS), dict(ln.split("\t", 1) for ln in _lines(sweep / REFUSED))
+        bad = [j for j in jobs if j in refused or (sweep / j / ERROR).exists() or not RunDir(sweep / j).has_results()]
         if bad:
-            failed = [sweep / r["job"] / ERROR for r in bad if r["status"] == "failed"]
-            first = f"see {failed[0]}" if failed else f"{sweep / bad[0]['job']}: nothing written"
+            failed = [sweep / j / ERROR for j in bad if (sweep / j / ERROR).exists()]
+            why = [f"{sweep / j}: {refused.get(j, 'nothing written')}" for j in bad]
+            first = f"see {failed[0]}" if failed else why[0]
             more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-            raise FatalError(f"{len(bad)} of {len(rows)} jobs failed: {first}{more}; relaunch the same command to "
-                             "retry the failed jobs", code=1)
+            hint = ("the finished runs are left as they were: correct the command" if all(j in refused for j in bad)
+                    else "relaunch the same command to retry the failed jobs")
+            raise FatalError(f"{len(bad)} of {len(jobs)} jobs failed: {first}{more}; {hint}", code=1)

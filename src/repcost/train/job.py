@@ -28,7 +28,8 @@ from ..errors import RepcostError
 from ..identity import run_hash
 from ..provenance import git_commit, repcost_version, run_plugin_sources
 from ..registry import plugin_names
-from ..rundir import RunDir
+from ..rundir import RunDir, append_line
+from ..sweep import REFUSED
 from .certify import describe as describe_certified
 from .preempt import Interrupted
 from .run import failure_message, train_runs
@@ -136,12 +137,19 @@ def job_failed(e: Exception, cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     hc = hydra_cfg.hydra
     run_dir = RunDir(Path(hc.runtime.output_dir))
     msg = failure_message(e)
-    # never touch a live run's directory, nor mark a finished run failed (e.g. a bad override on relaunch)
-    if "in use by a running repcost process" not in msg and run_dir.finished_hash() is None:
+    line = " ".join(msg.split())
+    # never touch a live run's directory (another launch runs it), nor mark a finished run failed (e.g. a bad
+    # override on relaunch): the sweep's tally reads that refusal from REFUSED
+    live = "in use by a running repcost process" in msg
+    if not live and run_dir.finished_hash() is not None:
+        with suppress(RepcostError):
+            sweep = Path(hc.sweep.dir).resolve()
+            append_line(sweep / REFUSED, f"{run_dir.path.resolve().relative_to(sweep)}\t{line}")
+    elif not live:
         with suppress(RepcostError):  # the directory itself cannot be written: the message below still says why
             if not run_dir.file(".hydra/overrides.yaml").exists():  # failed before the run started
                 run_dir.write_config(cfg, hydra_cfg)
             run_dir.record_failure(msg)
             if not isinstance(e, RepcostError):
                 run_dir.write_bytes("traceback.txt", "".join(traceback.format_exception(e)).encode())
-    print(f"job failed: {run_dir.path}: {' '.join(msg.split())}", file=sys.stderr)
+    print(f"job failed: {run_dir.path}: {line}", file=sys.stderr)
