@@ -55,12 +55,28 @@ def test_polish_never_raises_the_objective_and_keeps_removed_units_at_zero():
         m.biases[0][0] = -100.0
     with torch.no_grad():
         start = float(objective(m, x, y, "mse", LAM, "one")[0])
-    r = polish(m, x, y, "mse", LAM, "one", iterations=300)
+    r = polish(m, x, y, "mse", LAM, "one", iterations=50)
     with torch.no_grad():
         end = float(objective(m, x, y, "mse", LAM, "one")[0])
     assert r.removed >= 1 and r.objective_start == start and abs(r.objective_end - end) <= 1e-12 * end
     assert end < start
     assert not m.weights[0][0].detach().any() and not m.weights[1][:, 0].detach().any()
+
+
+def test_polish_writes_through_parameters_that_are_views_into_a_stack():
+    """In an ensemble a member's parameters are views of one slice of the stacked tensors the optimiser steps: the
+    polished values must land there, not in new tensors the stack never sees."""
+    m = _fc(3, 8, 3, 2, seed=3)
+    x, y = _data(12, 3, 2)
+    stack = {k: torch.stack([p.detach(), p.detach() + 1.0]) for k, p in m.named_parameters()}
+    for k, p in m.named_parameters():
+        p.data = stack[k][0]
+    before = {k: v[0].clone() for k, v in stack.items()}
+    r = polish(m, x, y, "mse", LAM, "one", iterations=50)
+    assert r.objective_end < r.objective_start
+    for k, p in m.named_parameters():
+        assert p.data_ptr() == stack[k][0].data_ptr() and torch.equal(p.detach(), stack[k][0])
+    assert any(not torch.equal(stack[k][0], before[k]) for k in stack)
 
 
 @pytest.mark.slow

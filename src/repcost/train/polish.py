@@ -3,7 +3,7 @@
 Units that weight decay has cut off (no output on the data, or no outgoing weight) keep weights that shrink
 geometrically but never reach 0, and every one of their pre-activations sits on a kink, where no smooth method
 settles. They are removed exactly (`remove_dead_units`): their parameters set to 0, which changes neither the
-function on the data nor, beyond that contribution, the objective; their gradient is then 0, so they stay there.
+function on the data nor, beyond that contribution, the objective; they are held there.
 Then live units that put pre-activations on the kink z = 0 at data points (Jacot et al. 2022 Prop 1: the minimiser is
 a function of the pre-activations, and a kink is part of it) are treated by an active-set augmented Lagrangian: the
 certificate's kinks (analysis/clarke.py, its finder and KINK_TOL) are held, z_j(θ) = 0 as equality constraints with the
@@ -48,7 +48,7 @@ FLAT = 1e-11  # Newton's least damping, relative to the Hessian's largest diagon
 
 @dataclass
 class PolishResult:
-    """What a polish did: L-BFGS iterations, units removed, the objective before and after, and its time."""
+    """What a polish did: iterations (Newton steps or L-BFGS iterations), units removed, the objective before and after, and its time."""
 
     iterations: int
     removed: int
@@ -103,7 +103,7 @@ def remove_dead_units(model, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
 def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float) -> int:
     """Full-batch L-BFGS with a strong-Wolfe line search on `value`, CHUNK iterations at a time (a time check between
     chunks), until it stalls, `iterations` or `deadline`; returns the iterations done. Removed units stay at 0: their
-    gradient is 0."""
+    gradient is 0, and so is every direction L-BFGS takes there."""
     opt = torch.optim.LBFGS(params, lr=1.0, history_size=100, line_search_fn="strong_wolfe", tolerance_grad=0.0,
                             tolerance_change=1e-16)
 
@@ -138,14 +138,16 @@ class _Call(torch.nn.Module):
         return self.fn()
 
 
-def _newton(model, value, iterations: int, deadline: float) -> int:
+def _newton(model, value, iterations: int, deadline: float, fixed: torch.Tensor) -> int:
     """Damped Newton steps on `value` over `model`'s trainable parameters: −(H + μI)⁻¹g with the dense Hessian
     (forward-over-reverse, torch.func) and μ, from the last step's μ/100 (at least FLAT of H's largest diagonal
     entry) up ×10, the least for which
     Cholesky succeeds (H + μI positive definite, so the step descends; at a saddle the least-curved directions take
     the largest steps out of it), halved until `value` decreases; until no halving does, `iterations` or `deadline`;
-    returns the steps taken. It leaves the saddles and weakly curved valleys (nearly parallel units merging) where
-    L-BFGS creeps, and converges quadratically at a nondegenerate minimum."""
+    returns the steps taken. Entries `fixed` (flat, in parameter order: removed units) stay where they are: the
+    step is Newton's on the others (H's rows and columns of fixed entries are the identity's). It leaves the saddles
+    and weakly curved valleys (nearly parallel units merging) where L-BFGS creeps, and converges quadratically at a
+    nondegenerate minimum."""
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     params, call = [p for _, p in named], _Call(model, value)
 
@@ -153,21 +155,30 @@ def _newton(model, value, iterations: int, deadline: float) -> int:
         parts = torch.split(v, [p.numel() for p in params])
         return torch.func.functional_call(call, {f"model.{n}": c.view_as(p) for (n, p), c in zip(named, parts)}, ())
 
-    done, mu, eye = 0, 0.0, torch.eye(sum(p.numel() for p in params), dtype=params[0].dtype)
+    p0 = params[0]
+    done, mu, eye = 0, 0.0, torch.eye(sum(p.numel() for p in params), dtype=p0.dtype, device=p0.device)
     while done < iterations and time.perf_counter() < deadline:
         v = torch.nn.utils.parameters_to_vector(params).detach()
         g = torch.func.grad(f)(v)
         H = torch.func.vmap(lambda u: torch.func.jvp(torch.func.grad(f), (v,), (u,))[1], chunk_size=256)(eye)
-        mu = max(mu / 100, FLAT * float(H.diagonal().abs().max()))  # the last step's damping, lowered
-        while (factor := torch.linalg.cholesky_ex(H + mu * eye))[1] != 0:
+        if not bool(torch.isfinite(H).all()):
+            break
+        # the last step's damping, lowered (at least a positive floor: ×10 must be able to reach H's scale)
+        mu = max(mu / 100, FLAT * float(H.diagonal().abs().max()), torch.finfo(H.dtype).tiny)
+        H[fixed], H[:, fixed], g[fixed] = 0.0, 0.0, 0.0
+        H += torch.diag(fixed.to(H.dtype))
+        while (factor := torch.linalg.cholesky_ex(H + mu * eye))[1] != 0 and mu < 1e300:
             mu *= 10
+        if factor[1] != 0:
+            break
         step, t, f0 = torch.cholesky_solve(g[:, None], factor[0])[:, 0], 1.0, float(f(v))
         while t >= 1e-12 and float(f(v - t * step)) >= f0:
             t /= 2
         if t < 1e-12:  # no decrease along the step: stalled
             break
-        with torch.no_grad():
-            torch.nn.utils.vector_to_parameters(v - t * step, params)
+        with torch.no_grad():  # in place: the parameters may be views into a stack (ensembles, stacked sweeps)
+            for p, c in zip(params, torch.split(v - t * step, [p.numel() for p in params])):
+                p.copy_(c.view_as(p))
         done += 1
     return done
 
@@ -185,7 +196,7 @@ class _ActiveSet:
         self.lo = [a for _, a in finder.found]
         self.track = [torch.zeros_like(m) for m, _ in finder.found]
         self.held = [t.clone() for t in self.track]
-        self.slope = [torch.full(t.shape, a, dtype=x.dtype) for t, a in zip(self.track, self.lo)]
+        self.slope = [torch.full(t.shape, a, dtype=x.dtype, device=x.device) for t, a in zip(self.track, self.lo)]
         self.nu = [torch.zeros_like(s) for s in self.slope]
         self.take_kinks()
 
@@ -247,7 +258,7 @@ class _ActiveSet:
 def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str, iterations: int,
            seconds: float = math.inf) -> PolishResult:
     """Polish `model` in place (module docstring): dead units removed, then the active-set method with at most
-    `iterations` L-BFGS iterations in all within `seconds` seconds, until the gradient at the multipliers' slopes is
+    `iterations` iterations in all within `seconds` seconds, until the gradient at the multipliers' slopes is
     at most TOL of the penalty's pull. Runs in float64 on the model's device; the parameters are written back in the
     model's dtype."""
     t0 = time.perf_counter()
@@ -256,13 +267,14 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
     params = [p for p in model.parameters() if p.requires_grad]
     with torch.no_grad():
         start = float(objective(model, x, y, loss, lam, reg_scale)[0])
-    removed, _ = remove_dead_units(model, x)
+    removed, frozen = remove_dead_units(model, x)
     pattern, rho, done, last = _ActiveSet(model, x, y, loss, lam, reg_scale), RHO, 0, math.inf
     best = (pattern.update(rho)[1], [p.detach().clone() for p in params])  # the least measure at ≤ start, its point
-    newton = sum(p.numel() for p in params) <= NEWTON
+    fixed = torch.cat([f.reshape(-1) for f in frozen]) if sum(p.numel() for p in params) <= NEWTON else None
     while done < iterations and time.perf_counter() < t0 + seconds:
-        steps = (_newton if newton else _descend)(model if newton else params, lambda: pattern.lagrangian(rho),
-                                                  min(INNER, iterations - done), t0 + seconds)
+        value, n = (lambda: pattern.lagrangian(rho)), min(INNER, iterations - done)
+        steps = _descend(params, value, n, t0 + seconds) if fixed is None else _newton(model, value, n, t0 + seconds,
+                                                                                       fixed)
         done += steps
         far, measure, held = pattern.update(rho)
         with torch.no_grad():
