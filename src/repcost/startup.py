@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,14 +51,15 @@ def _raise(signum: int, _frame: object) -> None:
 
 def job_ended() -> None:
     """A job ended (the next job of an in-process multirun starts): guard its start-up."""
-    if _guarding and not _saved:  # (`startup_guard` runs in the main thread, where signal handlers are set)
+    # a launcher's threads may run jobs too: only the main thread may set signal handlers
+    if _guarding and not _saved and threading.current_thread() is threading.main_thread():
         for s in GUARDED:
             _saved[s] = signal.signal(s, _raise)
 
 
 def training_begins() -> None:
     """The run's directory is ready: the signals go back to their previous handlers (the training installs its own)."""
-    while _saved:
+    while _saved and threading.current_thread() is threading.main_thread():
         s, old = _saved.popitem()
         signal.signal(s, old if old is not None else signal.SIG_DFL)
 

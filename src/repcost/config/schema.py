@@ -56,8 +56,8 @@ class PhaseConfig:
     # 1-D inputs with a scalar output, MSE only; width >= the minimiser's units
     convex_units: bool = False
     # before the phase's first step (after the options above), move each member towards a critical point of this
-    # phase's objective (train/polish.py: dead units removed exactly, then full-batch float64 L-BFGS): at most this
-    # many L-BFGS iterations (0 = off) and `polish_seconds` seconds
+    # phase's objective (train/polish.py: dead units removed exactly, then full batch in float64 Newton steps or
+    # L-BFGS iterations): at most this many iterations (0 = off) and `polish_seconds` seconds
     polish: int = 0
     polish_seconds: float = 600.0
 
@@ -74,7 +74,7 @@ class PhaseConfig:
         check(0 < self.final_lr_ratio <= 1, "final_lr_ratio", self.final_lr_ratio, "a number in (0, 1]")
         check(math.isfinite(self.lam_factor) and self.lam_factor > 0, "lam_factor", self.lam_factor, "a λ multiplier > 0")
         check(self.insert_units >= 0, "insert_units", self.insert_units, "an integer >= 0 (0 = off)")
-        check(self.polish >= 0, "polish", self.polish, "an integer >= 0 (L-BFGS iterations; 0 = off)")
+        check(self.polish >= 0, "polish", self.polish, "an integer >= 0 (iterations; 0 = off)")
         check(self.polish_seconds > 0, "polish_seconds", self.polish_seconds, "a time budget in seconds > 0")
 
 

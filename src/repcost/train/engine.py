@@ -162,7 +162,9 @@ class Member:
 
     # -- logging -------------------------------------------------------------------------------
     def log(self, rec: dict) -> None:
-        """One metrics record (test loss added) to `on_log`."""
+        """One metrics record (test loss added) to `on_log`, if the member has one (a library Engine may not)."""
+        if self.on_log is None:
+            return
         if self.y_test is not None and "test_loss" not in rec:
             rec["test_loss"] = self.test_loss()
         self.last_logged = rec["step"]
