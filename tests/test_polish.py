@@ -79,6 +79,21 @@ def test_polish_writes_through_parameters_that_are_views_into_a_stack():
     assert any(not torch.equal(stack[k][0], before[k]) for k in stack)
 
 
+def _trained_then_plain_lbfgs(m, x, y, reg_scale: str, adam_steps: int) -> dict:
+    """`m` trained by full-batch Adam in place; the certificate of a copy then taken by dead-unit removal and 1 000
+    plain float64 L-BFGS iterations (what the polish must beat)."""
+    opt = torch.optim.Adam(m.parameters(), lr=1e-2)
+    for _ in range(adam_steps):
+        opt.zero_grad()
+        objective(m, x, y, "mse", LAM, reg_scale)[0].backward()
+        opt.step()
+    plain = copy.deepcopy(m)
+    remove_dead_units(plain, x)
+    _descend([p for p in plain.parameters() if p.requires_grad],
+             lambda: objective(plain, x, y, "mse", LAM, reg_scale)[0], 1000, float("inf"))
+    return critical_point_certificate(plain, x, y, "mse", LAM, reg_scale)
+
+
 @pytest.mark.slow
 def test_polish_reaches_a_clarke_stationary_point_where_plain_lbfgs_stalls_on_a_kink():
     """y(0) = −0.1 lies below what the data around it ask for: the minimum puts a unit's kink exactly on x = 0 (moving it
@@ -90,16 +105,7 @@ def test_polish_reaches_a_clarke_stationary_point_where_plain_lbfgs_stalls_on_a_
     m = spec.build(spec.schema(depth=2, width=8), 1, 1, torch.Generator().manual_seed(0)).double()
     x = torch.tensor([[-1.0], [0.0], [1.0], [2.0]], dtype=torch.float64)
     y = torch.tensor([[0.0], [-0.1], [1.0], [2.0]], dtype=torch.float64)
-    opt = torch.optim.Adam(m.parameters(), lr=1e-2)
-    for _ in range(3000):
-        opt.zero_grad()
-        objective(m, x, y, "mse", LAM, "half")[0].backward()
-        opt.step()
-    plain = copy.deepcopy(m)
-    remove_dead_units(plain, x)
-    _descend([p for p in plain.parameters() if p.requires_grad], lambda: objective(plain, x, y, "mse", LAM, "half")[0],
-             1000, float("inf"))
-    stalled = critical_point_certificate(plain, x, y, "mse", LAM, "half")
+    stalled = _trained_then_plain_lbfgs(m, x, y, "half", adam_steps=3000)
     assert stalled["kinks"] >= 1 and stalled["clarke_stationarity"] > 0.1 and not stalled["critical_point"]
     r = polish(m, x, y, "mse", LAM, "half", iterations=1000)
     cert = critical_point_certificate(m, x, y, "mse", LAM, "half", stationarity_tol=1e-3)
@@ -156,16 +162,7 @@ def test_polish_reaches_a_critical_point_of_a_deep_net_where_plain_lbfgs_stalls(
     spec = MODELS.get("linear_relu")
     m = spec.build(spec.schema(depth=3, width=6), 2, 1, torch.Generator().manual_seed(2)).double()
     x, y = _data(5, 2, 1, seed=12)
-    opt = torch.optim.Adam(m.parameters(), lr=1e-2)
-    for _ in range(1000):
-        opt.zero_grad()
-        objective(m, x, y, "mse", LAM, "per_depth")[0].backward()
-        opt.step()
-    plain = copy.deepcopy(m)
-    remove_dead_units(plain, x)
-    _descend([p for p in plain.parameters() if p.requires_grad],
-             lambda: objective(plain, x, y, "mse", LAM, "per_depth")[0], 1000, float("inf"))
-    stalled = critical_point_certificate(plain, x, y, "mse", LAM, "per_depth")
+    stalled = _trained_then_plain_lbfgs(m, x, y, "per_depth", adam_steps=1000)
     assert stalled["kinks"] >= 1 and stalled["clarke_stationarity"] > 0.1
     r = polish(m, x, y, "mse", LAM, "per_depth", iterations=100)
     cert = critical_point_certificate(m, x, y, "mse", LAM, "per_depth", stationarity_tol=1e-6)
