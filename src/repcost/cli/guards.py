@@ -5,9 +5,9 @@
   sweep root and no sweep inside a run. A refusal is a `FatalError` (Hydra turns a callback's Exception into a
   warning and goes on).
 * A multirun's jobs are recorded as they start (`sweep.LAST_JOBS`); each job's outcome is what its own directory
-  holds (FINISHED, error.txt), or, for a finished job that a relaunch refuses, a line of `sweep.REFUSED`. As each job ends, the launch's progress is printed (`sweep: k/n jobs done, elapsed,
-  ETA`: `on_job_end` runs in the job's own process under joblib or submitit, which inherit the launch's start time
-  and job count from its environment). At the multirun's end the sweep is collected into runs.csv, and a failed job
+  holds (FINISHED, error.txt), or, for a finished job that a relaunch refuses, a line of `sweep.REFUSED`. As each
+  job ends, the launch's progress is printed (`sweep: k/n jobs done, elapsed, ETA`: `on_job_end` runs in the job's
+  own process under joblib or submitit, which inherit the launch's start time and job count from its environment). At the multirun's end the sweep is collected into runs.csv, and a failed job
   of it makes `repcost-train -m` exit non-zero with one line.
 """
 
@@ -99,8 +99,8 @@ class GuardsCallback(Callback):
         print(f"sweep: {done}/{total} jobs done, {fmt(elapsed)} elapsed, ETA {fmt(eta)}", flush=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Collect the sweep; a job of this multirun that failed (error.txt) or left nothing in its directory ends the
-        command with one line and exit status 1 (a preempted job, or one another launch is running, is no failure:
+        """Collect the sweep; a job of this multirun that failed (error.txt), was refused (REFUSED) or left nothing in
+        its directory ends the command with one line and exit status 1 (a preempted job, or one another launch is running, is no failure:
         a relaunch resumes it)."""
         report_sweep(Path(config.hydra.sweep.dir))
         sweep = Path(config.hydra.sweep.dir).absolute()  # the line names files wherever it is read
@@ -108,8 +108,7 @@ class GuardsCallback(Callback):
         bad = [j for j in jobs if j in refused or (sweep / j / ERROR).exists() or not RunDir(sweep / j).has_results()]
         if bad:
             failed = [sweep / j / ERROR for j in bad if (sweep / j / ERROR).exists()]
-            why = [f"{sweep / j}: {refused.get(j, 'nothing written')}" for j in bad]
-            first = f"see {failed[0]}" if failed else why[0]
+            first = f"see {failed[0]}" if failed else f"{sweep / bad[0]}: {refused.get(bad[0], 'nothing written')}"
             more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
             hint = ("the finished runs are left as they were: correct the command" if all(j in refused for j in bad)
                     else "relaunch the same command to retry the failed jobs")
