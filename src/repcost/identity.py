@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import json
 import re
 from collections.abc import Sequence
 from typing import Any
+
+from omegaconf import OmegaConf
 
 from .config.schema import AnalysisConfig, PhaseConfig, TopLevelConfig, TrainConfig
 from .errors import RepcostError
@@ -27,26 +30,17 @@ from .registry import DATASETS, MODELS
 from .rundir import flat, jsonable
 
 
-def _field_default(f: dataclasses.Field) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return f.default_factory()  # type: ignore[misc]
-    return dataclasses.MISSING
-
-
-def _plain(v: Any) -> Any:
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return {k: _plain(x) for k, x in dataclasses.asdict(v).items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    return v
+@functools.cache
+def _defaults(schema: type) -> tuple[dict, dict[str, type]]:
+    """A schema's defaults as plain values, and each field's type (a nested section's: its schema)."""
+    node = OmegaConf.structured(schema)
+    return OmegaConf.to_container(node), {k: OmegaConf.get_type(node, k) for k in node}
 
 
 def strip_defaults(node: dict, schema: type, elements: dict[str, type] | None = None) -> dict:
     """`node` without keys at their `schema` default or marked identity=False; list fields whose
     elements are dataclasses (`elements`: field name -> element schema) are stripped element-wise."""
-    fields = {f.name: f for f in dataclasses.fields(schema)}
+    fields, (defaults, types) = {f.name: f for f in dataclasses.fields(schema)}, _defaults(schema)
     elements = elements or {}
     out = {}
     for k, v in node.items():
@@ -56,13 +50,12 @@ def strip_defaults(node: dict, schema: type, elements: dict[str, type] | None = 
             continue
         if f.metadata.get("identity", True) is False:
             continue
-        raw = _field_default(f)
-        default = _plain(raw)
+        default = defaults[k]
         if k in elements and isinstance(v, list):
             v = [strip_defaults(e, elements[k]) if isinstance(e, dict) else e for e in v]
             default = [strip_defaults(e, elements[k]) for e in default] if isinstance(default, list) else default
-        elif dataclasses.is_dataclass(raw) and isinstance(v, dict):  # a nested section
-            v, default = _without_unset(v, type(raw)), _without_unset(default, type(raw))
+        elif dataclasses.is_dataclass(types[k]) and isinstance(v, dict):  # a nested section
+            v, default = _without_unset(v, types[k]), _without_unset(default, types[k])
         if k == "name" or v != default:  # a section's registry name says which schema the rest is read against
             out[k] = v
     return out
@@ -70,8 +63,8 @@ def strip_defaults(node: dict, schema: type, elements: dict[str, type] | None = 
 
 def _without_unset(node: dict, schema: type) -> dict:
     """A nested section without its keys marked identity="set" that sit at their default."""
-    unset = {f.name: _plain(_field_default(f)) for f in dataclasses.fields(schema) if f.metadata.get("identity") == "set"}
-    return {k: v for k, v in node.items() if k not in unset or v != unset[k]}
+    unset = {f.name for f in dataclasses.fields(schema) if f.metadata.get("identity") == "set"}
+    return {k: v for k, v in node.items() if k not in unset or v != _defaults(schema)[0][k]}
 
 
 def _resolved_device(device: Any) -> str:
