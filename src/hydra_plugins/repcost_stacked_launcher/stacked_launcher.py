@@ -214,22 +214,6 @@ def _configure_group_log(configs: list[DictConfig]) -> None:
     configure_log(OmegaConf.create(base), configs[0].hydra.verbose)
 
 
-class _GroupTask:
-    """One group as a submitit job; `checkpoint` is submitit's requeue protocol (the requeued group resumes
-    each run from its own checkpoint)."""
-
-    def __init__(self, hydra_context: HydraContext, singleton_state: dict):
-        self.hydra_context, self.singleton_state = hydra_context, singleton_state
-
-    def __call__(self, configs: list[DictConfig]) -> list[JobReturn]:
-        return run_group(configs, self.hydra_context, self.singleton_state)
-
-    def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
-        import submitit
-
-        return submitit.helpers.DelayedSubmission(self, *args, **kwargs)
-
-
 def _run_submitit(launcher: Any, opts: StackedLauncherConf,
                   group_configs: list[list[DictConfig]]) -> list[list[JobReturn]]:
     try:
@@ -244,6 +228,11 @@ def _run_submitit(launcher: Any, opts: StackedLauncherConf,
         executor.update_parameters(**params)
     except (ValueError, TypeError, AssertionError) as e:
         raise RepcostError(f"hydra.launcher.submitit_params: {' '.join(str(e).split())}") from None
-    task = _GroupTask(launcher.hydra_context, Singleton.get_state())
-    jobs = executor.map_array(task, group_configs)
+    hydra_context, state = launcher.hydra_context, Singleton.get_state()
+
+    class GroupTask(submitit.helpers.Checkpointable):  # requeued after a time limit: each run resumes from its checkpoint
+        def __call__(self, configs: list[DictConfig]) -> list[JobReturn]:
+            return run_group(configs, hydra_context, state)
+
+    jobs = executor.map_array(GroupTask(), group_configs)
     return [j.results()[0] for j in jobs]

@@ -45,10 +45,7 @@ runs).  Datasets 0–9 were the development set; `make check-recipes` runs 90–
 
 Writes figures/recipes.csv and figures/recipes.png; prints one line per dataset (a failing one names the
 criteria it misses), then per 1-D family the pass, certified and cost counts with the gap and C/C_min ranges and
-the median and largest wall time per dataset, and the two-rays pass rates.
-Usage: python -m repcost.studies.check_recipes [--only 1d|rays|rays_L2|rays_L3] [--family NAME|all]
-       [--block dev|heldout|N] [--start 90] [--n 10] [--datasets 0,3] [--jobs 2] [--out outputs/recipes]
-       [--csv figures/recipes.csv] [--set OVERRIDE ...]
+the median and largest wall time per dataset, and the two-rays pass rates (`--help`: the options).
 """
 
 from __future__ import annotations
@@ -218,21 +215,19 @@ def _row(s: dict, y: np.ndarray, path: Path, **values) -> dict:
     """A recipes.csv row: `values`, then what the run's summary `s` says (`path`: its run directory), with its
     critical-point certificate (repcost.analysis.critical): the verdict, the relative stationarity residual (plain,
     and the least over the slopes of kinked pre-activations) and the largest per-unit balance gap of the ReLU layer
-    (0 at any critical point); NaN where the summary has none."""
-    row = {"spread": 0.0, "certificate_gap": 0.0, "loss_over_var": s["train_loss"] / float(np.var(y)),
-           "steps": s["steps"], "wall_s": s["wall_time_s"], "critical_point": bool(s.get("critical_point", False)),
-           **{f"cert_{k}": float(s.get(f"critical.{k}", math.nan)) for k in ("stationarity", "clarke_stationarity",
-                                                                            "unit_gap")},
-           "run_dir": str(path.relative_to(REPO)) if path.is_relative_to(REPO) else "", **values}
-    return {k: row[k] for k in COLUMNS}
+    (0 at any critical point); NaN where the summary has none (a failed run's: {}), not passed unless `values` say."""
+    nan = math.nan
+    return {**dict.fromkeys(COLUMNS, nan), "spread": 0.0, "certificate_gap": 0.0, "passed": False,
+            "loss_over_var": s.get("train_loss", nan) / float(np.var(y)), "steps": s.get("steps", nan),
+            "wall_s": s.get("wall_time_s", nan), "critical_point": bool(s.get("critical_point", False)),
+            **{f"cert_{k}": float(s.get(f"critical.{k}", nan)) for k in ("stationarity", "clarke_stationarity",
+                                                                       "unit_gap")},
+            "run_dir": str(path.relative_to(REPO)) if path.is_relative_to(REPO) else "", **values}
 
 
 def _failed(e: Exception, run_dir: Path, **head) -> dict:
     """The row of a run that failed (e.g. diverged): a dataset not certified, never dropped."""
-    nan = math.nan
-    failed = dict.fromkeys(("train_loss", "steps", "wall_time_s"), nan)
-    values = dict.fromkeys(("n_points", "C", "C_min", "ratio", "global_gap_rel", "certify_rounds"), nan) | head
-    return _row(failed, np.arange(2.0), run_dir, **values, passed=False,  # any y: the loss is NaN
+    return _row({}, np.arange(2.0), run_dir, **head,  # any y: the loss is NaN
                 run_dir="failed: " + str(e).splitlines()[0].removeprefix("run failed: "))
 
 
@@ -251,7 +246,7 @@ def case_1d(family: str, i: int, out: Path, extra: list[str] = ()) -> dict:
         s = train(["experiment=min_norm_1d", f"data.x={_fmt(x)}", f"data.y={_fmt(y)}", *extra], run_dir).summary
     except RepcostError as e:
         return _failed(e, run_dir, **head)
-    row = _row(s, y, run_dir, **head, C=s["cost"], ratio=s["cost"] / cmin, passed=False,
+    row = _row(s, y, run_dir, **head, C=s["cost"], ratio=s["cost"] / cmin,
                global_gap_rel=s.get("certify.duality_gap_rel", math.nan), certify_rounds=s.get("certify.rounds", 0))
     return {**row, "passed": not missed_1d(row)}
 
