@@ -296,11 +296,10 @@ def lbfgs_descent(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float
         group["max_iter"] = group["max_eval"] = min(evals, reported + chunk) - evaluated[0]
         opt.step(closure)  # may overrun its max_eval by a line search's last evaluations
         now = value()
-        if on_progress is not None and (evaluated[0] >= reported + chunk or now == last or evaluated[0] >= evals):
+        stuck, last = now == last, now  # stuck: the line search found no lower point, and would find none again
+        if on_progress is not None and (evaluated[0] >= reported + chunk or stuck or evaluated[0] >= evals):
             on_progress(evaluated[0], m, now)
             reported = evaluated[0]
-        stuck = now == last  # the line search found no lower point: L-BFGS is stuck here, and would stay
-        last = now
         if stuck:
             break
     return {"objective_start": start, "objective_end": last, "evaluations": evaluated[0],

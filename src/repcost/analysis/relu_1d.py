@@ -167,11 +167,8 @@ def deep_relu_net_1d_function(weights: Sequence, biases: Optional[Sequence] = No
     t = np.zeros(1)
     H = np.zeros((1, 1))
     S = np.ones((2, 1))  # S[j] = slope on segment j (segment 0 = (−∞, t_1), segment M = (t_M, ∞))
-    for layer, (W, b) in enumerate(zip(Ws, bs)):
+    for W, b in zip(Ws[:-1], bs[:-1]):
         Z, SZ = H @ W.T + b, S @ W.T
-        if layer == len(Ws) - 1:
-            H, S = Z, SZ
-            break
         # zero crossings, each computed from the segment end nearer to it
         new = [t]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -204,6 +201,7 @@ def deep_relu_net_1d_function(weights: Sequence, biases: Optional[Sequence] = No
         active = np.concatenate([(zl > 0)[None], mid > 0, (zr > 0)[None]])
         H = np.where(Z > 0, Z, slope * Z)
         S = np.where(active, SZ, slope * SZ)
+    H, S = H @ Ws[-1].T + bs[-1], S @ Ws[-1].T
     return PiecewiseLinear1D(t, H[:, 0].copy(), S[:, 0].copy())
 
 
