@@ -12,7 +12,7 @@ from .alignment import (identity_input_lower_bound, identity_input_min_cost, mer
                         neuron_groups, optimisation_failures, plateau_start)
 from .convex_relu import min_r2_interpolant
 from .costs import (active_subnetworks, cost_CL, effective_matrix, l2L_quasinorm, parallel_alpha_normalised,
-                    parallel_balance, path_norm, phi3_lower_bound, phi3_lower_bound_search, phi3_upper_bound, phi_L)
+                    parallel_balance, path_norm, phi3_lower_bound, phi3_upper_bound, phi_L)
 from .critical import balance_summary, layer_balance, linear_layer_balance, neuron_balance
 from .reformulation import layer_forces, reformulated_loss
 from .relu_1d import deep_relu_net_1d_function, linear_spline_interpolant, spline_min_cost

@@ -204,34 +204,26 @@ def phi_L(W, a, L: int, **kwargs) -> float:
 
 
 def phi3_lower_bound(W, a, Q=None) -> float:
-    """Σ_k |a_k⟨q_k, w_k⟩|^{2/3} ≤ Φ_3(W, a) for ‖Q‖₂ ≤ 1 (Ongie Lemma 3.8, eq. 18); Q=None takes the best Q
-    (`phi3_lower_bound_search`)."""
+    """Σ_k |a_k⟨q_k, w_k⟩|^{2/3} ≤ Φ_3(W, a) for ‖Q‖₂ ≤ 1 (Ongie Lemma 3.8, eq. 18); any Q is admissible once
+    scaled into that ball.
+
+    Q=None takes the best Q, the polar factor of D_λ*⁻¹D_aW at the optimal λ* of Lemma 3.4 (`phi_L_solve`): with it
+    the bound equals Φ_3 (Sion's minimax theorem in the proof of Lemma 3.8), and the bound is evaluated from Q itself,
+    so it is a certified lower bound on Φ_3 however accurately λ* was found; the gap ``phi_L(W, a, 3) − bound``
+    certifies Φ_3.
+    """
     W, a = as_units(W, a)
     if Q is None:
-        return phi3_lower_bound_search(W, a)[0]
+        Br, active, r, Vr = reduce_units(W, a)  # Br = B Vr, Vr an orthonormal basis of row(B)
+        Q = np.zeros(W.shape)
+        if r:
+            U, _, Zt = np.linalg.svd(Br / phi_L_solve(W, a, 3)[1][active, None], full_matrices=False)
+            Q[active] = U @ Zt @ Vr.T  # the polar factor of D_λ⁻¹B (B = Br Vrᵀ) lifted back to R^d
     Q = as_matrix(Q, "Q")
     if Q.shape != W.shape:
         raise ValueError(f"Q must have W's shape {W.shape}, got {Q.shape}")
-    # Any Q is admissible after scaling it into the spectral-norm unit ball.
     Q = Q / max(1.0, float(np.linalg.norm(Q, 2)) if Q.size else 0.0)
     return float(np.sum(np.abs(a * np.sum(Q * W, axis=1)) ** (2.0 / 3.0)))
-
-
-def phi3_lower_bound_search(W, a) -> tuple[float, np.ndarray]:
-    """The best Lemma 3.8 bound max_Q Σ|a_k⟨q_k,w_k⟩|^{2/3} (Ongie eq. 18) and its Q; returns (bound, Q).
-
-    The maximiser is the polar factor of D_λ*⁻¹D_aW at the optimal λ* of Lemma 3.4 (`phi_L_solve`): with it the
-    bound equals Φ_3 (Sion's minimax theorem in the proof of Lemma 3.8), and the bound is evaluated from Q itself
-    (‖Q‖₂ = 1), so it is a certified lower bound on Φ_3 however accurately λ* was found; the gap
-    ``phi_L(W, a, 3) − bound`` certifies Φ_3.
-    """
-    W, a = as_units(W, a)
-    Br, active, r, Vr = reduce_units(W, a)  # Br = B Vr, Vr an orthonormal basis of row(B)
-    Q = np.zeros(W.shape)
-    if r:
-        U, _, Zt = np.linalg.svd(Br / phi_L_solve(W, a, 3)[1][active, None], full_matrices=False)
-        Q[active] = U @ Zt @ Vr.T  # the polar factor of D_λ⁻¹B (B = Br Vrᵀ) lifted back to R^d
-    return phi3_lower_bound(W, a, Q), Q
 
 
 def phi3_upper_bound(W, a) -> float:
