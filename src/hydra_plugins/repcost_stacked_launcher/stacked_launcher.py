@@ -70,16 +70,14 @@ ConfigStore.instance().store(group="hydra/launcher", name="repcost_stacked", nod
 
 def stack_key_of_job(config: DictConfig) -> str | None:
     """The grouping key of a composed sweep job (hydra node included, its HydraConfig current): jobs with equal
-    keys train as one stacked process. None: the job runs alone (e.g. its config does not validate, so it fails
-    exactly as an unstacked job does)."""
-    from repcost.config import validate
+    keys train as one stacked process (where a job whose config does not validate fails alone, as unstacked).
+    None: the job runs alone (e.g. its config cannot be resolved, so it fails exactly as an unstacked job does)."""
     from repcost.identity import stack_key
 
     if config.hydra.job.chdir:  # jobs that change into their own directory cannot share a process
         return None
     try:
         cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
-        validate(cfg)
         return stack_key(OmegaConf.to_container(cfg, resolve=True))
     except Exception:  # any problem shows when the job runs alone
         return None
@@ -125,18 +123,15 @@ class StackedLauncher(Launcher):
         config = self.config
         configure_log(config.hydra.hydra_logging, config.hydra.verbose)
 
-        orig, configs, keys, dirs = HydraConfig.instance().cfg, [], [], []
-        try:
-            for num, overrides in enumerate(job_overrides, initial_job_idx):
-                c = self.hydra_context.config_loader.load_sweep_config(config, list(overrides))
-                with open_dict(c):
-                    c.hydra.job.id = c.hydra.job.num = num
-                HydraConfig.instance().set_config(c)
-                configs.append(c)  # its output dir (hydra.sweep.dir/subdir) as `run_job` resolves it:
-                dirs.append(os.path.abspath(os.path.join(str(c.hydra.sweep.dir), str(c.hydra.sweep.subdir))))
-                keys.append(stack_key_of_job(c))
-        finally:
-            HydraConfig.instance().cfg = orig
+        configs, keys, dirs = [], [], []
+        for num, overrides in enumerate(job_overrides, initial_job_idx):  # as Hydra's basic launcher composes them
+            c = self.hydra_context.config_loader.load_sweep_config(config, list(overrides))
+            with open_dict(c):
+                c.hydra.job.id = c.hydra.job.num = num
+            HydraConfig.instance().set_config(c)
+            configs.append(c)  # its output dir (hydra.sweep.dir/subdir) as `run_job` resolves it:
+            dirs.append(os.path.abspath(os.path.join(str(c.hydra.sweep.dir), str(c.hydra.sweep.subdir))))
+            keys.append(stack_key_of_job(c))
         groups = plan_groups(keys, opts.max_members, dirs)
         log.info(f"Launching {len(configs)} jobs as {len(groups)} stacked group(s), sweep output dir: "
                  f"{config.hydra.sweep.dir}")
