@@ -53,9 +53,8 @@ class Run:
         from omegaconf import OmegaConf
 
         saved = self.path / ".hydra" / "config.yaml"
-        if saved.exists():
-            return config_keys(OmegaConf.to_container(OmegaConf.load(saved), resolve=True))
-        return config_keys(dict(self.checkpoint["config"]))
+        return config_keys(OmegaConf.to_container(OmegaConf.load(saved), resolve=True) if saved.exists()
+                           else dict(self.checkpoint["config"]))
 
     @cached_property
     def summary(self) -> dict:

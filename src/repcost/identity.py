@@ -29,6 +29,8 @@ from .errors import RepcostError
 from .registry import DATASETS, MODELS
 from .rundir import flat, jsonable
 
+_ABSENT = object()  # a key one of two configs lacks
+
 
 @functools.cache
 def _defaults(schema: type) -> tuple[dict, dict[str, type]]:
@@ -125,15 +127,11 @@ def stack_key(cfg: dict) -> str | None:
 
 def check_stackable(cfgs: Sequence[dict]) -> None:
     """Runs trained in one engine may differ only in `STACKABLE_KEYS`: RepcostError naming the first other key."""
-    if len(cfgs) < 2:
-        return
-    if any(stack_key(c) is None for c in cfgs):
+    if len(cfgs) > 1 and any(stack_key(c) is None for c in cfgs):
         raise RepcostError("ensemble runs (train.ensemble_size > 1) cannot be stacked with other runs")
-    a = shared_part(cfgs[0])
     for i, cfg in enumerate(cfgs[1:], 1):
-        b = shared_part(cfg)
-        diff = [k for k in a.keys() | b.keys() if k not in a or k not in b or a[k] != b[k]]
-        if diff:
+        a, b = shared_part(cfgs[0]), shared_part(cfg)
+        if diff := [k for k in a.keys() | b.keys() if a.get(k, _ABSENT) != b.get(k, _ABSENT)]:
             raise RepcostError(f"run {i} cannot be stacked with run 0: its {min(diff)} differs; stacked runs may "
                                f"differ only in {', '.join(STACKABLE_KEYS)}")
 
@@ -157,5 +155,3 @@ def identity_changes(old: dict, new: dict, old_version: str | None = None) -> st
         return f"no config key: the identity rules of repcost {old_version or '?'} (this is {repcost_version()})"
     return ", ".join(words[:4]) + (f" and {len(words) - 4} more" if len(words) > 4 else "")
 
-
-_ABSENT = object()
