@@ -44,41 +44,35 @@ def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, rounds
     return out
 
 
-def _cost_clause(summary: dict) -> str:
-    """The cost half of the last line: C(θ)/C_min against `certify.cost_tol` ("" where the run does not judge it)."""
-    ratio = summary.get("certify.cost_over_min")
-    if ratio is None:
-        return ""
-    tol = f"{100 * summary['certify.cost_tol']:.3g} %"
-    if abs(ratio - 1) <= summary["certify.cost_tol"]:
-        return f"; C(θ) within {tol} of the min-norm interpolant's cost (C/C_min = {ratio:.4f})"
-    return (f"; C(θ) NOT within {tol} of the min-norm interpolant's cost: C/C_min = {ratio:.4f} "
-            "(train.certify.cost_tol; a smaller train.lam brings the minimum closer to interpolation)")
-
-
 def describe(summary: dict) -> str | None:
     """The one line a run with `train.certify` ends on."""
     if "certified" not in summary:
         return None
     gap, rounds = summary["certify.gap_rel"], summary["certify.rounds"]
-    after = f"after {rounds} escalation round{'s' * (rounds != 1)}, {summary['certify.steps']} steps"
-    if summary["certified"]:
-        line = (f"certified within {100 * gap:.3g} % of the global minimum of its objective (duality gap; {after})"
-                + _cost_clause(summary))
-        st = summary.get("critical.clarke_stationarity", summary.get("critical.stationarity", math.nan))
-        if summary.get("critical_point") is False and math.isnan(st):  # the local certificate could not judge it
-            line += (f"; the critical-point certificate did not judge it (the Clarke measure over its "
-                     f"{summary.get('critical.kinks')} kinks is not computed: raise analysis.critical.max_kinks)")
-        elif summary.get("critical_point") is False:  # the local certificate ran and does not accept the point
-            line += (f"; not a critical point (stationarity {st:.3g}): the gap bounds the objective, and a point "
-                     "that close to the minimum's objective need not be a minimiser")
-        return line
     if gap is None:
         return ("not certified: no global-minimum certificate exists for this model (the duality gap needs a two-layer "
                 "ReLU net on 1-D inputs with MSE and λ > 0); the critical-point certificate above is a local one, "
                 "and agreement across seeds (train.ensemble_size) is the check left")
-    above = f"gap {100 * gap:.3g} % (> train.certify.gap_tol {100 * summary['certify.gap_tol']:.3g} %)"
-    if summary.get("stop_reason") != "budget":
-        return f"not certified: {above} when it stopped ({summary.get('stop_reason')}, {after})" + _cost_clause(summary)
-    return (f"not certified: {above} after the budget of {summary['certify.max_rounds']} escalation rounds, "
-            f"{summary['certify.budget_steps']} steps (raise train.certify.rounds)" + _cost_clause(summary))
+    after = f"after {rounds} escalation round{'s' * (rounds != 1)}, {summary['certify.steps']} steps"
+    if summary["certified"]:
+        line = f"certified within {100 * gap:.3g} % of the global minimum of its objective (duality gap; {after})"
+    else:
+        tol = f"{100 * summary['certify.gap_tol']:.3g} %"
+        line = (f"not certified: gap {100 * gap:.3g} % (> train.certify.gap_tol {tol}) "
+                + (f"when it stopped ({summary.get('stop_reason')}, {after})" if summary.get("stop_reason") != "budget"
+                   else f"after the budget of {summary['certify.max_rounds']} escalation rounds, "
+                   f"{summary['certify.budget_steps']} steps (raise train.certify.rounds)"))
+    ratio = summary.get("certify.cost_over_min")  # the cost half: C(θ)/C_min against `certify.cost_tol`
+    if ratio is not None:
+        tol = f"{100 * summary['certify.cost_tol']:.3g} %"
+        line += (f"; C(θ) within {tol} of the min-norm interpolant's cost (C/C_min = {ratio:.4f})"
+                 if abs(ratio - 1) <= summary["certify.cost_tol"] else
+                 f"; C(θ) NOT within {tol} of the min-norm interpolant's cost: C/C_min = {ratio:.4f} "
+                 "(train.certify.cost_tol; a smaller train.lam brings the minimum closer to interpolation)")
+    st = summary.get("critical.clarke_stationarity", summary.get("critical.stationarity", math.nan))
+    if summary["certified"] and summary.get("critical_point") is False:  # the local certificate disagrees, or cannot judge
+        line += (f"; the critical-point certificate did not judge it (the Clarke measure over its "
+                 f"{summary.get('critical.kinks')} kinks is not computed: raise analysis.critical.max_kinks)"
+                 if math.isnan(st) else f"; not a critical point (stationarity {st:.3g}): the gap bounds the "
+                 "objective, and a point that close to the minimum's objective need not be a minimiser")
+    return line

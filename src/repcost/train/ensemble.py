@@ -16,29 +16,16 @@ relaunch resumes or reuses each member by itself. The top directory then gets:
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import math
 import shutil
 from collections.abc import Sequence
-from pathlib import Path
 
-from ..config.schema import RunSpec
-from ..identity import member_config
 from ..rundir import MEMBERS, METRICS, SUMMARY, RunDir, read_metrics
 
 log = logging.getLogger("repcost")
 AGREEMENT = 0.01  # members within 1 % of the best objective agree with it
-
-
-def member_runs(spec: RunSpec, cfg_dict: dict, rd: RunDir) -> tuple[list[RunSpec], list[dict], list[Path]]:
-    """(specs, configs, directories) of the K member runs of an ensemble in `rd`."""
-    K = spec.train.ensemble_size
-    specs = [copy.deepcopy(spec) for _ in range(K)]
-    for i, sp in enumerate(specs):
-        sp.seed, sp.train.ensemble_size = spec.seed + i, 1
-    return specs, [member_config(cfg_dict, sp.seed) for sp in specs], [rd.path / MEMBERS / str(i) for i in range(K)]
 
 
 def aggregate(rd: RunDir, cfg_dict: dict, chash: str, seeds: Sequence[int], results: Sequence[dict | Exception]

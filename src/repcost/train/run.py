@@ -10,12 +10,13 @@ plus one aggregation step (`ensemble.py`). `train_run` is one run, for library c
 
 from __future__ import annotations
 
+import io
 import logging
 import signal
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -25,16 +26,16 @@ from ..analysis.hooks import AnalysisRunner
 from ..config.schema import RunSpec
 from ..config.limits import allocating
 from ..data import load_data
-from ..errors import RepcostError, io_error
-from ..identity import check_stackable, identity_changes, run_hash
+from ..errors import RepcostError
+from ..identity import check_stackable, identity_changes, member_config, run_hash
 from ..loggers import Trackers
 from ..models import build_model
-from ..rundir import CHECKPOINT, ERROR, METRICS, SUMMARY, RunDir, metrics_sink, remove_dead_temp_files
+from ..rundir import CHECKPOINT, ERROR, MEMBERS, METRICS, SUMMARY, RunDir, metrics_sink, remove_dead_temp_files
 from ..provenance import provenance
 from .. import startup, threads
 from . import certify
 from .engine import Engine
-from .ensemble import aggregate, member_runs
+from .ensemble import aggregate
 from .preempt import StopFlag, stop_on_signals
 from .step import fast_step_options
 
@@ -203,9 +204,11 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
 def _train_ensemble(job: RunJob, stop_flag: StopFlag) -> dict:
     """K member runs (members/<i>/, seeds seed … seed+K−1, each its single run) trained as one stacked group,
     then the best-of-K summary at the top (`ensemble.aggregate`)."""
-    specs, cfgs, dirs = member_runs(job.spec, job.cfg_dict, job.rd)
-    results = train_runs(specs, cfgs, dirs, stop_flag, on_stale="move")
-    return aggregate(job.rd, job.cfg_dict, job.chash, [s.seed for s in specs], results)
+    seeds = [job.spec.seed + i for i in range(job.spec.train.ensemble_size)]
+    specs = [replace(job.spec, seed=s, train=replace(job.spec.train, ensemble_size=1)) for s in seeds]
+    results = train_runs(specs, [member_config(job.cfg_dict, s) for s in seeds],
+                         [job.rd.path / MEMBERS / str(i) for i in range(len(seeds))], stop_flag, on_stale="move")
+    return aggregate(job.rd, job.cfg_dict, job.chash, seeds, results)
 
 
 def failure_message(e: BaseException) -> str:
@@ -335,12 +338,12 @@ def _complete(job: RunJob, engine: Engine, i: int, runner: AnalysisRunner, track
         job.rd.finish(checkpoint, summary, job.chash)  # checkpoint, summary, FINISHED: never one without the others
         out = summary
         if data.task == "regression" and data.d_in == 1 and data.d_out == 1:  # after FINISHED: a figure that cannot be written costs the figure, not the run
-            _plot_fit(model, data, job.rd.path / "figures" / "fit.png", summary)
+            _plot_fit(model, data, job.rd, summary)
     tracker.call("finish", summary)  # after summary.json, which the trackers keep as an artifact
     return out
 
 
-def _plot_fit(model, data, path: Path, summary: dict) -> None:
+def _plot_fit(model, data, rd: RunDir, summary: dict) -> None:
     """figures/fit.png: the learned 1-D function over the data range (and a margin), the points and the
     min-norm linear spline through them. A file that cannot be written is a warning (train.log and the console)."""
     from ..analysis.relu_1d import linear_spline_interpolant
@@ -354,11 +357,9 @@ def _plot_fit(model, data, path: Path, summary: dict) -> None:
         f = model(grid[:, None])[:, 0].cpu().double().numpy()
     g = grid.cpu().double().numpy()
     title = f"{model.family} L={model.depth}: train loss {summary['train_loss']:.3g}, cost {summary['cost']:.4g}"
-    fig = function_panels(x, y, g, [f], [title], linear_spline_interpolant(x, y)(g))
+    png = io.BytesIO()
+    function_panels(x, y, g, [f], [title], linear_spline_interpolant(x, y)(g)).savefig(png, format="png", dpi=110)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
-    except OSError as e:
-        with suppress(OSError):
-            path.unlink(missing_ok=True)  # a partly written figure
-        log.warning("warning: %s; the run is finished, only this figure is missing", io_error(path, e))
+        rd.write_bytes("figures/fit.png", png.getvalue())  # atomic: never a partly written figure
+    except RepcostError as e:
+        log.warning("warning: %s; the run is finished, only this figure is missing", e)
