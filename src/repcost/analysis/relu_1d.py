@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from ..models.base import RepModel
-from ..objective import data_loss, reg_scale_factor
+from ..objective import data_loss, objective, reg_scale_factor
 from .arrays import as_f64, float64_inputs, float64_model
 
 MAX_POINTS = 500  # the dual's constraint matrix is dense (2M × N): ~2 s at N = 500, ~10 s and less accurate at 1,000
@@ -372,8 +372,7 @@ def duality_gap(model: RepModel, x: torch.Tensor, y: torch.Tensor, loss: str, la
     x, y = float64_inputs(m, x, y)
     rho = lam * reg_scale_factor(reg_scale, m.depth)
     with torch.no_grad():
-        f = m(x)
-        obj = float(data_loss(f, y, "mse") + rho * m.param_sq_norm())
+        obj, f = float(objective(m, x, y, "mse", lam, reg_scale)[0]), m(x)
     x, f, y = as_f64(x).reshape(-1), as_f64(f), as_f64(y)
     n = y.shape[0]
     best, sup = dual_at((f - y) / (n * rho), features(x, *both_sides(np.unique(x))), y, rho)
@@ -435,15 +434,10 @@ def _write(net: TwoLayerNet, W: torch.Tensor, b: torch.Tensor, a: torch.Tensor, 
 
 
 def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho: float) -> list[tuple[TwoLayerNet, float]]:
-    """Re-place up to n idle units where a new unit lowers MSE + ρΣ‖p‖² most (PhaseConfig.insert_units).
-
-    Two-layer ReLU nets on 1-D inputs with free biases whose chain tensors are the parameters (`two_layer_1d`):
-    one at a time, the idle unit of least path mass |w_k|·‖a_k‖ (≤ IDLE of the net's) becomes the best gap
-    feature for the current residual (`best_unit`), balanced, while that feature violates the dual condition;
-    the rest is unchanged. A conditional-gradient step: it lowers the objective even where every existing unit's
-    gradient is zero (a nonconvex local minimum of the finite net). Returns what was inserted (the unit and its
-    violation), one entry per unit.
-    """
+    """Re-place up to n idle units where a new unit lowers MSE + ρΣ‖p‖² most (PhaseConfig.insert_units; why and how:
+    docs/recipes-and-certificates.md, "Unit insertion"): one at a time, the idle unit of least path mass
+    |w_k|·‖a_k‖ (≤ IDLE of the net's) becomes the best gap feature for the current residual (`best_unit`), balanced,
+    while that feature violates the dual condition. Returns the units inserted with their violations."""
     W, b, a, c = two_layer_1d(model, x, writable=True)
     c = [c] if isinstance(c, torch.nn.Parameter) else []
     inserted: list[tuple[TwoLayerNet, float]] = []
