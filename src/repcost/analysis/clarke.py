@@ -147,7 +147,12 @@ def _least_norm_matrix_free(G, s0: np.ndarray, lo: np.ndarray) -> np.ndarray:
 def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str,
                          max_kinks: int = MAX_KINKS) -> tuple[float, int, bool | None]:
     """(‖G(s*)‖, number of kinks, whether the set is Clarke's): the least gradient norm over the kinks' slopes (module
-    docstring), of `model` as it is; NaN (not computed) beyond `max_kinks` kinks.
+    docstring).
+
+    `model` is evaluated as it is (the certificate passes its float64 copy, on the CPU). With no
+    kinks this is the plain gradient norm; up to `EXACT_KINKS` kinks, or `EXACT_ENTRIES` column entries, it
+    solves with exact Jacobian columns, beyond that matrix-free, and with more than `max_kinks` it is NaN (not computed). Kinks
+    count only where the activation receives a backward signal (module docstring).
 
     The third value says whether the set minimised over is the Clarke subdifferential itself (True: all kinks in one
     activation layer, with independent pre-activation gradients ∂z_K/∂θ, so z_K are local coordinates and the convex

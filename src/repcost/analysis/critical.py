@@ -30,12 +30,39 @@ in [0, 1], and 0 when u = v = 0.
 `rebalance` moves every unit to the least-penalty point of its rescaling orbit, through what the model's
 protocol declares (models/base.py `Structure`: needs `unit_rescaling`).
 
-`critical_point_certificate` checks both things that hold at a critical point of  data-loss + λ·s·Σ‖p‖²: the
-gradient vanishes (judged against the regulariser's own pull 2λs‖θ_reg‖, and at ReLU kinks over the kinks' slopes,
-analysis/clarke.py) and the balance above (the unit gap weighted by the units' mass). Beside its verdict it reports
-the L-BFGS descent check (`lbfgs_descent`) and, for two-layer ReLU nets on 1-D inputs, the duality gap
-(analysis/relu_1d.py). docs/recipes-and-certificates.md defines every term and how to read it; a term whose
-symmetry the model does not declare (models/base.py `Structure`) is listed in `not_applicable` with the reason.
+At a critical point of  data-loss + λ·s·Σ‖p‖²  two things hold, and the certificate checks both:
+* the gradient vanishes. Its size is judged against the regulariser's own pull, ‖∇(λ·s·Σ‖p‖²)‖ =
+  2λs‖θ_reg‖: `stationarity` = ‖∇objective‖ / (2λs‖θ_reg‖) is 0 at a critical point and about 1
+  where the data term has not yet balanced the penalty (for λ = 0 it is ‖∇‖/‖θ‖);
+* the balance above (for `linear_relu` L = 2, |a_k| = ‖w_k‖, Ongie & Willett §3), and the family's own
+  statements (Savarese Cor C.2 for `parallel`, reported as `subnet_gap_max`; the per-unit gap already covers
+  it for units with mass). The certificate's unit gap is weighted by the units' mass,
+  Σ_k|in_k − out_k| / Σ_k max(in_k, out_k) per layer: units that weight decay is shrinking towards zero carry
+  no weight, whatever their ratio.
+
+`critical_point` is true when stationarity ≤ `stationarity_tol` and the unit and linear gaps are
+≤ `balance_tol` (defaults 1e-2: the balance equations hold to about 1 %); with λ = 0 only the gradient
+counts. Where pre-activations sit on a ReLU kink the objective is not differentiable there; if the
+plain stationarity fails, the certificate also reports `kinks` (pre-activations on a kink of a live unit at
+a data point) and `clarke_stationarity`, the least gradient norm over the kinks' slopes (analysis/clarke.py) in
+the same units, and that one may pass. `clarke_exact` says whether that set is the Clarke subdifferential itself
+(kinks in one activation layer, as in two-layer nets) or an outer estimate (`clarke.clarke_gradient_norm`).
+
+With `descent_evals` > 0 it also reports `descent_rel`, the relative objective decrease that full-batch
+L-BFGS (`lbfgs_descent`: strong-Wolfe line search, so the objective never rises; float64, on a copy) finds from
+the model's parameters in about that many objective evaluations (the count made is reported back as
+`descent_evals`). The gradient cannot tell a point at a nonsmooth local minimum (pre-activations on ReLU kinks:
+the gradient does not vanish, but no direction descends) from one in a shallow, ill-conditioned valley that
+first-order steps cross slowly; L-BFGS either stalls at once (near 0) or keeps descending (clearly positive:
+training stopped on the way). The decrease is a lower bound on how far above a local minimum the model is, not a
+proof of minimality when small. It is reported beside the verdict, not part of it.
+
+Where the model is a two-layer ReLU net on 1-D inputs with free biases and the loss is MSE, it also
+reports `duality_gap_rel`: an upper bound on how far the objective is above its global minimum over nets
+of any width, relative to the objective (analysis/relu_1d.py). Also beside the verdict.
+
+A term whose symmetry the model does not declare (models/base.py `Structure`) is not computed: it is
+listed in `not_applicable` with the reason instead.
 """
 
 from __future__ import annotations
@@ -79,18 +106,31 @@ class Balance:
 
 
 def layer_balance(model) -> list[Balance]:
-    """Per consecutive layer pair, ‖W_ℓ‖²_F + ‖b_ℓ‖² vs ‖W_{ℓ+1}‖²_F and their relative gap (Jacot 2023 Prop 12), from
-    the model's `layer_sq_norms()` (stored, regularised biases only; parallel: summed over sub-networks, whose own
-    statement is costs.parallel_balance)."""
+    """Per consecutive layer pair, ‖W_ℓ‖²_F + ‖b_ℓ‖² vs ‖W_{ℓ+1}‖²_F and their relative gap (Jacot 2023 Prop 12).
+
+    b_ℓ is the stored (regularised) bias of fc, independent of β; families whose biases are not
+    regularised (linear_relu, parallel, fc with bias_regularised false) compare weights only.
+    For parallel the stacked sub-network layers are summed over sub-networks (layer L = α);
+    the per-sub-network statement is costs.parallel_balance (Savarese Cor C.2).
+    """
     terms = [(float(as_f64(w)), float(as_f64(b))) for w, b in float64_model(model).layer_sq_norms()]
     pairs = [(ell, w + b, v) for ell, ((w, b), (v, _)) in enumerate(zip(terms, terms[1:]), 1)]
     return [Balance(ell, u, v, relative_gap(u, v)) for ell, u, v in pairs]
 
 
 def neuron_balance(model) -> list[Balance]:
-    """Per homogeneous hidden unit, incoming vs outgoing squared norms and their relative gap (Jacot 2023 Remark 6),
-    from the model's `unit_norms()` (which units and which parameters: its docstring). u and v are arrays, one entry
-    per unit in `model.hidden(x)[ℓ−1]` column order."""
+    """Per homogeneous hidden unit, incoming vs outgoing squared weight norms and their relative gap (Jacot 2023 Remark 6).
+
+    fc: every hidden layer ℓ = 1 … L−1, incoming = row i of W_ℓ plus b_ℓ[i]² when biases are
+    regularised (the stored b, so β does not enter), outgoing = column i of W_{ℓ+1}.
+    linear_relu: only the ReLU layer (ℓ = L−1): incoming = row k of the last linear layer
+    W_{L−1} (not of the effective matrix: the per-unit rescaling acts on W_{L−1}'s row, b_k and
+    a's column k, and the penalty sees ‖W_{L−1}[k,:]‖², not ‖W[k,:]‖²), outgoing = column k of a;
+    b is free. The linear layers' (stronger) balance is linear_layer_balance.
+    parallel: every sub-network hidden layer; the last (one unit per sub-network) has outgoing
+    ‖α[:, i]‖² (Savarese App. C). u and v are arrays, one entry per unit in `model.hidden(x)[ℓ−1]` column order
+    (for parallel, sub-network i's unit j is entry i·n_ℓ + j).
+    """
     units = [(u.layer, as_f64(u.incoming).reshape(-1), as_f64(u.outgoing).reshape(-1))
              for u in float64_model(model).unit_norms()]
     return [Balance(ell, u, v, relative_gap(u, v)) for ell, u, v in units]

@@ -1,7 +1,14 @@
-"""The analyses selected by the `analysis/` config group, run during and after training, each registered with
-`register_analysis` (what an analysis declares and returns: docs/ARCHITECTURE.md, "Analyses and applicability").
-The certificate is one of them, run at the end of every finished run unless `analysis.critical.enabled=false`
-(its options: `analysis.critical.*`).
+"""The analyses selected by the `analysis/` config group, run during and after training.
+
+Each analysis registers itself (`ANALYSES.register(name, OptionsDataclass)`) with a function
+(model, x, options, data) -> Result of scalars (summary.json and metrics.jsonl), arrays
+(analysis/<name>.npz) and tidy per-layer rows (analysis/layers.csv), plus a check of whether it
+applies to the model and data (one that does not is listed under `not_applicable` with the reason; a
+selection of which nothing applies is an error before training). Its options
+are a dataclass: `analysis.options.*` is validated against the options of every registered
+analysis before any work starts (`config.schema.validate_options`), so a misspelt option is one
+line, exit 2. The certificate is one of them, run at the end of every finished run unless
+`analysis.critical.enabled=false` (its options: `analysis.critical.*`).
 """
 
 from __future__ import annotations

@@ -434,10 +434,15 @@ def _write(net: TwoLayerNet, W: torch.Tensor, b: torch.Tensor, a: torch.Tensor, 
 
 
 def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho: float) -> list[tuple[TwoLayerNet, float]]:
-    """Re-place up to n idle units where a new unit lowers MSE + ρΣ‖p‖² most (PhaseConfig.insert_units; why and how:
-    docs/recipes-and-certificates.md, "Unit insertion"): one at a time, the idle unit of least path mass
-    |w_k|·‖a_k‖ (≤ IDLE of the net's) becomes the best gap feature for the current residual (`best_unit`), balanced,
-    while that feature violates the dual condition. Returns the units inserted with their violations."""
+    """Re-place up to n idle units where a new unit lowers MSE + ρΣ‖p‖² most (PhaseConfig.insert_units).
+
+    Two-layer ReLU nets on 1-D inputs with free biases whose chain tensors are the parameters (`two_layer_1d`):
+    one at a time, the idle unit of least path mass |w_k|·‖a_k‖ (≤ IDLE of the net's) becomes the best gap
+    feature for the current residual (`best_unit`), balanced, while that feature violates the dual condition;
+    the rest is unchanged. A conditional-gradient step: it lowers the objective even where every existing unit's
+    gradient is zero (a nonconvex local minimum of the finite net). Returns what was inserted (the unit and its
+    violation), one entry per unit.
+    """
     W, b, a, c = two_layer_1d(model, x, writable=True)
     c = [c] if isinstance(c, torch.nn.Parameter) else []
     inserted: list[tuple[TwoLayerNet, float]] = []
