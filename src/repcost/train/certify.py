@@ -1,5 +1,17 @@
-"""Certified stopping (`train.certify`; docs/recipes-and-certificates.md, "Certified stopping"): its summary fields and
-the one line a run ends on. The engine stops a member on the duality gap (`Engine._certify_check`).
+"""Certified stopping (`train.certify`; docs/recipes-and-certificates.md, "Certified stopping").
+
+A run with `train.certify.gap_tol` set asks, at the end of every phase that trains the stated objective, how far
+its objective can be above the global minimum: the duality gap of the convex 1-D problem
+(`analysis.relu_1d.duality_gap`, two-layer ReLU nets on 1-D inputs with MSE). A member whose gap is within the
+tolerance stops there, certified. After the schedule the budget allows `certify.rounds` escalation rounds
+(`TrainConfig.all_phases`); a member still above the tolerance at the end of the budget is not certified and says
+so. Where no gap exists (deeper nets, other inputs or losses) nothing escalates and the run says that its
+certificate is local only (the critical-point certificate), not a global one.
+
+With `certify.cost_tol` set the run also states C(θ)/C_min, C_min the cost of the min-norm interpolant of its
+data (Savarese et al. 2019 Thm 3.3): the duality gap certifies the regularised objective, and C(θ)/C_min says
+whether its λ is small enough for that minimum to be the interpolation problem's. The run's last line names
+which of the two it did not reach.
 """
 
 from __future__ import annotations

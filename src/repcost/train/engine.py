@@ -1,5 +1,11 @@
-"""The one training loop (docs/ARCHITECTURE.md, "The engine"): K ≥ 1 models trained in lockstep, each `Member`
-stopping exactly where its own single run would.
+"""The one training loop (docs/ARCHITECTURE.md, "The engine").
+
+`Engine` trains K ≥ 1 models in lockstep: optimiser phases in sequence, the explicit λ-term,
+learning-rate schedules, stop rules, logging, periodic hooks, checkpoints, NaN rollback and
+preemption. K = 1 evaluates the model itself, K > 1 stacks the models (`terms.Terms`). The members
+still training share the engine's one `Position`; what is a member's own (stop-rule record, minibatch
+generator, last finite state, result, where it stopped) lives in `Member`, so every member stops exactly
+where its own single run would.
 """
 
 from __future__ import annotations

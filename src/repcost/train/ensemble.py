@@ -1,5 +1,17 @@
-"""`train.ensemble_size = K`: the aggregation step that writes the best-of-K run from its K member runs
-(docs/ARCHITECTURE.md, "The path of one run", step 8, lists what the top directory gets).
+"""`train.ensemble_size = K`: K member jobs and the aggregation step that writes the best-of-K run.
+
+Member i is the single run with seed `seed + i` in `members/<i>/` (its own `.hydra/config.yaml`,
+checkpoint, summary with the config_hash of its single-run config, analyses), trained with the
+others as one stacked group (`run.train_runs`), so it equals that single run to round-off and a
+relaunch resumes or reuses each member by itself. The top directory then gets:
+  summary.json    the best member's summary (lowest final objective among members that did not
+                  fail) plus ensemble_size, best_member, member_objectives, member_seeds,
+                  member_status, failed_members (Jacot et al. 2022's min-over-trials protocol), and
+                  members_agreeing: how many finished members end within AGREEMENT (relative) of the best
+                  objective, the seed-agreement check where no global certificate exists
+  metrics.jsonl   every member's lines, each with `member` and `seed`
+  checkpoint.pt   the best member's, in the single-run format, with `best_member`
+  analysis/       a copy of the best member's
 """
 
 from __future__ import annotations

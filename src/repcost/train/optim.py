@@ -1,12 +1,18 @@
 """The optimisers of the engine: gd/sgd (with momentum) and Adam, one learning rate per member, and the learning-rate
-schedules (docs/performance.md says why they are repcost's own).
+schedules.
 
-One implementation serves a single model's parameters (K = 1) and K stacked members (leading member axis), eager,
-compiled or graphed. The update is written as separate elementwise ops (no fused addcdiv/alpha), so member i of a
-stack gets bitwise the arithmetic of its single run; the formulas and `member_state_dict()`'s layout are
-torch.optim's (Adam: Kingma & Ba 2015, Algorithm 1, with torch's ε placement), so checkpoints written by either
-resume with either. The learning rate and Adam's step count live in tensors and a stopped member is masked, not
-restored: nothing in `step` needs the host, so it can be captured in a CUDA graph.
+One implementation serves every run: a single model's parameters (K = 1), K stacked members
+(leading member axis, `terms.Terms`), eager, compiled (`torch.compile`) or replayed from a
+CUDA graph (`train.step`). `torch.optim` cannot do the stacked case: its learning rate is one
+number per parameter group, and a stacked grid's members differ in lr. The update is written as
+separate elementwise ops (no fused addcdiv/alpha), so member i of a stack gets bitwise the
+arithmetic of its single run. The formulas are torch.optim's (SGD: buf ← μ·buf + g, p ← p − lr·buf;
+Adam: Kingma & Ba 2015, Algorithm 1, with torch's ε placement), and `member_state_dict()` has
+torch.optim's layout, so checkpoints written by either resume with either.
+
+The learning rate and the Adam step count live in tensors on the parameters' device, and a
+frozen member (one that already stopped) is masked, not restored: nothing in `step` needs the
+host, so it can be captured in a CUDA graph.
 """
 
 from __future__ import annotations

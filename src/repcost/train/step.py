@@ -1,9 +1,21 @@
-"""One training step: eager, compiled (`torch.compile`), or replayed from a CUDA graph (docs/performance.md, "Eager,
-compiled and CUDA-graph steps", says when each runs).
+"""One training step: eager, compiled (`torch.compile`), or replayed from a CUDA graph.
 
-The engine asks a `Stepper` for `grads(idx)` (the members' objective terms, their gradients in `p.grad`) and
-`update()` (the optimiser step). What the step reads that changes between steps (learning rates, minibatch rows,
-active members) lives in tensors the engine fills in place, so the same work can be compiled or captured.
+docs/ARCHITECTURE.md, "Fast steps". The engine (`engine.Engine`) asks a `Stepper` for two things
+per step: `grads(idx)` (the members' objective terms at the current parameters and their
+gradients in `p.grad`) and `update()` (the optimiser step, `optim.Optimizer`). Everything the
+step reads that changes between steps (the learning rates, the minibatch rows, which members are
+still active) lives in tensors that the engine fills in place, so the same work can be
+
+* run eagerly (the default on CPU: no compile time, the plain PyTorch arithmetic);
+* compiled: the objective (forward and backward) and the update each become one
+  `torch.compile`d function (`train.compile`);
+* captured on CUDA: after two warm-up steps on a side stream, `grads` and `update` are each
+  captured once per phase in a `torch.cuda.CUDAGraph` and replayed (`train.cuda_graphs`). The
+  outputs (objective terms, ‖∇‖², ‖θ‖²) are static tensors that the engine reads only every
+  `check_every`/`log_every` steps, so the loop does not wait for the GPU in between.
+
+Compiled functions are shared by every phase and by every run of the process with equal terms
+(`compile_key`); an optimiser change recompiles only the update.
 """
 
 from __future__ import annotations
@@ -18,8 +30,11 @@ from .terms import compile_key, functional_terms
 
 log = logging.getLogger("repcost")
 WARMUP_STEPS = 2  # eager/compiled steps on a side stream before a phase is captured
-# train.compile=auto (docs/performance.md): on CUDA a compile (~10 s) pays back from a few thousand steps; on the CPU
-# once steps × members × samples × parameters exceeds ~1e12 (the compile takes ~30 s). Short runs and tests stay eager.
+# train.compile=auto (docs/ARCHITECTURE.md, "Fast steps"): on CUDA a compile (~10 s) pays back once
+# a run has a few thousand steps, whatever the net (steps there cost launches, not arithmetic); on
+# the CPU it saves about a quarter of the arithmetic-bound step time, so it pays once the run's
+# work steps × members × samples × parameters exceeds ~1e12 (minutes of eager training on 2 cores;
+# the compile takes ~30 s). Short runs and tests stay eager.
 COMPILE_MIN_STEPS_CUDA = 2000
 COMPILE_MIN_WORK_CPU = 1e12
 

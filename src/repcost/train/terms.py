@@ -1,10 +1,20 @@
-"""How the engine evaluates its members (`Terms`): one model as it is (K = 1), or K models stacked
-(docs/performance.md, "Stacked members").
+"""How the engine evaluates its members (`Terms`): one model as it is (K = 1), or K models stacked.
 
-Each stacked member's model keeps parameters that are views into the stacked tensors, so per-member code (stop
-rules, evaluation, state dicts) reads it as an ordinary model. The summed objective Σ_i obj_i has ∂/∂θ_i =
-∂obj_i/∂θ_i, so one backward gives every member its own gradient; SGD (with momentum) and Adam act elementwise,
-so one optimiser over the stacked tensors equals K separate ones.
+Stacking (docs/ARCHITECTURE.md, "Ensembles: stacked members"): `torch.func.stack_module_state` turns K models
+into one tensor per parameter with a leading member axis; the objective is evaluated for all
+members at once with `torch.func.vmap(functional_call(...))` on the family's own `forward` and
+`param_sq_norm`. Each member's model keeps parameters that are views into the stacked tensors,
+so per-member code (stop rules, evaluation, state dicts) reads it as an ordinary model. The
+summed objective Σ_i obj_i has ∂/∂θ_i = ∂obj_i/∂θ_i, so one backward gives every member its own
+gradient; SGD (with momentum) and Adam act elementwise, so one optimiser over the stacked
+tensors equals K separate ones.
+
+When all members see the same rows (full-batch phases), a 2-D matmul of the shared input by a
+per-member weight is done as one GEMM over all members ((N, d) @ (d, K·m)), forward and
+backward, instead of the K-fold broadcast `bmm` that plain `vmap` produces (`shared_matmul`,
+applied by a TorchFunctionMode to `@`/matmul/mm/F.linear of 2-D operands during the stacked
+forward; einsum, as in the `parallel` family, keeps vmap's own rule). F.linear of two per-member
+operands becomes addmm there too, whose batching rule has a cheaper backward than F.linear's.
 """
 
 from __future__ import annotations
