@@ -2,8 +2,23 @@
 
 Each model family and dataset registers itself from its own module, so adding one to the package is one
 Python file: its schema's defaults are its Hydra group option (`repcost.config.compose.store_schema_defaults`).
-The packages import all their modules on first use. A plugin registers the same way from the user's own package,
-named by an entry point of the group `repcost.plugins` or by a config's `plugins` key (docs/usage.md, "Plugins").
+The packages import all their modules on first use.
+
+A plugin is a module of the user's own package that registers the same way when imported
+(`MODELS.register(name, Schema)`, `DATASETS.register`). repcost imports plugins before it validates a config,
+so a plugin's names are valid in that config. Two ways to name them:
+
+- an entry point in the group `repcost.plugins` of an installed package, imported for every run::
+
+      [project.entry-points."repcost.plugins"]
+      mine = "mypkg.repcost_plugin"
+
+- a top-level `plugins: [mypkg.repcost_plugin, ...]` in a config: in an experiment preset of the user's
+  config dir, or on the command line as `plugins=[mypkg.repcost_plugin]`.
+
+Hydra composes YAML before repcost sees it, so a plugin model or dataset also needs its group file
+(`model/<name>.yaml`, `data/<name>.yaml`) in the user's config dir (`--config-dir DIR`); the package's own
+are made from their schemas (`config/compose.py`).
 """
 
 from __future__ import annotations

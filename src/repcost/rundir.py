@@ -1,10 +1,17 @@
-"""Run directories on disk (docs/ARCHITECTURE.md, "Run directories", gives the rules): their I/O, and one object
-for runs and members.
+"""Run directories on disk (docs/ARCHITECTURE.md, "Run directories"): their I/O, and one object for runs and members.
 
-A run directory holds `checkpoint.pt`, `metrics.jsonl`, `summary.json`, `FINISHED` (the run's identity hash,
-written last), `error.txt` (a failed run) and `.hydra/`. No run inside a sweep root and no sweep inside a run
-(`check_place`, before Hydra creates either): a single run planted in a sweep root would become a bogus job of it
-(`repcost-collect` lists every run below the root), and a sweep inside a run would mix its jobs with the run's files.
+A run directory holds `checkpoint.pt`, `metrics.jsonl`, `summary.json`, `FINISHED` (the run's
+identity hash, written last), `error.txt` (a failed run) and `.hydra/`. Rules:
+* every file is written atomically (temp file in the same folder, then rename) with the
+  permissions the umask gives (0644 under the usual 022), so a lab group can read results;
+* a finished run is never overwritten and nothing is ever deleted: a run in the way (another
+  config, a failed attempt, or `force=true`) is moved aside to `<dir>.stale-<time>`;
+* one process at a time: an OS file lock (`.lock`) is held for the run's life; a second process
+  gets a one-line error naming the holder, a lock left by a killed process is free again;
+* temp files left by a write that was killed are removed before a run resumes (`remove_dead_temp_files`);
+* no run inside a sweep root and no sweep inside a run (`check_place`, before Hydra creates either): a single run
+  planted in a sweep root would become a bogus job of it (`repcost-collect` lists every run below the root), and a
+  sweep inside a run would mix its jobs with the run's files.
 """
 
 from __future__ import annotations

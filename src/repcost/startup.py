@@ -1,11 +1,18 @@
 """repcost-train's start-up: a stop signal before training begins ends the command in one line and leaves no
 directory that holds only start-up files.
 
-Unguarded, a SIGTERM while Hydra composes the config and creates the run directory, or while repcost validates,
-locks it and writes `.hydra/`, kills the process outright and can leave a directory holding only an empty
-`train.log`. `startup_guard` installs handlers before Hydra runs; `training_begins` gives the signals back to their
-previous handlers, so the training loop's own (`repcost.train.preempt.stop_on_signals`) take over unchanged: they
-treat any Python handler already installed as a launcher's.
+Between the process start and the moment a run trains, Hydra composes the config and creates the run directory
+(with its log file), and repcost validates, locks the directory and writes `.hydra/`. Unguarded, a SIGTERM there kills
+the process outright and can leave a directory holding only an empty `train.log`. `startup_guard` installs
+handlers before Hydra runs: a signal in that window raises `StartupInterrupted` (one line, exit 128 + signal), and
+the directory being set up (`note_run_dir`) is removed if it holds only start-up files
+(`rundir.remove_startup_litter`). A run refused before training (`forget_refused_run`) leaves none either: its
+directory goes if this command created it, with the empty folders above it that the command created; a directory
+that held anything else (a checkpoint, metrics, results) is never touched.
+
+Once a run's directory is ready (`.hydra/` written), `training_begins` gives the signals back to their previous
+handlers, so the training loop's own (`repcost.train.preempt.stop_on_signals`) take over unchanged: they treat any
+Python handler already installed as a launcher's. `job_ended` guards the next job of an in-process multirun.
 """
 
 from __future__ import annotations

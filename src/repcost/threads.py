@@ -3,8 +3,9 @@
 `threads=N` uses N threads. `threads=auto` (`choose`) uses OMP_NUM_THREADS where it is set (a user or a cluster
 script has chosen), and otherwise:
 
-- 1 thread for a small step: samples × parameters below `SMALL_WORK`, too small to split; extra threads only add
-  synchronisation, which costs tens of ms per step as soon as another process competes for the cores.
+- 1 thread for a small step: samples × parameters below `SMALL_WORK` = 1e5. Its largest product is under ~1e5
+  multiply-adds (tens of µs), too small to split; extra threads only add synchronisation, which costs tens of ms
+  per step as soon as another process competes for the cores.
 - else this job's share of the cores (the cores it may use, divided among the jobs its launcher runs at once),
   and no more than the cores no other task is running on right now (`busy_elsewhere`). Jacot et al. 2022's MNIST
   net gets both cores of an idle 2-core machine and one beside a busy process, where a second thread makes its
@@ -21,8 +22,9 @@ import contextlib
 import os
 from pathlib import Path
 
-# samples × parameters of one full-batch step (tens of µs at 1e5): the demo (10 × 301 = 3e3) sits below; Jacot et
-# al. 2022's MNIST net (42 × 42k = 1.8e6) and Jacot 2023's Fig 1 net (2000 × 91k = 1.8e8) above
+# samples × parameters of one full-batch step below which a run trains on one thread. The demo (10 × 301 = 3e3)
+# sits below it; Jacot et al. 2022's MNIST net (42 × 42k = 1.8e6) and Jacot 2023's Fig 1 net (2000 × 91k = 1.8e8)
+# above, where the free cores decide (benchmarks/threads.py).
 SMALL_WORK = 1e5
 
 
