@@ -1,6 +1,6 @@
 """What produced a run: repcost's version and commit, Python and torch, and the plugins' code.
 
-`provenance()` goes into summary.json. `run_plugin_sources(...)` goes into the run's config (the top-level
+`provenance()` goes into summary.json. `run_plugin_sources(spec)` goes into the run's config (the top-level
 key `plugin_sources`, part of the run's identity), so editing a plugin that a run uses makes its
 finished result stale, as editing its config does. Runs that use no plugin have no such key and keep
 the identity they always had.
@@ -56,14 +56,14 @@ def source_sha256(module_name: str) -> str | None:
         return None
 
 
-def run_plugin_sources(spec: Any, config_plugins: list[str]) -> dict[str, str]:
+def run_plugin_sources(spec: Any) -> dict[str, str]:
     """{module: sha256 of its source} of a validated run's plugins (sorted): those that registered its model family,
-    dataset or analyses, and those its config's `plugins` key names. Entry-point plugins the run does not use and
+    dataset or analyses, and those its `plugins` key names. Entry-point plugins the run does not use and
     repcost's own modules do not count."""
     from .registry import ANALYSES, DATASETS, MODELS
 
-    modules = [*config_plugins, MODELS.get(spec.model.name).module, DATASETS.get(spec.data.name).module]
-    modules += [ANALYSES.get(n).module for n in getattr(spec.analysis, "analyses", [])]
+    modules = [*(spec.plugins or []), MODELS.get(spec.model.name).module, DATASETS.get(spec.data.name).module]
+    modules += [ANALYSES.get(n).module for n in spec.analysis.analyses]
     return {m: source_sha256(m) or "no source file" for m in sorted(set(modules))
             if m and m != "repcost" and not m.startswith("repcost.")}
 

@@ -104,16 +104,6 @@ ENTRY_POINT_GROUP = "repcost.plugins"
 _imported: set[str] = set()
 
 
-def plugin_names(cfg: Any) -> list[str]:
-    """The module names a config's `plugins` key asks for (the config a DictConfig or a plain dict)."""
-    names = cfg.get("plugins", None)
-    if names is None:
-        return []
-    if isinstance(names, str) or not isinstance(names, Sequence) or not all(isinstance(n, str) for n in names):
-        raise ConfigError("plugins", names, "a list of importable module names, e.g. [mypkg.repcost_plugin]")
-    return list(names)
-
-
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
@@ -149,9 +139,13 @@ def _load_entry_point_plugins() -> None:
 
 
 def load_plugins(cfg: Any) -> None:
-    """Import the entry-point plugins and those a config's `plugins` key lists."""
+    """Import the entry-point plugins and those a config's `plugins` key lists (the config a DictConfig or a dict)."""
     _load_entry_point_plugins()
-    for name in plugin_names(cfg):
+    names = cfg.get("plugins", None)
+    if names is not None and (isinstance(names, str) or not isinstance(names, Sequence)
+                              or not all(isinstance(n, str) for n in names)):
+        raise ConfigError("plugins", names, "a list of importable module names, e.g. [mypkg.repcost_plugin]")
+    for name in names or []:
         _import(name, "config key plugins")
 
 

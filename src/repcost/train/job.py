@@ -27,7 +27,6 @@ from ..config.schema import RunSpec
 from ..errors import RepcostError
 from ..identity import run_hash
 from ..provenance import git_commit, repcost_version, run_plugin_sources
-from ..registry import plugin_names
 from ..rundir import RunDir, append_line
 from ..sweep import REFUSED
 from .certify import describe as describe_certified
@@ -56,7 +55,7 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
     spec = validate(cfg)
     # the sha256 of each plugin module the run uses is part of its identity (a plugin edit makes a finished run
     # stale); a run without plugins gets no key and keeps its identity
-    sources = run_plugin_sources(spec, plugin_names(cfg))
+    sources = run_plugin_sources(spec)
     if sources or "plugin_sources" in cfg:
         with open_dict(cfg):
             cfg.plugin_sources = sources
