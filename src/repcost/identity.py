@@ -1,8 +1,14 @@
-"""Run identity: the part of a run config that defines its result, and its hash (docs/ARCHITECTURE.md, "Run
-identity", gives the rules).
+"""Run identity: the part of a run config that defines its result, and its hash.
 
-A run directory is reused (skipped when finished, resumed when preempted) exactly when the hash of its config's
-identity equals the new config's; `identity_changes` says what makes a finished run stale.
+A run directory is reused (skipped when finished, resumed when preempted) exactly when the hash
+of its config's identity equals the new config's. The identity is the config with, generically,
+every key left out that sits at its schema default, and the keys whose schema field says
+`metadata={"identity": False}` (names, progress bars, checkpoint cadence). So adding a schema
+key with a default never changes an existing run's hash. A nested section (`train.certify`) away from its
+default counts whole; a key added to one later is marked `metadata={"identity": "set"}` and counts only where
+it is not at its default, so the section of an earlier run hashes as it did. `device` counts by what it resolves to
+(cpu or cuda), so `device=auto` and `device=cpu` on a CPU machine are the same run. `identity_changes` says what
+makes a finished run stale.
 """
 
 from __future__ import annotations
