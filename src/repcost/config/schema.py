@@ -140,9 +140,6 @@ class TrainConfig:
     # check_every steps (subnormals cost x86 CPUs 10-100x per operation); the function changes by
     # less than 1e-38, so this is not part of the run's identity either
     flush_subnormals: bool = field(default=True, metadata={"identity": False})
-    # the certificate's descent check: full-batch L-BFGS from the final parameters with this many objective
-    # evaluations reports the relative decrease it finds (`critical.descent_rel`; 0 = off). It reads the trained
-    # model and changes nothing, so it is not part of the run's identity
     certify: CertifyConfig = field(default_factory=CertifyConfig)
 
     def __post_init__(self):
@@ -331,10 +328,6 @@ def _section(prefix: str, schema: type, node) -> Any:
                           allowed or str(e).splitlines()[0]) from None
 
 
-def _registered_section(prefix: str, registry, node) -> Any:
-    return _section(prefix, registry.get((node or {}).get("name")).schema, node)
-
-
 def validate(cfg: DictConfig) -> RunSpec:
     """Validate a composed run config against the schemas; ConfigError on the first problem."""
     load_plugins(cfg)  # the user's model families and datasets register before their names are checked
@@ -344,8 +337,8 @@ def validate(cfg: DictConfig) -> RunSpec:
     device = top.device if top.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
     check(not device.startswith("cuda") or torch.cuda.is_available(), "device", device,
           "cpu or auto (no CUDA device on this machine)")
-    model = _registered_section("model", MODELS, cfg.get("model"))
-    data = _registered_section("data", DATASETS, cfg.get("data"))
+    model, data = (_section(key, registry.get((cfg.get(key) or {}).get("name")).schema, cfg.get(key))
+                   for key, registry in (("model", MODELS), ("data", DATASETS)))
     train = _section("train", TrainConfig, cfg.get("train", {}))
     check(train.cuda_graphs != "on" or device.startswith("cuda"), "train.cuda_graphs", "on",
           "auto or off on a CPU run (CUDA graphs need device=cuda)")

@@ -18,7 +18,6 @@ from ..registry import DATASETS
 from .bundle import DataBundle, check_shared, gaussian, rng
 
 EMBEDDED = Path(__file__).resolve().with_name("mnist_5k")  # package data: IDX files of 5,000 digits (500 per class)
-SOURCES = ("embedded", "full")
 ROOT_HINT = ("point data.root at a folder holding train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] "
              "(optionally t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]; a torchvision download "
              "folder with MNIST/raw/ works)")
@@ -47,7 +46,7 @@ class MnistConfig:
 
     def __post_init__(self):
         check_shared(self)
-        check(self.source in SOURCES, "source", self.source,
+        check(self.source in ("embedded", "full"), "source", self.source,
               "embedded (5,000 packaged digits) or full (the 70,000 of `repcost-data fetch mnist`)")
         check(self.root is None or str(self.root) != "", "root", self.root,
               "null (embedded 5,000 digits) or a folder with MNIST IDX files")
@@ -228,13 +227,10 @@ def load_mnist(cfg: MnistConfig) -> DataBundle:
         y_test = None if c_te is None else torch.from_numpy(c_te)
         return DataBundle("mnist", x_train, torch.from_numpy(c_tr), x_test, y_test, task="classification",
                           n_classes=k, meta=meta)
-    # autoencoder: targets are the clean images; inputs get N(0, noise²) pixel noise (both splits)
-    meta["noise"] = cfg.noise
-    y_train, y_test = x_train, x_test
-    if cfg.noise > 0:
-        x_train = y_train + cfg.noise * gaussian(rng(cfg.seed, 2), *y_train.shape)
-        if y_test is not None:
-            x_test = y_test + cfg.noise * gaussian(rng(cfg.seed, 3), *y_test.shape)
-    else:
-        x_train, x_test = y_train.clone(), None if y_test is None else y_test.clone()
-    return DataBundle("mnist", x_train, y_train, x_test, y_test, meta=meta)
+    meta["noise"] = cfg.noise  # autoencoder: the targets are the clean images, the inputs get N(0, noise²) per pixel
+
+    def noisy(y: torch.Tensor, stream: int) -> torch.Tensor:
+        return y + cfg.noise * gaussian(rng(cfg.seed, stream), *y.shape) if cfg.noise > 0 else y.clone()
+
+    return DataBundle("mnist", noisy(x_train, 2), x_train, None if x_test is None else noisy(x_test, 3), x_test,
+                      meta=meta)

@@ -11,7 +11,7 @@ from torch import nn
 
 from ..errors import check
 from ..registry import MODELS
-from .base import AffineChain, Hidden, RepModel, Structure, gaussian_param, zeros_param
+from .base import AffineChain, Hidden, RepModel, Structure, gaussian_param, zero_param
 
 
 MAX_DEPTH = 100_000  # a deeper chain is a typo, not an experiment (and its width list would not fit in memory)
@@ -64,17 +64,13 @@ class FC(RepModel):
         self.weights = nn.ParameterList(
             gaussian_param((dims[i + 1], dims[i]), 1.0 if i == 0 else gain, cfg.init_scale, gen)
             for i in range(cfg.depth))
-        self.biases = nn.ParameterList(zeros_param((dims[i + 1],)) for i in range(cfg.depth)) \
-            if cfg.beta > 0 else nn.ParameterList()
+        self.biases = nn.ParameterList(zero_param(dims[i + 1]) for i in range(cfg.depth) if cfg.beta > 0)
 
     def activation(self, z: torch.Tensor) -> torch.Tensor:
         return F.leaky_relu(z, self.slope) if self.slope else torch.relu(z)
 
     def _layer(self, i: int, h: torch.Tensor) -> torch.Tensor:
-        if self.beta == 0:
-            return F.linear(h, self.weights[i])
-        b = self.biases[i] if self.beta == 1 else self.beta * self.biases[i]
-        return F.linear(h, self.weights[i], b)  # one fused addmm: h Wᵀ + β b
+        return F.linear(h, self.weights[i], self.beta * self.biases[i] if self.beta else None)  # one addmm: h Wᵀ + β b
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self._layer(self.depth - 1, self.hidden(x)[-1].post)

@@ -11,7 +11,7 @@ from torch import nn
 
 from ..errors import ConfigError, check
 from ..registry import MODELS
-from .base import AffineChain, Hidden, RepModel, Structure, UnitNorms, chain_weights, gaussian_param, zeros_param
+from .base import AffineChain, Hidden, RepModel, Structure, UnitNorms, chain_weights, gaussian_param, zero_param
 
 
 @dataclass
@@ -67,9 +67,9 @@ class LinearReLU(RepModel):
         self.linear = nn.ParameterList(
             gaussian_param((dims[i + 1], dims[i]), 1.0, cfg.init_scale, gen)
             for i in range(cfg.depth - 1))
-        self.b = zeros_param((cfg.width,))
+        self.b = zero_param(cfg.width)
         self.a = gaussian_param((d_out, cfg.width), 2.0, cfg.init_scale, gen)
-        self.c = zeros_param((d_out,)) if cfg.output_bias else None
+        self.c = zero_param(d_out) if cfg.output_bias else None
         self.kinks_over_data, self.kinks_per_gap = cfg.kinks_over_data, cfg.kinks_per_gap
         if cfg.kink_range > 0:  # drawn last, so kink_range = 0 leaves every other draw unchanged
             xi = (2 * torch.rand(cfg.width, d_in, generator=gen, dtype=torch.float64) - 1) * cfg.kink_range
