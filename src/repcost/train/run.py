@@ -1,5 +1,11 @@
-"""The one run path: run directories opened, trained in one engine, written (docs/ARCHITECTURE.md, "The path of one
-run", follows it step by step). `train_runs` is every training's entry; `train_run` is one run, for library callers.
+"""The one run path: run directories opened, trained in one engine, written.
+
+docs/ARCHITECTURE.md, "The path of one run", follows it step by step.
+
+`train_runs` opens run directories (`open_run`: reuse a finished run, resume a checkpoint, move aside what is
+in the way) and trains the runs left, in one engine per starting position (`train_group`, stacked when
+several); each directory gets exactly its single run's files. `train.ensemble_size = K` is K member runs
+plus one aggregation step (`ensemble.py`). `train_run` is one run, for library callers.
 """
 
 from __future__ import annotations
