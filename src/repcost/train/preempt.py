@@ -5,10 +5,14 @@ Ctrl-C: the run's outcome names SIGINT, and `Interrupted` then ends the whole co
 and exit status 130; a second Ctrl-C before the run has stopped raises KeyboardInterrupt at once (the checkpoint
 writes are atomic).
 
-A launcher's handlers stay in charge (docs/sweeps-and-clusters.md, "Preemption and time limits"): submitit's
-checkpoint signal (USR1/USR2) is caught first, the run checkpoints, then `StopFlag.hand_back` gives the signal to
-submitit, which requeues the job and exits (a run that only returned would be recorded as the job's result while
-SLURM restarts it); submitit's SIGTERM handler (it ignores SIGTERM on purpose) stays installed.
+A launcher's handlers stay in charge. submitit (the `slurm` and `local_submitit` launchers) installs Python
+handlers before the job runs: on its checkpoint signal (USR2 unless SUBMITIT_PREEMPT_SIGNAL says otherwise) it
+pickles the job, requeues it with `scontrol requeue` and exits; its SIGTERM handler (it ignores SIGTERM on
+purpose) stays installed.
+Were repcost only to take USR1/USR2 over, the run would checkpoint and *return*, submitit would record that as the
+job's result, and the sweep would end with the job preempted while SLURM restarts it behind its back. So repcost
+catches them, stops at the next step, writes its checkpoint, then hands the signal back (`StopFlag.hand_back`: the
+launcher requeues and exits), and the requeued job resumes from the very step it was signalled at.
 
 SLURM answers a requeue by sending SIGTERM to every process of the job, `scontrol` among them if it has not exited
 yet: submitit then takes the requeue for a failure (CalledProcessError) and the sweep records the job as failed

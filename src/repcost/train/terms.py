@@ -122,10 +122,13 @@ class Terms:
 def shared_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a @ b inside vmap, for a shared 2-D a (N, d) and a per-member 2-D b (d, m): one GEMM over all members.
 
-    vmap's own rule expands the shared operand to (K, N, d) and calls bmm. Here the per-member operand is unwrapped
-    to its stacked tensor, the product is one GEMM (N, d) @ (d, K·m) (so is the weight gradient Xᵀ·G), and the result
-    is laid out per member, (K, N, m): elementwise kernels on the strided (N, K, m) layout run ~30x slower. Any
-    other pair of operands gets vmap's own rule.
+    vmap's own rule for matmul(shared (N, d), per-member (K, d, m)) expands the shared operand to
+    (K, N, d) and calls bmm, forward and backward. Here the per-member operand is unwrapped to its
+    stacked tensor, the product is one GEMM (N, d) @ (d, K·m), and the result is wrapped back;
+    autograd records plain ops on the stacked tensors, so the weight gradient Xᵀ·G is one GEMM too.
+    The result is laid out per member (contiguous (K, N, m)): elementwise kernels on the strided
+    (N, K, m) layout, ReLU's backward above all, run ~30x slower than the copy costs. Any other pair of
+    operands gets vmap's own rule.
     """
     if is_batchedtensor(a) or not is_batchedtensor(b):
         return a @ b
