@@ -1,14 +1,5 @@
-"""`hydra/launcher=stacked`: a multirun's jobs that differ only in stackable keys run as one stacked process.
-
-The launcher composes every job of the multirun, groups the jobs whose configs differ only in seed,
-train.lam, train.phases.N.lr and model.init_scale (`repcost.identity.stack_key`), and runs each group as
-one process that trains its runs stacked and writes each run's job directory exactly as the job
-alone would. Groups run here one after another, in `n_jobs` processes, or as submitit jobs (local or SLURM).
-
-Every job goes through Hydra's own `run_job` (output dir, HydraConfig, logging, callbacks, JobReturn). A group's
-jobs are nested: job k's task function starts job k+1's `run_job`, and the innermost trains the whole group as one
-process (`repcost.train.job.run_hydra_jobs`, as `repcost-train`'s task function does); each job then returns its
-own outcome.
+"""`hydra/launcher=stacked`: a multirun's jobs that differ only in stackable keys run as one stacked process, each
+job through Hydra's own `run_job` (docs/ARCHITECTURE.md, "Ensembles: stacked members"; docs/sweeps-and-clusters.md).
 """
 
 import logging
@@ -140,7 +131,23 @@ class StackedLauncher(Launcher):
                                        for i in g))
         group_configs = [[configs[i] for i in g] for g in groups]
         if opts.submitit is not None:
-            results = _run_submitit(self, opts, group_configs)
+            try:
+                import submitit
+            except ImportError:
+                raise RepcostError("hydra.launcher.submitit needs submitit: pip install 'repcost[cluster]'") from None
+            executor = submitit.AutoExecutor(folder=opts.submitit_folder, cluster=opts.submitit,
+                                             **{f"{opts.submitit}_max_num_timeout": opts.max_num_timeout})
+            try:
+                executor.update_parameters(**{"name": str(config.hydra.job.name), **opts.submitit_params})
+            except (ValueError, TypeError, AssertionError) as e:
+                raise RepcostError(f"hydra.launcher.submitit_params: {' '.join(str(e).split())}") from None
+            hydra_context, state = self.hydra_context, Singleton.get_state()
+
+            class GroupTask(submitit.helpers.Checkpointable):  # requeued after a time limit: each run resumes
+                def __call__(self, configs: list[DictConfig]) -> list[JobReturn]:
+                    return run_group(configs, hydra_context, state)
+
+            results = [j.results()[0] for j in executor.map_array(GroupTask(), group_configs)]
         else:  # joblib; n_jobs=1 (or one group) runs them one after another in this process, where signals reach the
             from joblib import Parallel, delayed  # training directly (joblib: hydra-joblib-launcher's dependency)
 
@@ -207,27 +214,3 @@ def _configure_group_log(configs: list[DictConfig]) -> None:
                     if name in lg.get("handlers", []):
                         lg["handlers"] = [*lg["handlers"], f"{name}_{k}"]
     configure_log(OmegaConf.create(base), configs[0].hydra.verbose)
-
-
-def _run_submitit(launcher: Any, opts: StackedLauncherConf,
-                  group_configs: list[list[DictConfig]]) -> list[list[JobReturn]]:
-    try:
-        import submitit
-    except ImportError:
-        raise RepcostError("hydra.launcher.submitit needs submitit: pip install 'repcost[cluster]'") from None
-    cluster = opts.submitit
-    executor = submitit.AutoExecutor(folder=opts.submitit_folder, cluster=cluster,
-                                     **{f"{cluster}_max_num_timeout": opts.max_num_timeout})
-    params = {"name": str(launcher.config.hydra.job.name), **opts.submitit_params}
-    try:
-        executor.update_parameters(**params)
-    except (ValueError, TypeError, AssertionError) as e:
-        raise RepcostError(f"hydra.launcher.submitit_params: {' '.join(str(e).split())}") from None
-    hydra_context, state = launcher.hydra_context, Singleton.get_state()
-
-    class GroupTask(submitit.helpers.Checkpointable):  # requeued after a time limit: each run resumes from its checkpoint
-        def __call__(self, configs: list[DictConfig]) -> list[JobReturn]:
-            return run_group(configs, hydra_context, state)
-
-    jobs = executor.map_array(GroupTask(), group_configs)
-    return [j.results()[0] for j in jobs]

@@ -23,20 +23,19 @@ def _report(sweep_dir: Path, rows: list, layers: list) -> str:
     return out
 
 
-def report_sweep(sweep_dir: Path) -> list[dict]:
-    """At the end of a multirun: write the sweep's runs.csv (and layers.csv), say what it holds; returns its rows."""
+def report_sweep(sweep_dir: Path) -> None:
+    """At the end of a multirun: write the sweep's runs.csv (and layers.csv), say what it holds."""
     try:
         rows, layers, skipped = collect(sweep_dir)
     except RepcostError as e:
         print(f"repcost-collect: {e}", file=sys.stderr)
-        return []
+        return
     for line in skipped:
         print(f"repcost-collect: warning: {line}", file=sys.stderr)
     print("sweep: " + _report(sweep_dir, rows, layers))
     for r in rows:
         if r["status"] == "failed":
             print(f"  failed: {r['job']}: {r['error']}", file=sys.stderr)
-    return rows
 
 
 def main(argv: list[str] | None = None) -> None:
