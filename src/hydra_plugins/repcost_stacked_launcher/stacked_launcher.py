@@ -1,5 +1,14 @@
-"""`hydra/launcher=stacked`: a multirun's jobs that differ only in stackable keys run as one stacked process, each
-job through Hydra's own `run_job` (docs/ARCHITECTURE.md, "Ensembles: stacked members"; docs/sweeps-and-clusters.md).
+"""`hydra/launcher=stacked`: a multirun's jobs that differ only in stackable keys run as one stacked process.
+
+The launcher composes every job of the multirun, groups the jobs whose configs differ only in seed,
+train.lam, train.phases.N.lr and model.init_scale (`repcost.identity.stack_key`), and runs each group as
+one process that trains its runs stacked and writes each run's job directory exactly as the job
+alone would. Groups run here one after another, in `n_jobs` processes, or as submitit jobs (local or SLURM).
+
+Every job goes through Hydra's own `run_job` (output dir, HydraConfig, logging, callbacks, JobReturn). A group's
+jobs are nested: job k's task function starts job k+1's `run_job`, and the innermost trains the whole group as one
+process (`repcost.train.job.run_hydra_jobs`, as `repcost-train`'s task function does); each job then returns its
+own outcome.
 """
 
 import logging

@@ -1,7 +1,10 @@
 """`repcost-analyze RUN_DIR [overrides]`: recompute analyses from a saved checkpoint, no training.
 
-Overrides (a group choice or a dotted key, before or after the options) and where results go: docs/usage.md,
-"Re-analysis". The run's own files are never rewritten, so its training-time analysis/ keeps matching summary.json.
+Overrides use the train CLI's syntax: a group choice (`analysis=spectra`) or a dotted key
+(`analysis.n_points=50`, `analysis.options.points=test`, `data.seed=7` for fresh points drawn
+from the same dataset), before or after the options. Results go to a new RUN_DIR/reanalysis/<time>/analysis/
+(or `--out DIR`: outside the run, or under RUN_DIR/reanalysis/) and are printed: the run's own files are never
+rewritten, so its training-time analysis/ keeps matching summary.json.
 """
 
 from __future__ import annotations
@@ -44,9 +47,13 @@ def apply_overrides(cfg, overrides: list[str], config_dirs: list[Path] = ()):
 
 
 def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, config_dirs: list[Path] = ()) -> dict:
-    """Rebuild the run's model from its checkpoint and run the configured analyses into `out_dir`/analysis/
-    (`check_out`; default: a new RUN_DIR/reanalysis/<time>/); returns the scalars. Its summary.json records what a
-    run's does of what made it: the provenance, the full config used, the overrides and the analysed run's hash."""
+    """Rebuild the run's model from its checkpoint and run the configured analyses; returns the scalars.
+
+    Results go to `out_dir`/analysis/ (default: a new RUN_DIR/reanalysis/<time>/); an `out_dir` inside a run
+    directory other than under its reanalysis/ is refused, so training-time files are never rewritten. Its
+    summary.json records what a run's does of what made it: the provenance, the full config used, the overrides
+    and the analysed run's identity hash.
+    """
     from ..provenance import provenance
 
     run = load_run(run_dir)  # (its checkpoint is read below: a run that saved none is one line naming it)

@@ -45,7 +45,10 @@ runs).  Datasets 0–9 were the development set; `make check-recipes` runs 90–
 
 Writes figures/recipes.csv and figures/recipes.png; prints one line per dataset (a failing one names the
 criteria it misses), then per 1-D family the pass, certified and cost counts with the gap and C/C_min ranges and
-the median and largest wall time per dataset, and the two-rays pass rates (`--help`: the options).
+the median and largest wall time per dataset, and the two-rays pass rates.
+Usage: python -m repcost.studies.check_recipes [--only 1d|rays|rays_L2|rays_L3] [--family NAME|all]
+       [--block dev|heldout|N] [--start 90] [--n 10] [--datasets 0,3] [--jobs 2] [--out outputs/recipes]
+       [--csv figures/recipes.csv] [--set OVERRIDE ...]
 """
 
 from __future__ import annotations
