@@ -109,7 +109,7 @@ def test_compose_config_with_a_user_config_dir(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(pkgs))
     DATASETS.names()  # repcost's own datasets first; the plugin's registration is undone after the test
     monkeypatch.setattr(DATASETS, "_entries", dict(DATASETS._entries))
-    monkeypatch.setattr(registry, "_imported", set())
+    monkeypatch.setattr(registry, "imported_plugins", set())
     try:
         spec = validate(compose_config(["experiment=ring-study", "device=cpu"], config_dirs=[conf]))
     finally:

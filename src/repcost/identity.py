@@ -69,19 +69,15 @@ def _without_unset(node: dict, schema: type) -> dict:
     return {k: v for k, v in node.items() if k not in unset or v != _defaults(schema)[0][k]}
 
 
-def _resolved_device(device: Any) -> str:
-    text = str(device)
-    if text == "auto":
-        import torch
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return "cuda" if text.startswith("cuda") else text
-
-
 def run_identity(cfg: dict) -> dict:
     """The result-defining part of a resolved run config (a plain dict, as saved with the run)."""
     out = strip_defaults({k: v for k, v in cfg.items() if k not in ("model", "data", "train", "analysis", "device")},
                          TopLevelConfig)
-    out["device"] = _resolved_device(cfg.get("device", "auto"))
+    device = str(cfg.get("device", "auto"))
+    if device == "auto":
+        import torch
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    out["device"] = "cuda" if device.startswith("cuda") else device
     for key, registry in (("model", MODELS), ("data", DATASETS)):
         node = cfg.get(key)
         if isinstance(node, dict) and "name" in node:

@@ -70,11 +70,11 @@ def run_plugin_sources(spec: Any) -> dict[str, str]:
 
 def provenance() -> dict[str, Any]:
     """repcost version and commit, Python and torch versions, and every loaded plugin's module, file and sha256."""
-    from .registry import loaded_plugins
+    from .registry import imported_plugins
 
     torch = sys.modules.get("torch")
     plugins = {m: {"file": getattr(sys.modules.get(m), "__file__", None), "sha256": source_sha256(m)}
-               for m in loaded_plugins()}
+               for m in sorted(imported_plugins)}
     return {"repcost_version": repcost_version(), "git_commit": git_commit(),
             "python_version": platform.python_version(),
             "torch_version": getattr(torch, "__version__", "not imported"), "plugins": plugins}

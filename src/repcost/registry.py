@@ -101,14 +101,14 @@ ANALYSES = Registry("analysis", "repcost.analysis.hooks")
 
 
 ENTRY_POINT_GROUP = "repcost.plugins"
-_imported: set[str] = set()
+imported_plugins: set[str] = set()  # the plugin modules imported in this process (entry points and plugins keys)
 
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
 def _import(name: str, origin: str) -> None:
-    if name in _imported:
+    if name in imported_plugins:
         return
     if not _MODULE_NAME.match(name):
         raise ConfigError("plugins", name, "absolute module names (dotted identifiers, e.g. mypkg.repcost_plugin; "
@@ -128,7 +128,7 @@ def _import(name: str, origin: str) -> None:
         first = (str(e).strip().splitlines() or [""])[0][:200]
         raise RepcostError(f"plugin {name!r} ({origin}) failed while importing{where}: "
                            f"{e.__class__.__name__}: {first}; fix the plugin") from None
-    _imported.add(name)
+    imported_plugins.add(name)
 
 
 @functools.cache
@@ -147,8 +147,3 @@ def load_plugins(cfg: Any) -> None:
         raise ConfigError("plugins", names, "a list of importable module names, e.g. [mypkg.repcost_plugin]")
     for name in names or []:
         _import(name, "config key plugins")
-
-
-def loaded_plugins() -> list[str]:
-    """The plugin modules imported in this process (entry points and `plugins` keys), sorted."""
-    return sorted(_imported)
