@@ -78,8 +78,7 @@ def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: flo
             pinv = torch.linalg.pinv(zsig_prev, rtol=1e-10)
             new_in, new_out = [], []
             for g in groups:
-                r = g[0]
-                zr = pre[:, r]
+                zr = pre[:, g[0]]  # the group's representative
                 c = torch.stack([(pre[:, k] @ zr) / (zr @ zr) for k in g])  # least-squares c_k
                 u = zr @ pinv  # minimal-norm augmented incoming row for Z_r
                 v = (weights[l + 1][:, g] * c).sum(1)

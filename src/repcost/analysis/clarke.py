@@ -186,11 +186,8 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     if n > EXACT_KINKS and n * g0.size > EXACT_ENTRIES:
         s = _least_norm_matrix_free(G, s0, lo)
     else:
-        J = np.empty((g0.size, n))
-        for j in range(n):  # G is affine in each slope alone: a unit step gives the exact partial derivative
-            e = s0.copy()
-            e[j] += 1.0
-            J[:, j] = gradient(e) - g0
+        # G is affine in each slope alone: a unit step gives the exact partial derivative
+        J = np.stack([gradient(np.where(np.arange(n) == j, s0 + 1.0, s0)) - g0 for j in range(n)], axis=1)
         # the least ‖J(s − s0) + g0‖ in the box, by bounded-variable least squares (BVLS: an active-set method that
         # ends on an exact solution of its last active set) on J's reduced QR factor (n rows, not one per parameter)
         from scipy.optimize import lsq_linear  # scipy loads where kinks need it, not with the certificate
