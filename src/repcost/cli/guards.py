@@ -24,7 +24,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from .. import startup
-from ..errors import FatalError, RepcostError, io_error
+from ..errors import FatalError, RepcostError
 from ..rundir import ERROR, FINISHED, RunDir, append_line, atomic_write_bytes, check_place
 from ..sweep import LAST_JOBS, REFUSED
 from .collect import report_sweep
@@ -79,12 +79,8 @@ class GuardsCallback(Callback):
         except Exception:  # a sweeper this cannot count (a plugin's): progress without a total
             total = 0
         os.environ[LAUNCH] = f"{time.time()} {total}"
-        try:
-            sweep.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise FatalError(str(io_error(e.filename or sweep, e))) from None
         for name in (LAST_JOBS, REFUSED):  # jobs of earlier multiruns stay on disk but are no longer last
-            atomic_write_bytes(sweep / name, b"")
+            _fatal(atomic_write_bytes, sweep / name, b"")  # (the first creates the sweep directory)
 
     def on_job_end(self, config: DictConfig, **kwargs: Any) -> None:
         if config.hydra.mode != RunMode.MULTIRUN or LAUNCH not in os.environ:

@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--xlabel", default=None, help="x axis label (default: a readable name, e.g. λ for train.lam)")
     ap.add_argument("--ylabel", default=None, help="y axis label (default: a readable name, e.g. ‖θ‖² for param_sq_norm)")
     ap.add_argument("--title", default=None, help="figure title")
-    ap.add_argument("--out", default="plot.png", help="output file, .png, .pdf or .svg (default: plot.png)")
+    ap.add_argument("--out", type=Path, default="plot.png", help="output file, .png, .pdf or .svg (default: plot.png)")
     ap.add_argument("--allow-missing", action="store_true",
                     help="exit 0 when a run or job is left out (unreadable, failed, unfinished); default: exit 1")
     a = ap.parse_args(argv)
@@ -125,8 +125,7 @@ def main(argv: list[str] | None = None) -> None:
         import matplotlib
 
         matplotlib.use("Agg")  # files only: no display needed (and none on a cluster node)
-        out = Path(a.out)
-        check_out(out)
+        check_out(a.out)
         for p in a.paths:
             if not p.is_dir():
                 raise RepcostError(f"{p}: no such directory")
@@ -146,11 +145,11 @@ def main(argv: list[str] | None = None) -> None:
             fig, n, skipped = plot_curves(a.paths, a.x or "step", a.y or "objective", a.logx, a.logy, **labels)
             what, total = f"{n} curves", len(a.paths)
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(out, dpi=120, bbox_inches="tight")
+            a.out.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(a.out, dpi=120, bbox_inches="tight")
         except OSError as e:
-            raise io_error(out, e) from None
-    print(f"wrote {out} ({what})")
+            raise io_error(a.out, e) from None
+    print(f"wrote {a.out} ({what})")
     report_left_out("repcost-plot", skipped, total, "runs", a.allow_missing)
 
 

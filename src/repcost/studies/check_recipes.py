@@ -195,14 +195,12 @@ def train(overrides: list[str], run_dir: Path) -> Run:
     finished run of this recipe is reused; one of another recipe is moved aside, never deleted."""
     import logging
 
-    import torch
     from omegaconf import OmegaConf
 
     from repcost.api import Run
     from repcost.config import compose_config, validate
     from repcost.train.run import train_run
 
-    torch.set_num_threads(1)  # one process per core
     logging.getLogger("repcost").setLevel(logging.ERROR)
     cfg = compose_config(overrides + ["train.progress=false"])
     train_run(validate(cfg), OmegaConf.to_container(cfg, resolve=True), run_dir, on_stale="move")
@@ -360,7 +358,7 @@ def main(argv=None) -> int:
     p.add_argument("--set", nargs="*", default=[], help="extra overrides for every run (variants of the recipe)")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ["OMP_NUM_THREADS"] = "1"  # one process per core: each worker's torch takes one thread
     with ProcessPoolExecutor(max_workers=a.jobs) as ex:
         rows = []
         for run in [ex.submit(*job) for job in _jobs(a, (REPO / a.out).resolve())]:
