@@ -120,8 +120,7 @@ def _balance(model, x, opts: CommonOptions, ctx) -> Result:
 
 
 def _costs(model, x, opts: CommonOptions, ctx) -> Result:
-    scalars, arrays = FAMILY_COSTS[model.family](float64_model(model), ctx.data.x_train, ctx.data.y_train)
-    return Result(scalars, arrays)
+    return Result(*FAMILY_COSTS[model.family](float64_model(model), ctx.data.x_train, ctx.data.y_train))
 
 
 def _certificate(model, x, opts: CriticalOptions, ctx) -> Result:
@@ -251,8 +250,6 @@ class AnalysisRunner:
         names = ["critical"] if self.critical else []
         if self.cfg.at_end:
             names += [n for n in self.names if n not in names]  # `critical` listed in `analyses` too: once
-        if not names:
-            return {}
         r = self._run(model, names)
         if self.cfg.at_end:
             r.not_applicable.update(self.skipped)
