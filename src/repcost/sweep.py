@@ -48,12 +48,6 @@ def read_table(path: Path, text: tuple[str, ...] = ()) -> list[dict]:
     return [{k: (v or "") if k in text else parse_value(v) for k, v in row.items()} for row in _csv_rows(path)]
 
 
-def job_dirs(sweep_dir: Path) -> list[Path]:
-    """Every job directory (one holding .hydra/overrides.yaml) under a sweep directory, sorted (runs moved aside left out)."""
-    return sorted(p.parent.parent for p in Path(sweep_dir).rglob(".hydra/overrides.yaml")
-                  if ".submitit" not in p.parts and not any(".stale-" in part for part in p.parts))
-
-
 def job_overrides(job: Path) -> dict:
     """A job's command-line overrides (hydra.* left out) as {key: value}; RepcostError naming the file if unreadable."""
     import yaml
@@ -82,13 +76,6 @@ def job_record(job: Path, sweep_dir: Path) -> dict:
     return rec
 
 
-def _layer_rows(job: Path, keys: dict) -> list[dict]:
-    """The job's analysis/layers.csv rows under its keys (a per-layer column never overwrites an override column)."""
-    table = job / "analysis" / "layers.csv"
-    rows = _csv_rows(table) if table.exists() else []
-    return [{**keys, **{(k if k not in keys else f"layer_{k}"): v for k, v in row.items()}} for row in rows]
-
-
 def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
     """Write runs.csv and layers.csv into `sweep_dir`; returns (job rows, per-layer rows, skipped).
 
@@ -98,7 +85,8 @@ def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
         raise RepcostError(f"{sweep_dir}: no such directory")
-    jobs = job_dirs(sweep_dir)
+    jobs = sorted(p.parent.parent for p in sweep_dir.rglob(".hydra/overrides.yaml")  # runs moved aside left out
+                  if ".submitit" not in p.parts and not any(".stale-" in part for part in p.parts))
     if not jobs:
         raise RepcostError(f"{sweep_dir}: no sweep jobs found (no */.hydra/overrides.yaml below it)")
     remove_dead_temp_files(sweep_dir)  # of collects killed while writing runs.csv
@@ -113,8 +101,11 @@ def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
         if last is not None:  # job dirs left from an earlier version of the sweep (e.g. before a preset was edited)
             r["last_sweep"] = r["job"] in last
         rows.append(r)
-        try:
-            layers += _layer_rows(j, {"job": r["job"], **job_overrides(j)})
+        table = j / "analysis" / "layers.csv"
+        try:  # the job's per-layer rows under its keys (a per-layer column never overwrites an override column)
+            keys = {"job": r["job"], **job_overrides(j)}
+            layers += [{**keys, **{(k if k not in keys else f"layer_{k}"): v for k, v in row.items()}}
+                       for row in (_csv_rows(table) if table.exists() else [])]
         except RepcostError as e:
             skipped.append(f"{e}; left out of {LAYERS_CSV}")
     if not rows:
