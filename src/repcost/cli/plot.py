@@ -45,10 +45,9 @@ def plot_sweep(sweep_dir: Path, x: str, y: str, hue: str | None, logx: bool, log
     series = aggregate(rows, x, y, hue)
     if not series:
         raise RepcostError(f"column {y!r} has no finite numbers in {sweep_dir / 'runs.csv'}")
-    title = labels.get("title") or (f"{sweep_dir.resolve().name}: {label(y)} vs {label(x)} "
-                                    "(mean, min–max band, each run a dot)")
-    return sweep_figure(series, x, y, logx=logx, logy=logy, title=title, xlabel=labels.get("xlabel"),
-                        ylabel=labels.get("ylabel")), len(rows), skipped
+    title = labels.pop("title", None) or (f"{sweep_dir.resolve().name}: {label(y)} vs {label(x)} "
+                                          "(mean, min–max band, each run a dot)")
+    return sweep_figure(series, x, y, logx=logx, logy=logy, title=title, **labels), len(rows), skipped
 
 
 def curve_labels(run_dirs: list[Path]) -> list[str]:
