@@ -263,13 +263,9 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
         return grad / reg if reg > 0 else (grad / theta if theta > 0 else grad)
 
     out = {"grad_norm": g, "grad_norm_rel": g / theta if theta > 0 else g, "stationarity": relative(g)}
-    gaps, na = {}, {}
-    st = m.structure
-    if st.unit_rescaling and st.positively_homogeneous:
-        gaps["unit_gap"] = max_unit_gap(m.unit_norms())
-    else:
-        na["unit_gap"] = (f"the {m.family} family declares no per-unit rescaling symmetry with a positively "
-                          "homogeneous activation (Structure.unit_rescaling)")
+    why = not_applicable(m).get("neuron_gap")  # the unit gap needs what neuron balance needs
+    na = {"unit_gap": why} if why else {}
+    gaps = {} if why else {"unit_gap": max_unit_gap(m.unit_norms())}
     lin = linear_layer_balance(m)
     if lin:
         gaps["linear_gap"] = max(b.gap for b in lin)
