@@ -225,10 +225,9 @@ class Engine:
             with torch.no_grad():
                 for p, t in zip([p for p in m.model.parameters() if p.requires_grad], self._snapshot):
                     p.copy_(t[i] if self.terms.stacked else t)
-        m.stopped_at, m.result = m.stopped_at or Position(**asdict(self.pos)), result
-        if self.optimizer is not None:
-            m.optimizer_state = self.optimizer.member_state_dict(i)
-            self.optimizer.active[i] = False
+        m.stopped_at, m.result = Position(**asdict(self.pos)), result  # only a member still training stops
+        m.optimizer_state = self.optimizer.member_state_dict(i)  # (every phase has an optimiser from its start)
+        self.optimizer.active[i] = False
 
     def state_dict(self, i: int) -> dict:
         """Member i's checkpoint entry (a single run's): model, optimiser, position, minibatch RNG."""

@@ -64,11 +64,8 @@ class Optimizer:
         self.lr = torch.zeros(K, dtype=torch.float64, device=p0.device)
         self.active = torch.ones(K, dtype=torch.bool, device=p0.device)
         self.steps_taken = torch.zeros(1, dtype=torch.float64, device=p0.device)  # Adam's t (shape (1,): torch.compile loses in-place updates of a 0-dim CPU tensor)
-        self.bufs: list[list[torch.Tensor]] = []
-        if name == "adam":
-            self.bufs = [[torch.zeros_like(p) for p in self.params] for _ in range(2)]
-        elif momentum:
-            self.bufs = [[torch.zeros_like(p) for p in self.params]]
+        n_bufs = len(STATE_KEYS[name]) if name == "adam" or momentum else 0  # plain gd keeps no state
+        self.bufs = [[torch.zeros_like(p) for p in self.params] for _ in range(n_bufs)]
 
     # -- the update ---------------------------------------------------------------------------------
     @torch.no_grad()

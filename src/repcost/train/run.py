@@ -134,12 +134,12 @@ class RunJob:
 
 
 # -- opening and training run directories --------------------------------------------------------
-def train_run(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: StopFlag | None = None, force: bool = False,
+def train_run(spec: RunSpec, cfg_dict: dict, run_dir: Path, stop_flag: StopFlag | None = None,
               on_stale: str = "refuse") -> dict:
     """Train the run described by `spec` in `run_dir` (`train_runs` of one); returns its summary, or raises what
     it ends with. A finished run of the same identity is not retrained (its summary, with `"reused": True`); a
     preempted one resumes from its checkpoint."""
-    out = train_runs([spec], [cfg_dict], [run_dir], stop_flag, force=force, on_stale=on_stale)[0]
+    out = train_runs([spec], [cfg_dict], [run_dir], stop_flag, on_stale=on_stale)[0]
     if isinstance(out, Exception):
         raise out
     return out
