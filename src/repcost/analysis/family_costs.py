@@ -45,9 +45,8 @@ def linear_relu_costs(model, x_train: torch.Tensor, y_train: torch.Tensor) -> tu
     W, a = as_f64(model.effective_matrix()), as_f64(model.a)[0]
     out = {"costs.path_norm": C.path_norm(W, a), "costs.phi_L": C.phi_L(W, a, model.depth)}
     if W.shape[1] == 1 and model.depth == 2:
-        c = float(as_f64(model.c)[0]) if model.c is not None else 0.0
-        f = deep_relu_net_1d_function([W, a[None, :]], [as_f64(model.b), [c]], knot_tol=1e-9)  # from the kinks
-        out["costs.rbar"] = f.rbar()
+        chain = model.affine_chain()  # the exact function, from the kinks
+        out["costs.rbar"] = deep_relu_net_1d_function(chain.weights, chain.biases, knot_tol=1e-9).rbar()
         out["costs.spline_min_cost"] = spline_min_cost(as_f64(x_train)[:, 0], as_f64(y_train)[:, 0])
     return out, {}
 
