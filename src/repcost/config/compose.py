@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..errors import RepcostError
@@ -88,14 +88,10 @@ def compose_config(overrides: Sequence[str] = (), config_dirs: Sequence[str | Pa
     `config_dirs` are the user's own config dirs, searched before repcost's (Hydra's search path).
     """
     store_schema_defaults()
-    extra = []
-    if config_dirs:
-        extra.append(f"hydra.searchpath=[{','.join(f'file://{d}' for d in check_config_dirs(config_dirs))}]")
+    dirs = [f"file://{d}" for d in check_config_dirs(config_dirs)]
+    extra = [f"hydra.searchpath=[{','.join(dirs)}]"] if dirs else []
     try:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=[*extra, *overrides], return_hydra_config=True)
+            return compose(config_name="config", overrides=[*extra, *overrides])
     except (HydraException, OmegaConfBaseException) as e:
         raise RepcostError(composition_error(e)) from None
-    with open_dict(cfg):
-        del cfg["hydra"]
-    return cfg

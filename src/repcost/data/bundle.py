@@ -99,12 +99,10 @@ class DataBundle:
 def function_bundle(name: str, cfg, f: Callable, draw: Callable, n_train: int, meta: dict) -> DataBundle:
     """Regression on a known function: train inputs draw(n_train, stream 0), test inputs draw(cfg.n_test, 1) when
     cfg.n_test > 0, targets f(x); the train targets get N(0, cfg.noise²) (stream 2), the test targets stay clean."""
-    x_train = draw(n_train, 0)
-    y_train = f(x_train)
+    x_train, y_train, x_test, y_test = two_splits(lambda n, stream: (x := draw(n, stream), f(x)), n_train, cfg.n_test)
     if getattr(cfg, "noise", 0) > 0:
         y_train = y_train + cfg.noise * gaussian(rng(cfg.seed, 2), *y_train.shape)
-    x_test = draw(cfg.n_test, 1) if cfg.n_test > 0 else None
-    return DataBundle(name, x_train, y_train, x_test, None if x_test is None else f(x_test), meta=meta)
+    return DataBundle(name, x_train, y_train, x_test, y_test, meta=meta)
 
 
 def two_splits(split: Callable, n_train: int, n_test: int) -> tuple:

@@ -59,9 +59,8 @@ def rank_k_function(cfg: RankKConfig) -> Callable[[torch.Tensor], torch.Tensor]:
     g_hidden = cfg.hidden if cfg.g_hidden is None else cfg.g_hidden
     g = random_relu_net([cfg.d_in, *([g_hidden] if g_hidden else []), cfg.k], gen, cfg.beta)
     h = random_relu_net([cfg.k, cfg.hidden, cfg.d_out], gen, cfg.beta)
-    if cfg.bottleneck == "relu":
-        return lambda x: relu_net_forward(h, torch.relu(relu_net_forward(g, x) + cfg.bottleneck_shift))
-    return lambda x: relu_net_forward(h, relu_net_forward(g, x))
+    inner = (lambda z: torch.relu(z + cfg.bottleneck_shift)) if cfg.bottleneck == "relu" else (lambda z: z)
+    return lambda x: relu_net_forward(h, inner(relu_net_forward(g, x)))
 
 
 def true_jacobian_ranks(cfg: RankKConfig, x: torch.Tensor, rel_tol: float = 1e-9) -> np.ndarray:

@@ -59,13 +59,9 @@ def load_two_rays(cfg: TwoRaysConfig) -> DataBundle:
     c, s = math.cos(cfg.theta()), math.sin(cfg.theta())
     w2 = np.array([[c, -s], [s, c]]) @ w1
     w0 = (w1 - w2) / np.linalg.norm(w1 - w2)
-    xs, ys, ray = [], [], []
-    for j, w in enumerate((w1, w2)):
-        t = spaced(cfg.spacing, cfg.t_min, cfg.t_max, cfg.points_per_ray, rng(cfg.seed, j))
-        xs.append(t[:, None] * w[None, :])
-        ys.append(cfg.slopes[j] * t + cfg.offsets[j])
-        ray += [j] * len(t)
-    x = torch.as_tensor(np.concatenate(xs))
-    y = torch.as_tensor(np.concatenate(ys)).reshape(-1, 1)
+    t = [spaced(cfg.spacing, cfg.t_min, cfg.t_max, cfg.points_per_ray, rng(cfg.seed, j)) for j in range(2)]
+    x = torch.as_tensor(np.concatenate([t[0][:, None] * w1[None, :], t[1][:, None] * w2[None, :]]))
+    y = torch.as_tensor(np.concatenate([cfg.slopes[j] * t[j] + cfg.offsets[j] for j in range(2)])).reshape(-1, 1)
+    ray = [j for j in range(2) for _ in t[j]]  # the ray of each sample
     meta = {"w1": w1.tolist(), "w2": w2.tolist(), "w0": w0.tolist(), "angle": cfg.theta(), "ray": ray}
     return DataBundle("two_rays", x, y, meta=meta)
