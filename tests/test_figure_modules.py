@@ -235,12 +235,12 @@ def test_jacot22_fig2_plateau_rows_and_verdict(tmp_path):
 
     mnist = rows(1e-3, (1.0, 0.5, 0.3, 0.3, 0.3), "m") + rows(1e-4, (0.9, 0.4, 0.2, 0.2, 0.2), "m")
     teacher = rows(1e-6, (0.2, 0.1, 0.05, 0.0501, 0.05), "t")
-    out = jacot22_fig2.compute((mnist, teacher, {"jacot22-fig2": "quick", "jacot22-fig2-teacher": "quick"}))
+    out = jacot22_fig2.compute((mnist, teacher))
     assert {r["plateau_start_0.05"] for r in out} == {10}
     assert len(jacot22_fig2.plot(out).axes) == 2
     assert jacot22_fig2.verdict(out, full=True).passed is True
     late = rows(1e-6, (0.2, 0.1, 0.08, 0.07, 0.05), "t")
-    out2 = jacot22_fig2.compute((mnist, late, {"jacot22-fig2": "quick", "jacot22-fig2-teacher": "quick"}))
+    out2 = jacot22_fig2.compute((mnist, late))
     assert jacot22_fig2.verdict(out2, full=True).passed is False
     for o in (out, out2):  # the quick size decides by the same rule
         assert jacot22_fig2.verdict(o, full=False).passed is jacot22_fig2.verdict(o, full=True).passed
@@ -301,7 +301,7 @@ def test_jacot23_fig3_denoising_rows_on_tiny_autoencoders(tmp_path):
                   "data.n_train=40", "data.n_test=24", "train.phases.0.steps=20")
     curve = _runs(tmp_path / "c", "jacot23-fig3-curve-quick", "model.depth", (2, 3), "model.width=8",
                   "train.phases.0.steps=20")
-    rows = jacot23_fig3.compute((mnist, curve, {"mnist": "quick", "curve": "quick"}))
+    rows = jacot23_fig3.compute((mnist, curve))
     panels = [r["panel"] for r in rows]
     assert panels.count("A mnist") == 2 * len(jacot23_fig3.MNIST_SIGMAS) and panels.count("B/C curve") == 2
     # the PCA baselines need k ≤ min(N, d): with N = 40 training images only k = 25 applies

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import wraps
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -100,10 +101,6 @@ class Verdict:
     passed: Optional[bool]
     text: str
 
-    @property
-    def label(self) -> str:
-        return {True: "pass", False: "fail", None: "n/a at this size"}[self.passed]
-
 
 def most_seeds(rows: list[dict], judge: Callable[[list[dict]], tuple[bool, list[str]]], claim: str,
                common: Sequence[dict] = ()) -> Verdict:
@@ -118,6 +115,14 @@ def most_seeds(rows: list[dict], judge: Callable[[list[dict]], tuple[bool, list[
     if len(seeds) > 1:
         lines.append(f"  {claim} in {passed}/{len(seeds)} seeds (reproduced when most are)")
     return Verdict(2 * passed > len(seeds), "\n".join(lines))
+
+
+def per_seed(claim: str) -> Callable:
+    """Decorator: a figure's `verdict(rows, full)` from its judge of one seed's rows, `(rows) -> (reproduced, lines)`;
+    over several seeds `most_seeds` (the quick size decides by the same rule)."""
+    def decorate(judge: Callable[[list[dict]], tuple[bool, list[str]]]) -> Callable[..., Verdict]:
+        return wraps(judge)(lambda rows, full: most_seeds(rows, judge, claim))
+    return decorate
 
 
 def quick_verdict(ok: bool, lines: list[str], full: bool, fig_id: str) -> Verdict:
@@ -148,8 +153,9 @@ def figure_main(module, description: str) -> None:
         # a figure of several sweeps, or of none (analysis only), builds its own inputs
         rows = module.compute(module.inputs(args) if hasattr(module, "inputs") else load_runs(fig_id, args))
         v = module.verdict(rows, full=full)
+        label = {True: "pass", False: "fail", None: "n/a at this size"}[v.passed]
         for r in rows:
-            r["verdict"] = v.label
+            r["verdict"] = label
         variant = "paper settings" if full else "quick variant (smaller; make fig-<id> FULL=1 for the paper's)"
         extra = (args.full_only and f" (full: {', '.join(args.full_only)})") or ""
         note = f"{fig_id}: {variant}{extra}" + (f"; overrides {' '.join(args.set)}" if args.set else "")
@@ -158,7 +164,7 @@ def figure_main(module, description: str) -> None:
     except RepcostError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2)
-    print(f"\n{module.CLAIM}\n{v.text}\nverdict: {v.label}")
+    print(f"\n{module.CLAIM}\n{v.text}\nverdict: {label}")
 
 
 def _relative(value):

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from ..analysis.alignment import merge_neurons, neuron_groups
 from ..analysis.reformulation import layer_forces, project_points_and_forces, reformulated_loss
 from ..errors import RepcostError
-from . import Verdict, most_seeds
+from . import per_seed
 
 FIG_ID = "jacot22-fig1"
 COS = 0.99        # neurons k, k' are aligned if cos(Z_{ℓ,k}, Z_{ℓ,k'}) > COS (pre-activations over the data)
@@ -109,8 +109,10 @@ def plot(rows: list[dict]):
     return fig
 
 
-def _seed_verdict(rows: list[dict]) -> tuple[bool, list[str]]:
-    """One seed's rows: reproduced when every hidden layer's active neurons form RAYS groups (cos > COS)."""
+@per_seed(f"{RAYS} rays in every layer")
+def verdict(rows: list[dict]) -> tuple[bool, list[str]]:
+    """Per seed (the full preset trains one, the quick one three): reproduced when every hidden layer's active
+    neurons form RAYS groups (cos > COS); over several seeds, when most seeds are."""
     lines = [f"  layer {r['layer']}: {r['groups']} groups of aligned neurons (cos > {COS}), sizes {r['group_sizes']}, "
              f"{r['dead']} dead; top-3 groups hold {r['top3_mass']:.1%} of Σ_k‖Z_ℓ,k‖²; ‖att + rep‖/(‖att‖ + ‖rep‖) = "
              f"{r['force_balance']:.3f}" for r in rows]
@@ -119,9 +121,3 @@ def _seed_verdict(rows: list[dict]) -> tuple[bool, list[str]]:
                  f"‖θ‖² {r0['sq_norm']:.4g} -> {r0['merged_sq_norm']:.4g}; Prop 1: L^r(Z) = {r0['reformulated']:.6g} vs "
                  f"L_λ(W) = {r0['original']:.6g}; stationarity {r0['stationarity']}, critical point: {r0['critical_point']}")
     return all(r["groups"] == RAYS for r in rows), lines
-
-
-def verdict(rows: list[dict], full: bool) -> Verdict:
-    """Per seed (the full preset trains one, the quick one three): reproduced when every hidden layer's active
-    neurons form RAYS groups (cos > COS); over several seeds, when most seeds are."""
-    return most_seeds(rows, _seed_verdict, f"{RAYS} rays in every layer")

@@ -18,7 +18,7 @@ from matplotlib.ticker import NullFormatter
 
 from ..analysis.alignment import optimisation_failures, plateau_start
 from ..api import Run
-from . import Verdict, is_full, sweep_for, width_curve
+from . import Verdict, sweep_for, width_curve
 
 FIG_ID = "jacot22-fig2"
 REL_TOLS = (0.05, 0.01)
@@ -28,15 +28,14 @@ PLATEAU_BY = 20  # the paper's reading: the plateau starts around width 10, far 
 CLAIM = "Paper (Fig 2): in both settings the plateau starts around width 10, far below N² = 10⁶."
 
 
-def inputs(args) -> tuple[list[dict], list[dict], dict]:
-    """The MNIST and teacher sweeps' rows, and which of them ran at paper size."""
-    mode = {p: "full" if is_full(args, p) else "quick" for p in (FIG_ID, f"{FIG_ID}-teacher")}
-    return sweep_for(FIG_ID, args), sweep_for(f"{FIG_ID}-teacher", args), mode
+def inputs(args) -> tuple[list[dict], list[dict]]:
+    """The MNIST and teacher sweeps' rows."""
+    return sweep_for(FIG_ID, args), sweep_for(f"{FIG_ID}-teacher", args)
 
 
 def compute(inp) -> list[dict]:
     """A row per (panel, λ, width): objective, losses, plateau starts; the first row carries the plot (`_panels`)."""
-    mnist, teacher, mode = inp
+    mnist, teacher = inp
     lam_t = float(teacher[0]["train.lam"]) if teacher[0].get("train.lam") not in (None, "") else 1e-6
     curves = [("mnist", lam, [r for r in mnist if float(r["train.lam"]) == lam], f", λ={lam:g}", f", λ={lam:g}")
               for lam in sorted({float(r["train.lam"]) for r in mnist}, reverse=True)]
@@ -54,9 +53,9 @@ def compute(inp) -> list[dict]:
                  **{f"plateau_start_{k}": v for k, v in starts.items()}} for wi, o, r in zip(w, obj, rs)]
     n = [Run(rows[0]["path"]).config["data"]["n_train"] for rows in (mnist, teacher)]  # as the runs trained
     out[0]["_panels"] = [
-        dict(series=series["mnist"], title=f"MNIST ({mode[FIG_ID]}: N = {n[0]}), cross-entropy, L = 3", ylabel="loss"),
-        dict(series=series["teacher"], title=f"teacher ({mode[FIG_ID + '-teacher']}: N = {n[1]}; depth 3, "
-                                             f"width 10), MSE, λ = {lam_t:g}", ylabel="loss")]
+        dict(series=series["mnist"], title=f"MNIST (N = {n[0]}), cross-entropy, L = 3", ylabel="loss"),
+        dict(series=series["teacher"], title=f"teacher (N = {n[1]}; depth 3, width 10), MSE, λ = {lam_t:g}",
+             ylabel="loss")]
     return out
 
 

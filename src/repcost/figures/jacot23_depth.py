@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from ..analysis.krr import fit_krr
 from ..analysis.spectra import numerical_rank, singular_values
-from . import Verdict, most_seeds
+from . import per_seed
 from .jacot23_fig1 import spectra
 
 FIG_ID = "jacot23-depth"
@@ -84,9 +84,12 @@ def plot(rows: list[dict]):
     fig.tight_layout()
     return fig
 
-def _seed_verdict(rows: list[dict]) -> tuple[bool, list[str]]:
-    """One seed's rows: a deeper net recovers f*'s Jacobian ranks at every point, the shallowest overestimates
-    the rank, and KRR's Jacobian rank is above k."""
+
+@per_seed("reproduced")
+def verdict(rows: list[dict]) -> tuple[bool, list[str]]:
+    """Per seed (the full preset trains one, the quick one three): reproduced when a deeper net recovers f*'s
+    Jacobian ranks at every point, the shallowest overestimates the rank, and KRR's Jacobian rank is above k;
+    over several seeds, when most seeds are."""
     lines = [f"  N={t['N']} L={t['depth']:2d}: ‖θ‖²/L={t['norm_per_depth']:7.2f}  bottleneck layer "
              f"{t['bottleneck_layer']} rank {t['bottleneck_rank']} (gap {t['bottleneck_gap']:.2g})  Jacobian rank "
              f"{t['jacobian_rank']} (= f*'s at {t['jacobian_rank_equals_true']}/{len(t['true_jacobian_ranks'].split())} "
@@ -99,10 +102,3 @@ def _seed_verdict(rows: list[dict]) -> tuple[bool, list[str]]:
     lines.append(f"  a deeper net recovers f*'s ranks: {recovered}; L = {shallow} overestimates: {over}; "
                  f"KRR overestimates: {krr_over}")
     return recovered and over and krr_over, lines
-
-
-def verdict(rows: list[dict], full: bool) -> Verdict:
-    """Per seed (the full preset trains one, the quick one three): reproduced when a deeper net recovers f*'s
-    Jacobian ranks at every point, the shallowest overestimates the rank, and KRR's Jacobian rank is above k;
-    over several seeds, when most seeds are."""
-    return most_seeds(rows, _seed_verdict, "reproduced")

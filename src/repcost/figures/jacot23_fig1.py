@@ -19,7 +19,7 @@ from ..analysis import layer_balance
 from ..analysis.hooks import analysis_points
 from ..analysis.spectra import gap_rank, numerical_rank
 from ..data.rank_k import true_jacobian_ranks
-from . import Verdict, most_seeds
+from . import per_seed
 
 FIG_ID = "jacot23-fig1"
 TARGET = 0.1  # middle layers count as rank k when s_{k+1}/s_k < TARGET
@@ -77,14 +77,10 @@ def _run_rows(run) -> list[dict]:
     return [{"seed": spec.seed, **r} for r in rows]
 
 
-def _summaries(rows: list[dict]) -> list[dict]:
-    return [r for r in rows if r["kind"] == "summary"]
-
-
 def plot(rows: list[dict]):
     """Panels A (hidden spectra s_i/s_1), B (weight spectra), C (Jacobian spectra at the analysis points) of the
     first run (seed 0), the first 10 values of each, the true rank k dotted."""
-    s = _summaries(rows)[0]
+    s = next(r for r in rows if r["kind"] == "summary")
     k, i = s["k"], np.arange(1, 11)
     fig = Figure(figsize=(14, 4))
     axA, axB, axC = fig.subplots(1, 3)
@@ -106,9 +102,12 @@ def plot(rows: list[dict]):
     fig.tight_layout()
     return fig
 
-def _seed_verdict(rows: list[dict]) -> tuple[bool, list[str]]:
-    """One seed's rows: rank k when every middle layer has s_{k+1}/s_k below TARGET."""
-    s = _summaries(rows)[0]
+
+@per_seed("middle layers rank k")
+def verdict(rows: list[dict]) -> tuple[bool, list[str]]:
+    """Per seed (the full and the quick preset train three): rank k when every middle layer has s_{k+1}/s_k below
+    TARGET; reproduced when most seeds are."""
+    s = next(r for r in rows if r["kind"] == "summary")
     k, hidden = s["k"], [r for r in rows if r["kind"] == "hidden"]
     ok = s["middle_max_ratio"] < TARGET
     return ok, [f"  ‖θ‖²/L = {s['param_sq_norm_per_depth']:.2f}, train MSE {s['train_loss']:.3g}, "
@@ -117,9 +116,3 @@ def _seed_verdict(rows: list[dict]) -> tuple[bool, list[str]]:
                 f"    middle layers {s['middle_layers']}: max s{k + 1}/s{k} = {s['middle_max_ratio']:.3g} "
                 f"({'' if ok else 'not '}rank {k}); Jacobian rank = f*'s at {s['jacobian_rank_equals_true']}/"
                 f"{s['n_points']} points; Prop 12 gap max {s['prop12_gap_max']:.3g}; critical point: {s['critical_point']}"]
-
-
-def verdict(rows: list[dict], full: bool) -> Verdict:
-    """Per seed (the full and the quick preset train three): rank k when every middle layer has s_{k+1}/s_k below
-    TARGET; reproduced when most seeds are."""
-    return most_seeds(rows, _seed_verdict, f"middle layers rank {_summaries(rows)[0]['k']}")

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from ..analysis.denoising import add_noise, denoising, nearest_distance, pca_projection
 from ..analysis.spectra import jacobian_spectra, numerical_rank
 from ..data.curve_2d import curve_points, distance_to_curve
-from . import Verdict, is_full, load_runs, most_seeds
+from . import Verdict, load_runs, most_seeds
 
 FIG_ID = "jacot23-fig3"
 MNIST_SIGMAS = (0.1, 0.2, 0.4)  # per-pixel noise std (pixels in [0, 1]); 0.2 is the headline
@@ -37,11 +37,8 @@ CLAIM = ("Paper: deep autoencoders are naturally denoising, shallow ones are not
 
 
 def inputs(args):
-    """The MNIST and curve sweeps' runs (by depth) and which of them ran at paper size."""
-    def runs(name):
-        return sorted(load_runs(name, args), key=lambda r: (r.spec.seed, r.model.depth))
-    mode = {t: "full" if is_full(args, f"{FIG_ID}-{t}") else "quick" for t in ("mnist", "curve")}
-    return runs(f"{FIG_ID}-mnist"), runs(f"{FIG_ID}-curve"), mode
+    """The MNIST and curve sweeps' runs, by seed and depth."""
+    return [sorted(load_runs(f"{FIG_ID}-{t}", args), key=lambda r: (r.spec.seed, r.model.depth)) for t in ("mnist", "curve")]
 
 
 def _mnist(runs, rows: list[dict], plot: dict) -> None:
@@ -93,8 +90,8 @@ def _curve(runs, rows: list[dict], plot: dict) -> None:
 
 def compute(inp) -> list[dict]:
     """Rows per (net, σ), the PCA baselines and the curve nets; the first row carries the plot's arrays (`_plot`)."""
-    mnist, curve, mode = inp
-    rows, plot = [], {"jac": {}, "images": {}, "curves": [], "mode": mode}
+    mnist, curve = inp
+    rows, plot = [], {"jac": {}, "images": {}, "curves": []}
     _mnist(mnist, rows, plot)
     _curve(curve, rows, plot)
     rows[0]["_plot"] = plot
@@ -149,8 +146,7 @@ def plot(rows: list[dict]):
         ax.set_title(title, fontsize=9)
         if j == 0:
             ax.legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"MNIST ({p['mode']['mnist']}) σ={MNIST_SIGMA} (top); curve ({p['mode']['curve']}), random inputs "
-                 "in [-1.2, 1.2]² and their images (bottom)")
+    fig.suptitle(f"MNIST σ={MNIST_SIGMA} (top); curve, random inputs in [-1.2, 1.2]² and their images (bottom)")
     return fig
 
 
