@@ -67,7 +67,7 @@ def plot_curves(run_dirs: list[Path], x: str, y: str, logx: bool, logy: bool, **
 
     from ..plots.sweep import curves_figure
 
-    curves, skipped, integer = [], [], {x: True, y: True}
+    curves, skipped = [], []
     for d, name in zip(run_dirs, curve_labels(run_dirs)):
         try:
             recs = load_run(d).metrics
@@ -80,14 +80,11 @@ def plot_curves(run_dirs: list[Path], x: str, y: str, logx: bool, logy: bool, **
         members = sorted({r.get("member") for r in recs}, key=lambda m: -1 if m is None else m)
         for m in members:
             sel = [r for r in recs if r.get("member") == m and x in r and y in r]
-            for k in (x, y):
-                integer[k] = integer[k] and all(isinstance(r[k], int) and not isinstance(r[k], bool) for r in sel)
             label = name if m is None else f"{name} member {m}"
             curves.append((label, np.array([r[x] for r in sel], dtype=float), np.array([r[y] for r in sel], dtype=float)))
     if not curves:
         raise RepcostError(f"no run could be read ({skipped[0]})" if skipped else "no runs to plot")
-    return curves_figure(curves, x, y, logx=logx, logy=logy, integer_x=integer[x], integer_y=integer[y],
-                         **labels), len(curves), skipped
+    return curves_figure(curves, x, y, logx=logx, logy=logy, **labels), len(curves), skipped
 
 
 def check_out(out: Path) -> None:

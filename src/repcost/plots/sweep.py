@@ -48,15 +48,10 @@ class Series:
     hi: np.ndarray
     n: np.ndarray
     points: list[tuple[Any, float]]  # every run's (x, y), drawn as dots so single runs stay visible
-    y_integer: bool = False  # every run's y is an integer (a rank, a step count): integer ticks
 
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _sort_key(v: Any):
@@ -79,8 +74,7 @@ def aggregate(rows: Sequence[dict], x: str, y: str, hue: str | None = None) -> l
         vals = [np.asarray(by_x[v], dtype=float) for v in xs]
         out.append(Series(f"{label(hue)}={h}" if hue else label(y), xs, np.array([v.mean() for v in vals]),
                           np.array([v.min() for v in vals]), np.array([v.max() for v in vals]),
-                          np.array([len(v) for v in vals]), [(xv, float(yv)) for xv in xs for yv in by_x[xv]],
-                          all(_is_int(yv) for xv in xs for yv in by_x[xv])))
+                          np.array([len(v) for v in vals]), [(xv, float(yv)) for xv in xs for yv in by_x[xv]]))
     return out
 
 
@@ -107,16 +101,14 @@ def sweep_figure(series: Sequence[Series], x: str, y: str, logx: bool = False, l
         ax.scatter([pos(p[0]) for p in s.points], [p[1] for p in s.points], s=8, color=line.get_color(), alpha=0.6)
     if not numeric:
         ax.set_xticks(range(len(cats)), [str(c) for c in cats])
-    return _finish(fig, ax, logx and numeric, logy, numeric and all(_is_int(v) for s in series for v in s.x),
-                   bool(series) and all(s.y_integer for s in series), xlabel or label(x), ylabel or label(y),
+    return _finish(fig, ax, logx and numeric, logy, [p[0] for s in series for p in s.points] if numeric else [],
+                   [p[1] for s in series for p in s.points], xlabel or label(x), ylabel or label(y),
                    title or f"{label(y)} vs {label(x)}: mean, min–max band, each run a dot", 8 if series else None)
 
 
 def curves_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], x: str, y: str, logx: bool = False,
-                  logy: bool = False, title: str | None = None, xlabel: str | None = None, ylabel: str | None = None,
-                  integer_x: bool = False, integer_y: bool = False):
-    """One line per (label, xs, ys): a logged metric of several runs against the step; `integer_x`/`integer_y`
-    (e.g. the step) ask for integer ticks."""
+                  logy: bool = False, title: str | None = None, xlabel: str | None = None, ylabel: str | None = None):
+    """One line per (label, xs, ys): a logged metric of several runs against the step."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
@@ -124,25 +116,25 @@ def curves_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], x: str, 
         style = line_style(i)
         every = max(1, len(xs) // 12)  # a dozen markers per line: enough to tell lines apart, few enough to read
         ax.plot(xs, ys, label=name, markevery=every, markersize=5, fillstyle="none", **style)
-    return _finish(fig, ax, logx, logy, integer_x, integer_y, xlabel or label(x), ylabel or label(y),
-                   title or f"{label(y)} during training", 7 if len(curves) > 1 else None)
+    return _finish(fig, ax, logx, logy, np.concatenate([c[1] for c in curves]), np.concatenate([c[2] for c in curves]),
+                   xlabel or label(x), ylabel or label(y), title or f"{label(y)} during training",
+                   7 if len(curves) > 1 else None)
 
 
-def _finish(fig, ax, logx: bool, logy: bool, integer_x: bool, integer_y: bool, xlabel: str, ylabel: str, title: str,
-            legend_size: int | None):
-    """Log scales, integer ticks on the linear axes asked for (MaxNLocator, or the single value itself where an axis
-    has only one), the labels and the legend (None: none); laid out."""
+def _finish(fig, ax, logx: bool, logy: bool, xs, ys, xlabel: str, ylabel: str, title: str, legend_size: int | None):
+    """Log scales, integer ticks on a linear axis whose values (`xs`, `ys`: every value drawn) are all whole numbers
+    (depths, steps, ranks: MaxNLocator, or the value itself where there is one), the labels and the legend (None:
+    none); laid out."""
     from matplotlib.ticker import FixedLocator, MaxNLocator
 
     if logx:
         ax.set_xscale("log")  # only then: setting a scale resets the tick locators a categorical axis was given
     if logy:
         ax.set_yscale("log")
-    for on, axis, data in ((integer_x and not logx, ax.xaxis, [ln.get_xdata() for ln in ax.lines]),
-                           (integer_y and not logy, ax.yaxis, [ln.get_ydata() for ln in ax.lines])):
-        if on:
-            values = np.unique(np.concatenate([np.asarray(d, dtype=float) for d in data])) if data else []
-            axis.set_major_locator(FixedLocator(values) if len(values) == 1 else MaxNLocator(integer=True))
+    for log, axis, values in ((logx, ax.xaxis, xs), (logy, ax.yaxis, ys)):
+        values = np.unique(np.asarray(values, dtype=float))
+        if not log and values.size and np.all(values == np.round(values)):
+            axis.set_major_locator(FixedLocator(values) if values.size == 1 else MaxNLocator(integer=True))
     ax.set(xlabel=xlabel, ylabel=ylabel)
     ax.set_title(title, fontsize=9)
     if legend_size:
