@@ -103,36 +103,35 @@ def plot(rows: list[dict]):
     p = rows[0]["_plot"]
     fig = Figure(figsize=(max(14, 4.2 * len(p["curves"])), 9), layout="constrained")
     gs = fig.add_gridspec(2, max(len(p["curves"]), 2), height_ratios=[1.0, 1.4])
-    if p["images"]:
-        top = gs[0, :].subgridspec(1, 3, width_ratios=[2.6, 1, 1], wspace=0.25)
-        cells = top[0, 0].subgridspec(len(p["images"]), N_SHOW, wspace=0.02, hspace=0.05)
-        for i, (label, imgs) in enumerate(p["images"].items()):
-            for j, img in enumerate(imgs):
-                ax = fig.add_subplot(cells[i, j])
-                ax.imshow(np.clip(img.reshape(28, 28), 0, 1), cmap="gray_r", vmin=0, vmax=1)
-                ax.set_xticks([]), ax.set_yticks([])
-                if j == 0:
-                    ax.set_ylabel(label, fontsize=7, rotation=0, ha="right", va="center")
-        # §5: the Jacobian of a projection onto the data's k-dim tangent space is k ones, then zeros
-        ax = fig.add_subplot(top[0, 1])
-        for j, (label, s) in enumerate(p["jac"].items()):
-            ax.semilogy(np.arange(1, len(s) + 1), np.maximum(s, 1e-6), "-", color=f"C{j}", label=label)
-        ax.axhline(1.0, color="grey", ls=":", lw=1)
-        shown = max((int(np.sum(s > 1e-3 * np.max(s))) for s in p["jac"].values()), default=1)
-        ax.set(xlabel="i", ylim=(1e-3, None), xlim=(0, 1.15 * shown + 1))
-        ax.set_title(f"MNIST: singular values of Jf(x),\nmean over {N_JAC} clean test images", fontsize=9)
-        ax.legend(fontsize=7)
-        ax = fig.add_subplot(top[0, 2])  # the ratio against depth, dashed: the best PCA-k, dotted: the 0.5 target
-        for j, sg in enumerate(MNIST_SIGMAS):
-            pts = sorted((q["depth"], q["ratio"]) for q in rows
-                         if q["panel"] == "A mnist" and q["sigma"] == sg and q["seed"] == rows[0]["seed"])
-            ax.plot([d for d, _ in pts], [r for _, r in pts], "o-", color=f"C{j}", label=f"σ={sg}")
-            ax.axhline(min(q["ratio"] for q in rows if q["panel"] == "A mnist PCA" and q["sigma"] == sg),
-                       color=f"C{j}", ls="--", lw=1)
-        ax.axhline(0.5, color="grey", ls=":", lw=1)
-        ax.set(xlabel="depth L", ylabel="ratio (output / input distance)")
-        ax.set_title("MNIST: denoising ratio (dashed: best PCA-k)", fontsize=9)
-        ax.legend(fontsize=7)
+    top = gs[0, :].subgridspec(1, 3, width_ratios=[2.6, 1, 1], wspace=0.25)
+    cells = top[0, 0].subgridspec(len(p["images"]), N_SHOW, wspace=0.02, hspace=0.05)
+    for i, (label, imgs) in enumerate(p["images"].items()):
+        for j, img in enumerate(imgs):
+            ax = fig.add_subplot(cells[i, j])
+            ax.imshow(np.clip(img.reshape(28, 28), 0, 1), cmap="gray_r", vmin=0, vmax=1)
+            ax.set_xticks([]), ax.set_yticks([])
+            if j == 0:
+                ax.set_ylabel(label, fontsize=7, rotation=0, ha="right", va="center")
+    # §5: the Jacobian of a projection onto the data's k-dim tangent space is k ones, then zeros
+    ax = fig.add_subplot(top[0, 1])
+    for j, (label, s) in enumerate(p["jac"].items()):
+        ax.semilogy(np.arange(1, len(s) + 1), np.maximum(s, 1e-6), "-", color=f"C{j}", label=label)
+    ax.axhline(1.0, color="grey", ls=":", lw=1)
+    shown = max((int(np.sum(s > 1e-3 * np.max(s))) for s in p["jac"].values()), default=1)
+    ax.set(xlabel="i", ylim=(1e-3, None), xlim=(0, 1.15 * shown + 1))
+    ax.set_title(f"MNIST: singular values of Jf(x),\nmean over {N_JAC} clean test images", fontsize=9)
+    ax.legend(fontsize=7)
+    ax = fig.add_subplot(top[0, 2])  # the ratio against depth, dashed: the best PCA-k, dotted: the 0.5 target
+    for j, sg in enumerate(MNIST_SIGMAS):
+        pts = sorted((q["depth"], q["ratio"]) for q in rows
+                     if q["panel"] == "A mnist" and q["sigma"] == sg and q["seed"] == rows[0]["seed"])
+        ax.plot([d for d, _ in pts], [r for _, r in pts], "o-", color=f"C{j}", label=f"σ={sg}")
+        ax.axhline(min(q["ratio"] for q in rows if q["panel"] == "A mnist PCA" and q["sigma"] == sg),
+                   color=f"C{j}", ls="--", lw=1)
+    ax.axhline(0.5, color="grey", ls=":", lw=1)
+    ax.set(xlabel="depth L", ylabel="ratio (output / input distance)")
+    ax.set_title("MNIST: denoising ratio (dashed: best PCA-k)", fontsize=9)
+    ax.legend(fontsize=7)
     for j, (train_y, pts, uni, out, title) in enumerate(p["curves"]):
         # the training data (blue) on the curve, random inputs (green) with arrows to their images (orange)
         ax = fig.add_subplot(gs[1, j])

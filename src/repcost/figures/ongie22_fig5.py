@@ -46,24 +46,25 @@ def compute(inp) -> list[dict]:
     phis = np.sort(np.concatenate([phis, [phi_w0]]))
     rows, nets = [], {}
     for phi in phis:
+        row = {"phi_deg": float(phi), "R2": math.inf, "R3": math.inf, "R3_cor36": math.inf, "n_units": 0,
+               "nuclear_norm": math.nan, "max_interp_error": math.nan, "is_span_w0": float(phi) == phi_w0}
+        rows.append(row)
         try:
-            h = projection_interpolant(x, y, unit(phi))
-        except ValueError:  # two samples with different labels project to one point
-            rows.append({"phi_deg": float(phi), "R2": math.inf, "R3": math.inf, "R3_cor36": math.inf, "n_units": 0,
-                         "nuclear_norm": math.nan, "max_interp_error": math.nan})
+            h = nets[float(phi)] = projection_interpolant(x, y, unit(phi))
+        except ValueError:  # two samples with different labels project to one point: no interpolant (R3 = ∞)
             continue
-        nets[float(phi)] = h
         R2 = path_norm(h.W, h.a)
-        rows.append({"phi_deg": float(phi), "R2": R2, "R3": phi_L(h.W, h.a, 3, n_restarts=0),
-                     "R3_cor36": R2 ** (2.0 / 3.0),  # closed form for rank-one W (Cor 3.6), as a check
-                     "n_units": int(h.W.shape[0]), "nuclear_norm": float(np.linalg.norm(h.W, "nuc")),
-                     "max_interp_error": float(np.max(np.abs(h(x) - y)))})
+        row.update(R2=R2, R3=phi_L(h.W, h.a, 3, n_restarts=0),
+                   R3_cor36=R2 ** (2.0 / 3.0),  # closed form for rank-one W (Cor 3.6), as a check
+                   n_units=int(h.W.shape[0]), nuclear_norm=float(np.linalg.norm(h.W, "nuc")),
+                   max_interp_error=float(np.max(np.abs(h(x) - y))))
     f, _, _ = f_and_g_for_data(data)
     rows.append({"phi_deg": "R^2 (f)", "R2": path_norm(f.W, f.a), "R3": phi_L(f.W, f.a, 3), "n_units": int(f.W.shape[0]),
-                 "nuclear_norm": float(np.linalg.norm(f.W, "nuc")), "max_interp_error": float(np.max(np.abs(f(x) - y)))})
+                 "nuclear_norm": float(np.linalg.norm(f.W, "nuc")), "max_interp_error": float(np.max(np.abs(f(x) - y))),
+                 "is_span_w0": False})
     finite = [r for r in rows[:-1] if math.isfinite(r["R3"])]
     worst = max(finite, key=lambda r: r["R3"])
-    at_w0 = next(r for r in rows if r["phi_deg"] == float(phi_w0))
+    at_w0 = next(r for r in rows if r["is_span_w0"])
     phi_w1 = min(nets, key=lambda p: abs(((p - math.degrees(math.atan2(w1[1], w1[0]))) + 90) % 180 - 90))
     r_w1 = next(r for r in rows if r["phi_deg"] == phi_w1)
     panels = [("S = R² (f, units along rays)", f, None, rows[-1]),
@@ -78,8 +79,6 @@ def compute(inp) -> list[dict]:
         "marks": {f"span(w0), R3 = {at_w0['R3']:.3g}": (phi_w0, at_w0["R3"]),
                   f"largest finite, R3 = {worst['R3']:.3g}": (worst["phi_deg"], worst["R3"]),
                   f"near span(w1), R3 = {r_w1['R3']:.3g}": (phi_w1, r_w1["R3"])}}
-    for r in rows:
-        r["is_span_w0"] = r["phi_deg"] == float(phi_w0)
     return rows
 
 

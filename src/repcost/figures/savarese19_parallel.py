@@ -31,12 +31,12 @@ def compute(runs) -> list[dict]:
         Ws, alpha = [as_f64(w) for w in run.model.sub], as_f64(run.model.alpha)[0]
         bar = parallel_alpha_normalised(Ws, alpha)
         top = np.abs(bar).max(initial=0.0)
-        on = np.abs(bar) > REL_TOL * top if top > 0 else np.zeros(bar.size, bool)
+        on = np.abs(bar) > REL_TOL * top
         gap = parallel_balance(Ws, alpha)[on]
         q = l2L_quasinorm(bar, L)
         rows.append({"depth_L": L, "n_points_N": N, "n_subnets_k": spec.model.n_subnets, "width_m": spec.model.width,
                      "active_subnets": int(on.sum()),
-                     "active_at_1e-2": int(np.sum(np.abs(bar) > 1e-2 * top)) if top > 0 else 0,
+                     "active_at_1e-2": int(np.sum(np.abs(bar) > 1e-2 * top)),
                      "l2L_quasinorm": q, "C_L": cost, "C_L_over_quasinorm": cost / q if q > 0 else float("nan"),
                      "balance_gap_median_active": float(np.median(gap)) if gap.size else float("nan"),
                      "balance_gap_max_active": float(np.max(gap)) if gap.size else float("nan"),
