@@ -210,5 +210,7 @@ def test_member_checkpoint_loads_like_a_single_run(tmp_path):
     assert best["best_member"] == top["best_member"] and "trainer" in best and "ensemble" not in best
     ref = load(d / "members" / str(top["best_member"]) / "checkpoint.pt")
     assert all(torch.equal(best["trainer"]["model"][k], v) for k, v in ref["trainer"]["model"].items())
+    # a member's identity is its single run's: that run, launched on the member's directory, is already finished
+    assert train_direct(tmp_path, *args[:-1], "seed=1", name="ens/members/1")[0]["reused"]
     scalars = analyze(d / "members" / "1", ["analysis=spectra"])
     assert scalars and len(list((d / "members" / "1" / "reanalysis").glob("*/analysis/summary.json"))) == 1

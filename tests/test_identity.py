@@ -10,7 +10,7 @@ import pytest
 
 from repcost.config import compose_config
 from repcost.config.schema import PhaseConfig, TrainConfig
-from repcost.identity import member_config, run_hash, run_identity, strip_defaults
+from repcost.identity import run_hash, run_identity, strip_defaults
 from omegaconf import OmegaConf
 
 FIXTURE = Path(__file__).parent / "fixtures" / "legacy_run"
@@ -64,11 +64,6 @@ def test_device_counts_by_what_it_resolves_to():
     here = "cuda" if torch.cuda.is_available() else "cpu"
     assert run_hash(_cfg("device=auto")) == run_hash(_cfg(f"device={here}"))
     assert run_identity(_cfg("device=auto"))["device"] == here
-
-
-def test_member_identity_is_its_single_run():
-    ens = _cfg("train.ensemble_size=3", "seed=2")
-    assert run_hash(member_config(ens, 4)) == run_hash(_cfg("seed=4"))
 
 
 def _imports(tree, pkg: str, top_only: bool) -> set[str]:

@@ -13,7 +13,6 @@ makes a finished run stale.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import hashlib
@@ -92,14 +91,6 @@ def run_identity(cfg: dict) -> dict:
 def run_hash(cfg: dict) -> str:
     """The hash that names a run's identity (written to FINISHED and summary.json): sorted JSON, sha256, 12 digits."""
     return hashlib.sha256(json.dumps(jsonable(run_identity(cfg)), sort_keys=True).encode()).hexdigest()[:12]
-
-
-def member_config(cfg: dict, seed: int) -> dict:
-    """The single-run config of an ensemble member: the ensemble's with `seed` and one member."""
-    d = copy.deepcopy(cfg)
-    d["seed"] = seed
-    d.setdefault("train", {})["ensemble_size"] = 1
-    return d
 
 
 # Runs that differ only in these keys can train as one stacked engine (train.run.train_runs); N: any phase

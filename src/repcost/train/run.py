@@ -27,7 +27,7 @@ from ..config.schema import RunSpec
 from ..config.limits import allocating
 from ..data import load_data
 from ..errors import RepcostError
-from ..identity import check_stackable, identity_changes, member_config, run_hash
+from ..identity import check_stackable, identity_changes, run_hash
 from ..loggers import Trackers
 from ..models import build_model
 from ..rundir import CHECKPOINT, ERROR, MEMBERS, METRICS, SUMMARY, RunDir, metrics_sink, remove_dead_temp_files
@@ -206,7 +206,8 @@ def _train_ensemble(job: RunJob, stop_flag: StopFlag) -> dict:
     then the best-of-K summary at the top (`ensemble.aggregate`)."""
     seeds = [job.spec.seed + i for i in range(job.spec.train.ensemble_size)]
     specs = [replace(job.spec, seed=s, train=replace(job.spec.train, ensemble_size=1)) for s in seeds]
-    results = train_runs(specs, [member_config(job.cfg_dict, s) for s in seeds],
+    cfgs = [{**job.cfg_dict, "seed": s, "train": {**job.cfg_dict.get("train", {}), "ensemble_size": 1}} for s in seeds]
+    results = train_runs(specs, cfgs,
                          [job.rd.path / MEMBERS / str(i) for i in range(len(seeds))], stop_flag, on_stale="move")
     return aggregate(job.rd, job.cfg_dict, job.chash, seeds, results)
 
