@@ -92,9 +92,8 @@ def done(summary: dict, run_dir: Path) -> dict:
     parts = [f"{k}={summary[k]:.6g}" if isinstance(summary[k], float) else f"{k}={summary[k]}"
              for k in keys if k in summary]
     log.info("run finished: %s\n  %s", run_dir, "  ".join(parts))
-    for line in descriptions(summary):  # the certificate and any analysis that describes itself
-        log.info("  %s", line)
-    if (line := describe_certified(summary)) is not None:
+    # the certificate and any analysis that describes itself, then certified stopping's verdict
+    for line in filter(None, [*descriptions(summary), describe_certified(summary)]):
         log.info("  %s", line)
     if "members_agreeing" in summary:
         log.info("  restarts: %d of %d end within 1 %% of the best objective (agreement across seeds%s)",
