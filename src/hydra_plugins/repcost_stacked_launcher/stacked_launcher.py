@@ -181,29 +181,28 @@ def run_group(configs: list[DictConfig], hydra_context: HydraContext,
         Singleton.set_state(singleton_state)
     jobs: list[tuple[DictConfig, DictConfig]] = []  # (task config, Hydra config), collected on the way in
     outcomes: list = []
-    inner: list[JobReturn] = []
+    returns: dict[int, JobReturn] = {}
 
-    def task(k: int) -> TaskFunction:
-        def job(cfg: DictConfig) -> Any:
-            jobs.append((cfg, HydraConfig.instance().cfg))  # run_job made job k's config current
-            if k + 1 < len(configs):
-                inner.append(start(k + 1))
-            else:
-                _configure_group_log(configs)
-                try:
-                    outcomes.extend(run_hydra_jobs(jobs))
-                except Exception as e:  # a bug: every job of the group records it
-                    outcomes.extend([e] * len(configs))
-            out = outcomes[k]
-            return job_failed(out, *jobs[k]) if isinstance(out, Exception) else out
-        return job
+    def job(cfg: DictConfig) -> Any:  # job k's task function, k = the jobs entered before it
+        k = len(jobs)
+        jobs.append((cfg, HydraConfig.instance().cfg))  # run_job made job k's config current
+        if k + 1 < len(configs):
+            returns[k + 1] = start(k + 1)
+        else:
+            _configure_group_log(configs)
+            try:
+                outcomes.extend(run_hydra_jobs(jobs))
+            except Exception as e:  # a bug: every job of the group records it
+                outcomes.extend([e] * len(configs))
+        out = outcomes[k]
+        return job_failed(out, *jobs[k]) if isinstance(out, Exception) else out
 
     def start(k: int) -> JobReturn:
-        return run_job(hydra_context=hydra_context, task_function=task(k), config=configs[k],
+        return run_job(hydra_context=hydra_context, task_function=job, config=configs[k],
                        job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
 
-    first = start(0)
-    return [first, *reversed(inner)]  # the innermost job's return came first
+    returns[0] = start(0)
+    return [returns[k] for k in range(len(configs))]
 
 
 def _configure_group_log(configs: list[DictConfig]) -> None:
