@@ -114,8 +114,6 @@ def stack_key(cfg: dict) -> str | None:
 
 def check_stackable(cfgs: Sequence[dict]) -> None:
     """Runs trained in one engine may differ only in `STACKABLE_KEYS`: RepcostError naming the first other key."""
-    if len(cfgs) > 1 and any(stack_key(c) is None for c in cfgs):
-        raise RepcostError("ensemble runs (train.ensemble_size > 1) cannot be stacked with other runs")
     for i, cfg in enumerate(cfgs[1:], 1):
         a, b = shared_part(cfgs[0]), shared_part(cfg)
         if diff := [k for k in a.keys() | b.keys() if a.get(k, _ABSENT) != b.get(k, _ABSENT)]:

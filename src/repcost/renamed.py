@@ -44,9 +44,9 @@ def config_keys(cfg: dict) -> dict:
 
 def override(text: str) -> str:
     """One saved command-line override with its key under today's name."""
+    key = text.lstrip("+~")  # after the override's prefix (+, ++ or ~)
     for old, new in (("analysis.certificate.gap_tol", "analysis.critical.balance_tol"),
                      ("analysis.certificate", "analysis.critical")):
-        for prefix in ("", "+", "++", "~"):
-            if text.startswith(prefix + old):
-                return prefix + new + text[len(prefix + old):]
+        if key.startswith(old):
+            return text[:len(text) - len(key)] + new + key[len(old):]
     return text

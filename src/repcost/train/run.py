@@ -160,7 +160,7 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
     """
     n = len(specs)
     check_stackable(cfg_dicts)
-    ensemble = specs[0].train.ensemble_size > 1  # then the only run (`check_stackable`)
+    ensemble = specs[0].train.ensemble_size > 1  # then every run's (`check_stackable`: one ensemble_size)
     paths = [Path(d).resolve() for d in run_dirs]  # one directory given twice: its lock refuses the second run
     for sp in specs[1:]:  # one device for the process (a sweep job's placement is the first job's)
         sp.device = specs[0].device
