@@ -147,8 +147,7 @@ class TrainConfig:
         check(self.reg_scale in REG_SCALES, "reg_scale", self.reg_scale, "one of " + ", ".join(REG_SCALES))
         check(self.loss in LOSSES, "loss", self.loss, "one of " + ", ".join(LOSSES))
         check(len(self.phases) > 0, "phases", self.phases, "a non-empty list of optimiser phases")
-        last_factor = self.phases[-1].lam_factor
-        check(last_factor == 1.0, "phases[-1].lam_factor", last_factor,
+        check(self.phases[-1].lam_factor == 1.0, "phases[-1].lam_factor", self.phases[-1].lam_factor,
               "1.0: the last phase must train the stated objective, so the run ends at one of its critical points")
         for i, ph in enumerate(self.phases):
             check(ph.insert_units == 0 or self.loss == "mse", f"phases[{i}].insert_units", ph.insert_units,

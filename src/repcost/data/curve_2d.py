@@ -88,8 +88,7 @@ def distance_to_curve(cfg: Curve2DConfig, pts, k: int = 8) -> np.ndarray:
     seg = np.clip(np.concatenate([ik - 1, ik], axis=1), 0, len(a) - 1)  # (N, 2k) candidate segments
     aa, dd = a[seg], d[seg]  # (N, 2k, 2)
     u = np.clip(((p[:, None] - aa) * dd).sum(-1) / np.maximum((dd * dd).sum(-1), 1e-300), 0.0, 1.0)
-    dist = np.sqrt(((p[:, None] - (aa + u[..., None] * dd)) ** 2).sum(-1).min(1))
-    return dist
+    return np.sqrt(((p[:, None] - (aa + u[..., None] * dd)) ** 2).sum(-1).min(1))
 
 
 def _split(cfg: Curve2DConfig, n: int, stream: int):
