@@ -204,10 +204,13 @@ def test_jacot22_bipartite_bound_exact_costs_and_verdict(tmp_path):
     from repcost.figures import jacot22_bipartite
 
     lam, n = 1e-3, 4  # CP-rank N²/4 = 4
-    bip = [{"data.n": str(n), "model.width": str(w), "objective": str(o), "train.lam": str(lam), "wall_time_s": "1",
-            "path": str(tmp_path / f"b{w}")} for w, o in ((2, 0.030), (3, 0.0255), (4, 0.0250), (5, 0.0250))]
-    p15 = [{"data.n_points": "3", "model.width": str(w), "objective": str(o), "wall_time_s": "1",
-            "path": str(tmp_path / f"p{w}")} for w, o in ((1, 0.2), (2, 0.05), (4, 0.0401), (8, 0.0400))]
+    for d, cfg in (("b", f"train: {{lam: {lam}}}\n"), ("p", "data: {n_points: 3}\n")):  # what the figure reads of the runs
+        (tmp_path / d / ".hydra").mkdir(parents=True)
+        (tmp_path / d / ".hydra" / "config.yaml").write_text(cfg)
+    bip = [{"data.n": str(n), "model.width": str(w), "objective": str(o), "wall_time_s": "1", "path": str(tmp_path / "b")}
+           for w, o in ((2, 0.030), (3, 0.0255), (4, 0.0250), (5, 0.0250))]
+    p15 = [{"model.width": str(w), "objective": str(o), "wall_time_s": "1", "path": str(tmp_path / "p")}
+           for w, o in ((1, 0.2), (2, 0.05), (4, 0.0401), (8, 0.0400))]
     rows = jacot22_bipartite.compute((bip, p15))
     b = [r for r in rows if r["panel"] == "bipartite"]
     assert all(r["lower_bound"] > 0 for r in b) and b[0]["lower_bound"] == b[-1]["lower_bound"]
@@ -226,7 +229,7 @@ def test_jacot22_fig2_plateau_rows_and_verdict(tmp_path):
 
     for d in ("m", "t"):
         (tmp_path / d / ".hydra").mkdir(parents=True)
-        (tmp_path / d / ".hydra" / "config.yaml").write_text("data: {n_train: 100}\n")
+        (tmp_path / d / ".hydra" / "config.yaml").write_text("{data: {n_train: 100}, train: {lam: 1.0e-6}}\n")
 
     def rows(lam, objs, d):
         return [{"model.width": str(w), "objective": str(o), "train.lam": str(lam), "train_loss": str(o),

@@ -13,6 +13,7 @@ start at N²/4.
 from __future__ import annotations
 
 from ..analysis.alignment import identity_input_lower_bound, identity_input_min_cost, plateau_start
+from ..api import Run
 from ..data.bipartite import bipartite_incidence
 from . import Verdict, jacot22_fig2, quick_verdict, sweep_for, width_curve
 
@@ -39,7 +40,7 @@ def compute(inp: tuple[list[dict], list[dict]]) -> list[dict]:
     out, series, marks = [], [], []
     for n in sorted({int(r["data.n"]) for r in bip}):
         rows, w, obj, tw, tv = width_curve([r for r in bip if int(r["data.n"]) == n])
-        lam = float(rows[0].get("train.lam") or 0) or 1e-3
+        lam = Run(rows[0]["path"]).config["train"]["lam"]  # as the runs trained
         e = bipartite_incidence(n)
         lb, k = identity_input_lower_bound(e.T @ e, lam), n * n // 4
         wc = [wi for wi in w if wi >= n]
@@ -55,7 +56,7 @@ def compute(inp: tuple[list[dict], list[dict]]) -> list[dict]:
                  "trial_objectives": " ".join(f"{v:.6g}" for ww, v in zip(tw, tv) if ww == wi),
                  "wall_time_s": float(r["wall_time_s"])} for wi, o, r in zip(w, obj, rows)]
     rows, w, obj, tw, tv = width_curve(p15)
-    n1 = int(float(p15[0]["data.n_points"])) if p15[0].get("data.n_points") not in (None, "") else 6
+    n1 = Run(p15[0]["path"]).config["data"]["n_points"]
     start15 = plateau_start(w, obj, REL_TOL)
     out += [{"panel": "prop15", "N": n1, "width": wi, "objective": o, "plateau_start_1pct": start15,
              "trial_objectives": " ".join(f"{v:.6g}" for ww, v in zip(tw, tv) if ww == wi),

@@ -36,7 +36,8 @@ def inputs(args) -> tuple[list[dict], list[dict]]:
 def compute(inp) -> list[dict]:
     """A row per (panel, λ, width): objective, losses, plateau starts; the first row carries the plot (`_panels`)."""
     mnist, teacher = inp
-    lam_t = float(teacher[0]["train.lam"]) if teacher[0].get("train.lam") not in (None, "") else 1e-6
+    cfg_m, cfg_t = [Run(rows[0]["path"]).config for rows in (mnist, teacher)]  # as the runs trained
+    lam_t = cfg_t["train"]["lam"]
     curves = [("mnist", lam, [r for r in mnist if float(r["train.lam"]) == lam], f", λ={lam:g}", f", λ={lam:g}")
               for lam in sorted({float(r["train.lam"]) for r in mnist}, reverse=True)]
     out, series = [], {"mnist": [], "teacher": []}
@@ -51,11 +52,10 @@ def compute(inp) -> list[dict]:
                  "test_loss": float(r["test_loss"]), "wall_time_s": float(r["wall_time_s"]), "not_at_minimum": wi in bad,
                  "trial_objectives": " ".join(f"{v:.6g}" for ww, v in zip(tw, tv) if ww == wi),
                  **{f"plateau_start_{k}": v for k, v in starts.items()}} for wi, o, r in zip(w, obj, rs)]
-    n = [Run(rows[0]["path"]).config["data"]["n_train"] for rows in (mnist, teacher)]  # as the runs trained
     out[0]["_panels"] = [
-        dict(series=series["mnist"], title=f"MNIST (N = {n[0]}), cross-entropy, L = 3", ylabel="loss"),
-        dict(series=series["teacher"], title=f"teacher (N = {n[1]}; depth 3, width 10), MSE, λ = {lam_t:g}",
-             ylabel="loss")]
+        dict(series=series["mnist"], title=f"MNIST (N = {cfg_m['data']['n_train']}), cross-entropy, L = 3", ylabel="loss"),
+        dict(series=series["teacher"], title=f"teacher (N = {cfg_t['data']['n_train']}; depth 3, width 10), MSE, "
+                                             f"λ = {lam_t:g}", ylabel="loss")]
     return out
 
 
