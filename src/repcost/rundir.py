@@ -69,11 +69,20 @@ def flat(node: Any, sep: str = ".", sections: bool = True, prefix: str = "") -> 
 FILE_MODE = 0o666  # os.open applies the umask: 0644 under the usual 022, so a lab group can read results
 
 
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Around writes to `path`: an OSError (disk full, read-only, size limit, …) is `errors.io_error`'s one line."""
+    try:
+        yield
+    except OSError as e:
+        raise io_error(path, e) from None
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write `data` to `path` via a temp file in the same folder and a rename; OSError -> one line."""
     path = Path(path)
     tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    try:
+    with writing(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
         try:
@@ -85,21 +94,17 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-    except OSError as e:
-        raise io_error(path, e) from None
 
 
 def append_line(path: Path, line: str) -> None:
     """Append `line` and a newline to `path` in one write (O_APPEND): lines of parallel processes never mix.
     OSError -> one line."""
-    try:
+    with writing(path):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
         try:
             os.write(fd, (line + "\n").encode())
         finally:
             os.close(fd)
-    except OSError as e:
-        raise io_error(path, e) from None
 
 
 def remove_dead_temp_files(folder: Path) -> None:
@@ -256,10 +261,8 @@ class RunDir:
             atomic_write_bytes(staged, _torch_bytes(checkpoint))
             atomic_write_json(self.file(SUMMARY), summary)
             self.write_bytes(FINISHED, (run_hash + "\n").encode())
-            try:
+            with writing(path):
                 os.replace(staged, path)
-            except OSError as e:
-                raise io_error(path, e) from None
         finally:
             staged.unlink(missing_ok=True)
 
@@ -282,25 +285,21 @@ class RunDir:
         aside, n = self.path.with_name(base), 1
         while aside.exists():
             aside, n = self.path.with_name(f"{base}-{n}"), n + 1
-        try:
+        with writing(aside):
             aside.mkdir(parents=True)
             for p in self.path.iterdir():
                 if p.name == LOCK or p.suffix == ".log":
                     continue
                 os.replace(p, aside / p.name)
             atomic_write_bytes(aside / "MOVED_ASIDE", (why + "\n").encode())
-        except OSError as e:
-            raise io_error(aside, e) from None
         return aside
 
     @contextmanager
     def locked(self) -> Iterator[RunDir]:
         """Hold an exclusive OS lock on the directory for the block; a second holder is refused in one line."""
-        try:
+        with writing(self.path):
             self.path.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.file(LOCK), os.O_RDWR | os.O_CREAT, FILE_MODE)
-        except OSError as e:
-            raise io_error(self.path, e) from None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
