@@ -82,14 +82,10 @@ def choose(setting: int | str, work: float | None = None, concurrency: int = 1) 
 _managed: dict = {}  # set by `apply`: this process's threads are repcost's to choose (a CLI or launcher job)
 
 
-def apply(setting: int | str, work: float | None = None, concurrency: int | None = None) -> tuple[int, str]:
-    """Set torch's intra-op threads by `choose` (unless OMP_NUM_THREADS governs); returns (threads, why).
-
-    `concurrency` None: the value of this process's earlier call (1 if none).
-    """
+def apply(setting: int | str, concurrency: int = 1, work: float | None = None) -> tuple[int, str]:
+    """Set torch's intra-op threads by `choose` (unless OMP_NUM_THREADS governs); returns (threads, why)."""
     import torch
 
-    concurrency = _managed.get("concurrency", 1) if concurrency is None else concurrency
     _managed.update(setting=setting, concurrency=concurrency)
     n, why = choose(setting, work, concurrency)
     if why != "OMP_NUM_THREADS" and torch.get_num_threads() != n:
@@ -105,4 +101,4 @@ def fit_to_model(n_samples: int, n_params: int) -> tuple[int, str] | None:
     """
     if _managed.get("setting") != "auto":
         return None
-    return apply("auto", float(n_samples) * float(n_params))
+    return apply("auto", _managed["concurrency"], float(n_samples) * float(n_params))
