@@ -131,8 +131,7 @@ def _multiscale(g: np.random.Generator, i: int) -> tuple[np.ndarray, np.ndarray]
 
 def _heavy_tailed(g: np.random.Generator, i: int) -> tuple[np.ndarray, np.ndarray]:
     n = int(g.integers(5, 13))
-    x = _spread_x(g, n)
-    return x, g.uniform(0.1, 1) * g.standard_t(1.5, n)
+    return _spread_x(g, n), g.uniform(0.1, 1) * g.standard_t(1.5, n)
 
 
 def _large_n(g: np.random.Generator, i: int) -> tuple[np.ndarray, np.ndarray]:
