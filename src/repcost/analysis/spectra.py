@@ -9,10 +9,9 @@ The rank measures accept one spectrum (shape (r,), returning a Python scalar) or
 spectra (shape (..., r), returning an array over the leading axes); singular values need not
 be sorted.
 
-Jacobians are computed with torch.func (vmap of jacrev or jacfwd) through
-`torch.func.functional_call` on float64 copies of the parameters, a chunk of sample points at
-a time to bound memory. The caller's model is never modified: functional_call only swaps the
-float64 tensors in for the duration of the call and restores the originals.
+Jacobians are computed with torch.func (vmap of jacrev or jacfwd) on the model in float64 (a
+float64 copy where it is not), a chunk of sample points at a time to bound memory. The caller's
+model is never modified.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from typing import Any, Optional
 
 import numpy as np
 import torch
-from torch.func import functional_call, jacfwd, jacrev, vmap
+from torch.func import jacfwd, jacrev, vmap
 
 from .arrays import as_f64, float64_model, float64_rows
 
@@ -170,13 +169,11 @@ def weight_spectra(model, rel_tol: float = DEFAULT_REL_TOL) -> list[dict]:
 def jacobians(model, x: Any, chunk_size: Optional[int] = None) -> np.ndarray:
     """(N, d_out, d_in) float64 Jacobians J f(x_i) of the network function at the rows of x, vmapped a chunk of rows at
     a time (Jacot 2023 §3, Def 1, Fig 1C)."""
-    X = float64_rows(model, x)
-    params = {n: p.detach().to(torch.float64) for n, p in model.named_parameters()}
-    buffers = {n: (b.detach().to(torch.float64) if b.is_floating_point() else b)
-               for n, b in model.named_buffers()}
+    m = float64_model(model)
+    X = float64_rows(m, x)
 
     def f(xi: torch.Tensor) -> torch.Tensor:  # one sample (d_in,) -> (d_out,)
-        return functional_call(model, (params, buffers), (xi.unsqueeze(0),)).reshape(-1)
+        return m(xi.unsqueeze(0)).reshape(-1)
 
     d_in = X.shape[1]
     with torch.no_grad():
@@ -188,7 +185,7 @@ def jacobians(model, x: Any, chunk_size: Optional[int] = None) -> np.ndarray:
         # safety factor 4 for tangents, masks and temporaries, plus the d_out × d_in result.
         units = d_in + sum(int(np.prod(p.shape[:-1])) for p in model.parameters() if p.dim() >= 2)
         chunk_size = max(1, (1 << 30) // (8 * (4 * (min(d_in, d_out) + 1) * units + 2 * d_in * d_out)))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), torch.no_grad():  # no graph to the parameters: J is the Jacobian in x alone
         # torch's forward-mode AD loads its JVP decompositions through torch.jit.script, which
         # warns about its own deprecation; that is torch-internal and not actionable here.
         warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.* is deprecated", category=DeprecationWarning)
