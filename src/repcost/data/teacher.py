@@ -51,12 +51,9 @@ def random_relu_net(dims: list, gen: np.random.Generator, beta: float = 0.0) -> 
 
 def relu_net_forward(params: list, x: torch.Tensor) -> torch.Tensor:
     """f(x) = W_L σ(… σ(W_1 x + β b_1) …) + β b_L for rows x (N, n_0); σ = ReLU, output linear."""
-    h = x
-    for i, (w, b) in enumerate(params):
-        h = h @ w.T + b
-        if i < len(params) - 1:
-            h = torch.relu(h)
-    return h
+    for w, b in params[:-1]:
+        x = torch.relu(x @ w.T + b)
+    return x @ params[-1][0].T + params[-1][1]
 
 
 @DATASETS.register("teacher", TeacherConfig)
