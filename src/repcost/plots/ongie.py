@@ -19,14 +19,13 @@ def grid_values(fn: Callable[[np.ndarray], np.ndarray], lim: float = 1.2, n: int
     return X, Y, Z
 
 
-def _draw_surface(ax, surface, title: str, x=None, y=None, arrows=(), span=None, legend: bool = False) -> None:
+def _draw_surface(ax, surface, title: str, x, y, arrows=(), span=None, legend: bool = False) -> None:
     """One 3-D panel: the surface, the samples (x, y) in black and, at z = min, arrows = [(vec, colour, label)]
     from the origin and the line span = (u, colour) through ±u."""
     X, Y, Z = surface
     lim, z0 = float(np.max(X)), float(np.min(Z))
     ax.plot_surface(X, Y, Z, cmap="viridis", linewidth=0, antialiased=True, alpha=0.8)
-    if x is not None:
-        ax.scatter(x[:, 0], x[:, 1], y, color="k", s=12, depthshade=False)
+    ax.scatter(x[:, 0], x[:, 1], y, color="k", s=12, depthshade=False)
     for vec, colour, label in arrows:
         v = np.asarray(vec, dtype=float) / np.linalg.norm(vec) * 0.9 * lim
         ax.plot([0, v[0]], [0, v[1]], [z0, z0], color=colour, lw=2, label=label)
