@@ -113,9 +113,8 @@ def curves_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], x: str, 
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for i, (name, xs, ys) in enumerate(curves):
-        style = line_style(i)
         every = max(1, len(xs) // 12)  # a dozen markers per line: enough to tell lines apart, few enough to read
-        ax.plot(xs, ys, label=name, markevery=every, markersize=5, fillstyle="none", **style)
+        ax.plot(xs, ys, label=name, markevery=every, markersize=5, fillstyle="none", **line_style(i))
     return _finish(fig, ax, logx, logy, np.concatenate([c[1] for c in curves]), np.concatenate([c[2] for c in curves]),
                    xlabel or label(x), ylabel or label(y), title or f"{label(y)} during training",
                    7 if len(curves) > 1 else None)
