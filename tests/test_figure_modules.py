@@ -124,8 +124,8 @@ def test_ongie22_fig4_constructed_interpolants_and_prop52(tmp_path):
 
     from repcost.figures import ongie22_fig4
 
-    name, data_cfg, _ = ongie22_fig4.inputs(argparse.Namespace(full=False, full_only=[]))
-    rows = ongie22_fig4.compute((name, data_cfg, np.array([0.55, 0.7, 0.9])))
+    data_cfg, _ = ongie22_fig4.inputs(argparse.Namespace(full=False, full_only=[]))
+    rows = ongie22_fig4.compute((data_cfg, np.array([0.55, 0.7, 0.9])))
     for r in rows:
         assert r["max_interp_error"] < 1e-9  # both constructions interpolate the samples
         assert r["R3_f"] > 0 and r["R3_g"] > 0

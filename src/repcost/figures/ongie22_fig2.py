@@ -26,7 +26,7 @@ def compute(inp) -> list[dict]:
     """The trained nets' and constructed f, g rows (as Fig 3), then per angle f and g on the clean Fig 4 data."""
     runs, f4 = inp
     rows = ongie22_fig3.compute(runs)
-    clean = ongie22_fig4.compute(("ongie22-fig4", f4, sorted(rows[0]["_per_angle"], reverse=True)))
+    clean = ongie22_fig4.compute((f4, sorted(rows[0]["_per_angle"], reverse=True)))
     return rows + [{"kind": "clean f vs g", "angle_pi": c["angle_pi"], **{k: c[k] for k in ("R3_f", "R3_g", "R2_f", "R2_g")}}
                    for c in clean]
 

@@ -20,22 +20,22 @@ from matplotlib.figure import Figure
 from ..analysis import path_norm, phi_L
 from ..analysis.two_rays import f_and_g_for_data, line_angle, prop52_margin
 from ..data import load_data
-from . import Verdict, is_full, preset_data, preset_name
+from . import Verdict, is_full, preset_data
 
 FIG_ID = "ongie22-fig4"
 CLAIM = ("Paper (Prop 5.2, Fig 4 caption): R2(f) < R2(g) always; R3(g) < R3(f) wherever the condition holds; "
          "'for some values of θ, the function f with unaligned units has lower R3 and lower R2'.")
 
 
-def inputs(args) -> tuple[str, Any, np.ndarray]:
-    """(preset name, its data config, the ray angles / π): 49 angles quick, 193 at paper settings."""
+def inputs(args) -> tuple[Any, np.ndarray]:
+    """(the preset's data config, the ray angles / π): 49 angles quick, 193 at paper settings."""
     full = is_full(args, FIG_ID)
-    return preset_name(FIG_ID, full), preset_data(FIG_ID, full), np.linspace(0.505, 0.995, 193 if full else 49)
+    return preset_data(FIG_ID, full), np.linspace(0.505, 0.995, 193 if full else 49)
 
 
-def compute(inp: tuple[str, Any, np.ndarray]) -> list[dict]:
+def compute(inp: tuple[Any, np.ndarray]) -> list[dict]:
     """One row per angle: R2 and R3 of f and g, Prop 5.2's margin, the interpolation error of f and g."""
-    name, data_cfg, angles_pi = inp
+    data_cfg, angles_pi = inp
     rows = []
     for ap in angles_pi:
         data = load_data(dataclasses.replace(data_cfg, angle_pi=float(ap)))
@@ -48,8 +48,7 @@ def compute(inp: tuple[str, Any, np.ndarray]) -> list[dict]:
                      "R3_f": phi_L(f.W, f.a, 3), "R3_g": phi_L(g.W, g.a, 3),
                      "a1_l1": float(np.sum(np.abs(units[0][0]))), "a2_l1": float(np.sum(np.abs(units[1][0]))),
                      "prop52_margin": margin, "prop52_holds": margin >= 0, "max_interp_error": err,
-                     "_title": f"Ongie & Willett Fig 4 (data of {name}: slopes {data_cfg.slopes}, "
-                               f"offsets {data_cfg.offsets})"})
+                     "_title": f"Ongie & Willett Fig 4 (slopes {data_cfg.slopes}, offsets {data_cfg.offsets})"})
     return rows
 
 
