@@ -161,7 +161,6 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
     n = len(specs)
     check_stackable(cfg_dicts)
     ensemble = specs[0].train.ensemble_size > 1  # then every run's (`check_stackable`: one ensemble_size)
-    paths = [Path(d).resolve() for d in run_dirs]  # one directory given twice: its lock refuses the second run
     for sp in specs[1:]:  # one device for the process (a sweep job's placement is the first job's)
         sp.device = specs[0].device
     flag = stop_flag if stop_flag is not None else StopFlag()
@@ -169,7 +168,8 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
     with ExitStack() as held:
         jobs: dict[int, RunJob] = {}
         for i in range(n):
-            rd, chash = RunDir(paths[i]), run_hash(cfg_dicts[i])
+            # resolved: one directory given twice is one lock, which refuses the second run
+            rd, chash = RunDir(Path(run_dirs[i]).resolve()), run_hash(cfg_dicts[i])
             try:
                 held.enter_context(rd.locked())
                 what, resume = open_run(rd, chash, force, on_stale, ensemble, cfg_dicts[i])
@@ -181,10 +181,8 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
             except RepcostError as e:
                 out[i] = e
         startup.training_begins()  # the directories are relaunchable runs: the training's signal handling rules
-        by_start: dict[tuple[int, int, int], list[int]] = {}
-        for i, job in jobs.items():
-            by_start.setdefault(job.start, []).append(i)
-        for start, idx in by_start.items():
+        for start in dict.fromkeys(job.start for job in jobs.values()):  # one engine per starting position
+            idx = [i for i, job in jobs.items() if job.start == start]
             if flag.signal is not None:  # preempted in an earlier group: left for the relaunch
                 for i in idx:
                     out[i] = jobs[i].preempted(start[2], flag.signal)
