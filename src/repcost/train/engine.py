@@ -197,9 +197,8 @@ class Engine:
         self.optimizer: Optimizer | None = None
         self._logging = any(m.on_log is not None for m in self.members)
         self.hook_every = hook_every if any(m.hook is not None for m in self.members) else 0  # 0: no hook
-        m0 = self.members[0]
-        self.stepper = Stepper(self.terms, m0.data.x_train, m0.y_train, self.K, compiled=compiled, graphed=graphed,
-                               want_grad=self.cfg.grad_tol is not None)
+        self.stepper = Stepper(self.terms, data.x_train, self.members[0].y_train, self.K, compiled=compiled,
+                               graphed=graphed, want_grad=self.cfg.grad_tol is not None)
         # subnormal floats cost a CPU 10-100x per operation (Optimizer.flush_subnormals); a GPU runs them at speed
         self._flush = self.cfg.flush_subnormals and self.terms.params[0].device.type == "cpu"
         self._snapshot = [p.detach().clone() for p in self.terms.params]  # the last parameters seen finite

@@ -110,7 +110,6 @@ class Stepper:
                  graphed: bool = False, want_grad: bool = False):
         self.terms, self.x, self.y, self.K = terms, x, y, K
         self.graphed, self.want_grad = graphed, want_grad
-        self.params = terms.params
         self._objective, self._update = objective_terms, update_
         if compiled:
             compiled_fn = compiled_objective(terms)
@@ -141,7 +140,6 @@ class Stepper:
         self.optimizer, self.stated_coef, self.trained_coef = optimizer, stated_coef, trained_coef
         self._graphs: tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph] | None = None  # (grads, update) once captured
         self._warm = 0
-        self._out: tuple | None = None
         self._norms: tuple | None = None
         self._idx = (torch.zeros((self.K, batch_size), dtype=torch.long, device=self.x.device)
                      if batch_size is not None else None)
@@ -150,19 +148,18 @@ class Stepper:
 
     # -- the two halves of a step ------------------------------------------------------------------
     def _grads_now(self, idx: torch.Tensor | None):
-        for p in self.params:
+        for p in self.terms.params:
             p.grad = None
         obj, dl, sq, trained = self._objective(self.terms, self.x, self.y, idx, self.stated_coef,
                                                self.trained_coef)
         trained.backward()
-        norms = _grad_norms(self.params, self.K) if self.graphed and self.want_grad else None
+        norms = _grad_norms(self.terms.params, self.K) if self.graphed and self.want_grad else None
         return (obj.detach(), dl.detach(), sq.detach()), norms
 
     def grads(self, idx: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(K,) objective, data loss, Σ‖p‖² at the current parameters; their gradients land in p.grad."""
         if not self.graphed:
-            self._out, _ = self._grads_now(idx)
-            return self._out
+            return self._grads_now(idx)[0]
         if idx is not None:  # pinned (cached by torch), so the copy does not wait for the GPU
             self._idx.copy_(idx.pin_memory(), non_blocking=True)
         if self._graphs is None and self._warm >= WARMUP_STEPS:
@@ -188,7 +185,7 @@ class Stepper:
         if self.graphed and self._norms is not None:
             return self._norms
         with torch.no_grad():
-            return _grad_norms(self.params, self.K)
+            return _grad_norms(self.terms.params, self.K)
 
     # -- CUDA graphs -------------------------------------------------------------------------------
     def _on_side_stream(self, fn):
@@ -201,7 +198,7 @@ class Stepper:
 
     def _capture(self) -> None:
         """Capture this phase's `grads` and `update` (the parameters' and state's addresses stay fixed)."""
-        for p in self.params:
+        for p in self.terms.params:
             p.grad = None  # allocated inside the graph's pool, so every replay writes the same tensors
         torch.cuda.synchronize(self.x.device)
         self._graphs = (torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph())
