@@ -292,7 +292,7 @@ class RunSpec(TopLevelConfig):
         return getattr(torch, self.dtype)
 
 
-SECTIONS = ("model", "data", "train", "analysis", "hydra")
+SECTIONS = ("model", "data", "hydra")  # validated apart from RunSpec: against a registered schema, or by Hydra
 
 
 def _section(prefix: str, schema: type, node) -> Any:
@@ -330,20 +330,18 @@ def _section(prefix: str, schema: type, node) -> Any:
 def validate(cfg: DictConfig) -> RunSpec:
     """Validate a composed run config against the schemas; ConfigError on the first problem."""
     load_plugins(cfg)  # the user's model families and datasets register before their names are checked
-    top = _section("", TopLevelConfig, {k: v for k, v in cfg.items() if k not in SECTIONS})
+    spec = _section("", RunSpec, {k: v for k, v in cfg.items() if k not in SECTIONS})  # (train, analysis: built here)
     import torch  # (the run loads it anyway)
 
-    device = top.device if top.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
+    device = spec.device if spec.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
     check(not device.startswith("cuda") or torch.cuda.is_available(), "device", device,
           "cpu or auto (no CUDA device on this machine)")
     model, data = (_section(key, registry.get((cfg.get(key) or {}).get("name")).schema, cfg.get(key))
                    for key, registry in (("model", MODELS), ("data", DATASETS)))
-    train = _section("train", TrainConfig, cfg.get("train", {}))
-    check(train.cuda_graphs != "on" or device.startswith("cuda"), "train.cuda_graphs", "on",
+    check(spec.train.cuda_graphs != "on" or device.startswith("cuda"), "train.cuda_graphs", "on",
           "auto or off on a CPU run (CUDA graphs need device=cuda)")
-    analysis = _section("analysis", AnalysisConfig, cfg.get("analysis", {}))
-    validate_options(analysis)
-    spec = RunSpec(**{**vars(top), "device": device}, model=model, data=data, train=train, analysis=analysis)
+    validate_options(spec.analysis)
+    spec = dataclasses.replace(spec, device=device, model=model, data=data)
     check_limits(spec)  # seeds a generator takes, sizes this machine can hold: before anything is allocated
     return spec
 
