@@ -117,11 +117,11 @@ def most_seeds(rows: list[dict], judge: Callable[[list[dict]], tuple[bool, list[
     return Verdict(2 * passed > len(seeds), "\n".join(lines))
 
 
-def per_seed(claim: str) -> Callable:
+def per_seed(claim: str | Callable[[list[dict]], str]) -> Callable:
     """Decorator: a figure's `verdict(rows, full)` from its judge of one seed's rows, `(rows) -> (reproduced, lines)`;
-    over several seeds `most_seeds` (the quick size decides by the same rule)."""
+    over several seeds `most_seeds` (the quick size decides by the same rule). `claim` may be read from the rows."""
     def decorate(judge: Callable[[list[dict]], tuple[bool, list[str]]]) -> Callable[..., Verdict]:
-        return wraps(judge)(lambda rows, full: most_seeds(rows, judge, claim))
+        return wraps(judge)(lambda rows, full: most_seeds(rows, judge, claim(rows) if callable(claim) else claim))
     return decorate
 
 

@@ -103,7 +103,7 @@ def plot(rows: list[dict]):
     return fig
 
 
-@per_seed("middle layers rank k")
+@per_seed(lambda rows: f"middle layers rank {next(r['k'] for r in rows if r['kind'] == 'summary')}")
 def verdict(rows: list[dict]) -> tuple[bool, list[str]]:
     """Per seed (the full and the quick preset train three): rank k when every middle layer has s_{k+1}/s_k below
     TARGET; reproduced when most seeds are."""
