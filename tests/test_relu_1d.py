@@ -84,7 +84,11 @@ def test_every_net_is_above_the_bound_and_the_bound_is_below_the_minimum():
     spec = MODELS.get("linear_relu")
     for seed in range(15):  # random nets, far from any minimum: D ≤ min ≤ objective, whatever the dual point
         net = spec.build(spec.schema(depth=2, width=9, kink_range=2.0), 1, 1, torch.Generator().manual_seed(seed)).double()
+        calls = []
+        hook = net.register_forward_hook(lambda *_: calls.append(1))
         gap = duality_gap(net, xt, yt, "mse", rho, "one")
+        hook.remove()
+        assert len(calls) == 1  # the net's outputs are computed once: its objective and its own dual point share them
         obj = float((((net(xt) - yt) ** 2).mean() + rho * net.param_sq_norm()).detach())
         assert gap["dual_value"] <= p_star * (1 + 1e-9) <= obj
         assert gap["duality_gap"] == pytest.approx(obj - gap["dual_value"], rel=1e-12)

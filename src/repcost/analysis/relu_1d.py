@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from ..models.base import RepModel
-from ..objective import data_loss, objective, reg_scale_factor
+from ..objective import data_loss, reg_scale_factor
 from .arrays import as_f64, float64_inputs, float64_model
 
 MAX_POINTS = 500  # the dual's constraint matrix is dense (2M × N): ~2 s at N = 500, ~10 s and less accurate at 1,000
@@ -372,7 +372,8 @@ def duality_gap(model: RepModel, x: torch.Tensor, y: torch.Tensor, loss: str, la
     x, y = float64_inputs(m, x, y)
     rho = lam * reg_scale_factor(reg_scale, m.depth)
     with torch.no_grad():
-        obj, f = float(objective(m, x, y, "mse", lam, reg_scale)[0]), m(x)
+        f = m(x)
+        obj = float(data_loss(f, y, "mse") + rho * m.param_sq_norm())
     x, f, y = as_f64(x).reshape(-1), as_f64(f), as_f64(y)
     n = y.shape[0]
     best, sup = dual_at((f - y) / (n * rho), features(x, *both_sides(np.unique(x))), y, rho)
