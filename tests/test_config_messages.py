@@ -48,6 +48,7 @@ def _compose_error(overrides: list[str]) -> str:
     (["model.init_scale=big"], "model.init_scale='big'; allowed: a positive number"),
     (["train.progress=maybe"], "train.progress='maybe'; allowed: true or false"),
     (["train.phases.0.steps=1.5"], "train.phases.0.steps=1.5; allowed: an integer >= 0"),
+    (["train.phases=5"], "train.phases=5; allowed: a list of sections (each a mapping of its keys)"),
     (["+train.certify.phases=[{lr: -1}]"], "train.certify.phases.0.lr=-1.0; allowed: a finite learning rate > 0"),
     (["analysis.critical.max_kinks=abc"], "analysis.critical.max_kinks='abc'; allowed: an integer >= 0"),
     (["data=mnist", "data.digits=seven"], "data.digits='seven'; allowed: null (all ten) or a non-empty list"),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 import os
@@ -28,7 +29,11 @@ def _describe(tp: Any) -> str:
         text = " or ".join(_describe(a) for a in inner)
         return text + " or null" if len(inner) < len(args) else text
     if origin in (list, tuple, typing.List, typing.Tuple):
-        return f"a list of {_describe(args[0]).split(' ', 1)[-1]}s" if args else "a list"
+        nouns = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
+        noun = nouns.get(args[0]) if args else None
+        if args and dataclasses.is_dataclass(args[0]):
+            noun = "sections (each a mapping of its keys)"
+        return f"a list of {noun}" if noun else "a list"
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(tp, "a value of its type")
 
 
