@@ -152,7 +152,8 @@ class StackedLauncher(Launcher):
                 raise RepcostError(f"hydra.launcher.submitit_params: {' '.join(str(e).split())}") from None
             hydra_context, state = self.hydra_context, Singleton.get_state()
 
-            class GroupTask(submitit.helpers.Checkpointable):  # requeued after a time limit: each run resumes
+            # requeued after a time limit: each run resumes from its checkpoint
+            class GroupTask(submitit.helpers.Checkpointable):
                 def __call__(self, configs: list[DictConfig]) -> list[JobReturn]:
                     return run_group(configs, hydra_context, state)
 

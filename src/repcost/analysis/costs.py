@@ -204,8 +204,7 @@ def phi_L(W, a, L: int, **kwargs) -> float:
 
 
 def phi3_lower_bound(W, a, Q=None) -> float:
-    """Σ_k |a_k⟨q_k, w_k⟩|^{2/3} ≤ Φ_3(W, a) for ‖Q‖₂ ≤ 1 (Ongie Lemma 3.8, eq. 18); any Q is admissible once
-    scaled into that ball.
+    """Σ_k |a_k⟨q_k, w_k⟩|^{2/3} ≤ Φ_3(W, a) for ‖Q‖₂ ≤ 1 (Ongie Lemma 3.8, eq. 18).
 
     Q=None takes the best Q, the polar factor of D_λ*⁻¹D_aW at the optimal λ* of Lemma 3.4 (`phi_L_solve`): with it
     the bound equals Φ_3 (Sion's minimax theorem in the proof of Lemma 3.8), and the bound is evaluated from Q itself,
@@ -222,6 +221,7 @@ def phi3_lower_bound(W, a, Q=None) -> float:
     Q = as_matrix(Q, "Q")
     if Q.shape != W.shape:
         raise ValueError(f"Q must have W's shape {W.shape}, got {Q.shape}")
+    # Any Q is admissible after scaling it into the spectral-norm unit ball.
     Q = Q / max(1.0, float(np.linalg.norm(Q, 2)) if Q.size else 0.0)
     return float(np.sum(np.abs(a * np.sum(Q * W, axis=1)) ** (2.0 / 3.0)))
 

@@ -227,7 +227,8 @@ def load_mnist(cfg: MnistConfig) -> DataBundle:
         y_test = None if c_te is None else torch.from_numpy(c_te)
         return DataBundle("mnist", x_train, torch.from_numpy(c_tr), x_test, y_test, task="classification",
                           n_classes=k, meta=meta)
-    meta["noise"] = cfg.noise  # autoencoder: the targets are the clean images, the inputs get N(0, noise²) per pixel
+    # autoencoder: targets are the clean images; inputs get N(0, noise²) pixel noise (both splits)
+    meta["noise"] = cfg.noise
 
     def noisy(y: torch.Tensor, stream: int) -> torch.Tensor:
         return y + cfg.noise * gaussian(rng(cfg.seed, stream), *y.shape) if cfg.noise > 0 else y.clone()
