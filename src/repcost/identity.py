@@ -114,8 +114,8 @@ def stack_key(cfg: dict) -> str | None:
 
 def check_stackable(cfgs: Sequence[dict]) -> None:
     """Runs trained in one engine may differ only in `STACKABLE_KEYS`: RepcostError naming the first other key."""
-    for i, cfg in enumerate(cfgs[1:], 1):
-        a, b = shared_part(cfgs[0]), shared_part(cfg)
+    a = shared_part(cfgs[0]) if cfgs else {}  # the first run's, once
+    for i, b in enumerate(map(shared_part, cfgs[1:]), 1):
         if diff := [k for k in a.keys() | b.keys() if a.get(k, _ABSENT) != b.get(k, _ABSENT)]:
             raise RepcostError(f"run {i} cannot be stacked with run 0: its {min(diff)} differs; stacked runs may "
                                f"differ only in {', '.join(STACKABLE_KEYS)}")
