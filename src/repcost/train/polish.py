@@ -4,20 +4,22 @@ Units that weight decay has cut off (no output on the data, or no outgoing weigh
 geometrically but never reach 0, and every one of their pre-activations sits on a kink, where no smooth method
 settles. They are removed exactly (`remove_dead_units`): their parameters set to 0, which changes neither the
 function on the data nor, beyond that contribution, the objective; they are held there.
-Then live units that put pre-activations on the kink z = 0 at data points (Jacot et al. 2022 Prop 1: the minimiser is
-a function of the pre-activations, and a kink is part of it) are treated by an active-set augmented Lagrangian: the
+Then live units that put pre-activations on the kink z = 0 at data points (Jacot et al. 2022 Prop 1: the minimiser is a
+function of the pre-activations, and a kink is part of it) are treated by an active-set augmented Lagrangian: the
 certificate's kinks (analysis/clarke.py, its finder and KINK_TOL) are held, z_j(θ) = 0 as equality constraints with the
 held entries' output fixed at a·z (a: the leaky slope, 0 for ReLU), the entries released from the kink kept on their
 side's piece, and full batch in float64 objective + ν·z + ρ/2·‖z‖² over the held entries is minimised: by damped Newton
-steps (`_newton`) on nets of at most NEWTON parameters, by L-BFGS (strong Wolfe) on larger ones.
-After each inner solve the multipliers step (ν += ρz) and give each held kink its slope s_j = a + ν_j/(∂obj/∂out_j); a
-kink whose slope leaves [a, 1] is released to the side the slope points to (above 1: z > 0 lowers the objective), an
-entry that crossed 0 is held, new kinks are taken in. The gradient at the slopes clipped to [a, 1] is an element of
-the certificate's set, so its norm over the penalty's pull bounds the certificate's Clarke measure: the polish stops
-once it is at most TOL, or at its iteration and time budgets, and keeps the point of least measure (never one of
-higher objective than it started from). Trained nets often sit near saddles and in weakly curved valleys (nearly
-parallel units of one layer merging) where L-BFGS creeps and the measure hardly falls; Newton leaves them and converges
-quadratically. What the polish reaches is measured, not promised (docs/usage.md).
+steps (`_newton`) on nets of at most NEWTON parameters, whose line search takes every entry not held through the
+activation itself (a released entry's piece, extended past its kink, would accept steps that raise the objective), by
+L-BFGS (strong Wolfe) on larger ones. After each inner solve (not before: ν starts at 0) the multipliers step (ν += ρz)
+and give each held kink its slope s_j = a + ν_j/(∂obj/∂out_j); a kink whose slope leaves [a, 1] is released to the side
+the slope points to (above 1: z > 0 lowers the objective), an entry that crossed 0 is held, new kinks are taken in. The
+gradient at the slopes clipped to [a, 1] is an element of the certificate's set, so its norm over the penalty's pull
+bounds the certificate's Clarke measure: the polish stops once it is at most TOL, or at its iteration and time budgets,
+and keeps the point of least measure (never one of higher objective than it started from). Trained nets often sit near
+saddles and in weakly curved valleys (nearly parallel units of one layer merging) where L-BFGS creeps and the measure
+hardly falls; Newton leaves them and converges quadratically. What the polish reaches is measured, not promised
+(docs/usage.md).
 """
 
 from __future__ import annotations
@@ -130,30 +132,29 @@ def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float
 class _Call(torch.nn.Module):
     """`fn()` as a module holding `model`, so that torch.func.functional_call evaluates it at other parameters."""
 
-    def __init__(self, model, fn):
+    def __init__(self, model):
         super().__init__()
-        self.model, self.fn = model, fn
+        self.model = model
 
-    def forward(self) -> torch.Tensor:
-        return self.fn()
+    def forward(self, fn) -> torch.Tensor:
+        return fn()
 
 
-def _newton(model, value, iterations: int, deadline: float, fixed: torch.Tensor) -> int:
+def _newton(model, value, merit, iterations: int, deadline: float, fixed: torch.Tensor) -> int:
     """Damped Newton steps on `value` over `model`'s trainable parameters: −(H + μI)⁻¹g with the dense Hessian
     (forward-over-reverse, torch.func) and μ, from the last step's μ/100 (at least FLAT of H's largest diagonal
-    entry) up ×10, the least for which
-    Cholesky succeeds (H + μI positive definite, so the step descends; at a saddle the least-curved directions take
-    the largest steps out of it), halved until `value` decreases; until no halving does, `iterations` or `deadline`;
-    returns the steps taken. Entries `fixed` (flat, in parameter order: removed units) stay where they are: the
+    entry) up ×10, the least for which Cholesky succeeds (H + μI positive definite, so the step descends; at a saddle
+    the least-curved directions take the largest steps out of it), halved until `merit` (`value` where the step's model
+    holds) decreases; until no halving does, `iterations` or `deadline`; returns the steps taken. Entries `fixed` (flat, in parameter order: removed units) stay where they are: the
     step is Newton's on the others (H's rows and columns of fixed entries are the identity's). It leaves the saddles
     and weakly curved valleys (nearly parallel units merging) where L-BFGS creeps, and converges quadratically at a
     nondegenerate minimum."""
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    params, call = [p for _, p in named], _Call(model, value)
+    params, call = [p for _, p in named], _Call(model)
 
-    def f(v: torch.Tensor) -> torch.Tensor:
+    def f(v: torch.Tensor, fn=value) -> torch.Tensor:
         parts = torch.split(v, [p.numel() for p in params])
-        return torch.func.functional_call(call, {f"model.{n}": c.view_as(p) for (n, p), c in zip(named, parts)}, ())
+        return torch.func.functional_call(call, {f"model.{n}": c.view_as(p) for (n, p), c in zip(named, parts)}, (fn,))
 
     p0 = params[0]
     done, mu, eye = 0, 0.0, torch.eye(sum(p.numel() for p in params), dtype=p0.dtype, device=p0.device)
@@ -171,8 +172,8 @@ def _newton(model, value, iterations: int, deadline: float, fixed: torch.Tensor)
             mu *= 10
         if factor[1] != 0:
             break
-        step, t, f0 = torch.cholesky_solve(g[:, None], factor[0])[:, 0], 1.0, float(f(v))
-        while t >= 1e-12 and float(f(v - t * step)) >= f0:
+        step, t, f0 = torch.cholesky_solve(g[:, None], factor[0])[:, 0], 1.0, float(f(v, merit))
+        while t >= 1e-12 and float(f(v - t * step, merit)) >= f0:
             t /= 2
         if t < 1e-12:  # no decrease along the step: stalled
             break
@@ -198,13 +199,13 @@ class _ActiveSet:
         self.held = [t.clone() for t in self.track]
         self.slope = [torch.full(t.shape, a, dtype=x.dtype, device=x.device) for t, a in zip(self.track, self.lo)]
         self.nu = [torch.zeros_like(s) for s in self.slope]
-        self.take_kinks()
+        self.take_kinks(released=self.track)  # all False: none released yet
 
-    def take_kinks(self) -> None:
-        """The certificate's kinks (live units, data points) not yet tracked are held."""
+    def take_kinks(self, released: list[torch.Tensor]) -> None:
+        """The certificate's kinks (live units, data points) not held are held, but for those just `released`."""
         _, masks, _, _ = kinked(self.model, self.x, self.y, self.loss, self.lam, self.reg_scale)
         for i, m in enumerate(masks):
-            new = m & ~self.track[i]
+            new = m & ~self.held[i] & ~released[i]
             self.track[i], self.held[i] = self.track[i] | new, self.held[i] | new
             self.slope[i] = torch.where(new, self.lo[i], self.slope[i])
 
@@ -217,9 +218,10 @@ class _ActiveSet:
             obj, _, sq = objective(self.model, self.x, self.y, self.loss, self.lam, self.reg_scale)
         return obj, sq.detach(), mode
 
-    def lagrangian(self, rho: float) -> torch.Tensor:
-        """The augmented Lagrangian: the objective on the pattern's pieces, + ν·z + ρ/2·‖z‖² over the held entries."""
-        obj, _, mode = self.run()
+    def lagrangian(self, rho: float, merit: bool = False) -> torch.Tensor:
+        """The augmented Lagrangian: the objective on the pattern's pieces (`merit`: every entry not held through the
+        activation itself), + ν·z + ρ/2·‖z‖² over the held entries."""
+        obj, _, mode = self.run(self.slope if merit else None)
         z = torch.cat([zi[h] for zi, h in zip(mode.inputs, self.held)])
         nu = torch.cat([v[h] for v, h in zip(self.nu, self.held)])
         return obj + (nu * z).sum() + 0.5 * rho * (z * z).sum()
@@ -232,7 +234,7 @@ class _ActiveSet:
         with torch.enable_grad():
             obj, _, mode = self.run()
             signal = torch.autograd.grad(obj, mode.outputs)
-        far, slopes = 0.0, []
+        far, slopes, released = 0.0, [], []
         for i, (z, g) in enumerate(zip(mode.inputs, signal)):
             z, h, lo = z.detach(), self.held[i], self.lo[i]
             scale = z.abs().reshape(-1, z.shape[-1]).amax(0)
@@ -245,7 +247,8 @@ class _ActiveSet:
             self.held[i] = (h & ~up & ~down) | crossed
             self.nu[i] = torch.where(self.held[i], nu, 0.0)
             slopes.append(s.clamp(lo, 1.0))
-        self.take_kinks()
+            released.append(up | down)
+        self.take_kinks(released)
         params = [p for p in self.model.parameters() if p.requires_grad]
         with torch.enable_grad():
             obj, sq, _ = self.run(slopes)
@@ -268,13 +271,13 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
     with torch.no_grad():
         start = float(objective(model, x, y, loss, lam, reg_scale)[0])
     removed, frozen = remove_dead_units(model, x)
-    pattern, rho, done, last = _ActiveSet(model, x, y, loss, lam, reg_scale), RHO, 0, math.inf
-    best = (pattern.update(rho)[1], [p.detach().clone() for p in params])  # the least measure at ≤ start, its point
+    pattern, rho, done, last, stalled = _ActiveSet(model, x, y, loss, lam, reg_scale), RHO, 0, math.inf, False
+    best = (pattern.update(0.0)[1], [p.detach().clone() for p in params])  # the least measure at ≤ start, its point
     fixed = torch.cat([f.reshape(-1) for f in frozen]) if sum(p.numel() for p in params) <= NEWTON else None
     while done < iterations and time.perf_counter() < t0 + seconds:
         value, n = (lambda: pattern.lagrangian(rho)), min(INNER, iterations - done)
-        steps = _descend(params, value, n, t0 + seconds) if fixed is None else _newton(model, value, n, t0 + seconds,
-                                                                                       fixed)
+        steps = _descend(params, value, n, t0 + seconds) if fixed is None else _newton(
+            model, value, lambda: pattern.lagrangian(rho, merit=True), n, t0 + seconds, fixed)
         done += steps
         far, measure, held = pattern.update(rho)
         with torch.no_grad():
@@ -283,17 +286,14 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
                  held, far, measure)
         if measure < best[0] and obj <= start:
             best = (measure, [p.detach().clone() for p in params])
-        if measure <= TOL or steps == 0:  # at the tolerance, or no step lowers the Lagrangian any more
+        if measure <= TOL or (steps == 0 and stalled):  # at the tolerance, or twice no step lowers the Lagrangian
             break
+        stalled = steps == 0
         rho = min(rho * 10, RHO * 1e4) if far > max(0.25 * last, 1e-12) else rho
         last = far
-    measure = best[0]
-    with torch.no_grad():
-        for p, q in zip(params, best[1]):
+    with torch.no_grad():  # written back through the caller's tensors too (they may be views into a stack)
+        for p, q, r in zip(params, best[1], [p for p in target.parameters() if p.requires_grad]):
             p.copy_(q)
+            r.copy_(q)
         end = float(objective(model, x, y, loss, lam, reg_scale)[0])
-    if model is not target:  # written back through the caller's tensors (they may be views into a stack)
-        with torch.no_grad():
-            for p, q in zip([p for p in target.parameters() if p.requires_grad], params):
-                p.copy_(q)
-    return PolishResult(done, removed, start, end, time.perf_counter() - t0, measure)
+    return PolishResult(done, removed, start, end, time.perf_counter() - t0, best[0])
