@@ -13,13 +13,13 @@ steps (`_newton`) on nets of at most NEWTON parameters, whose line search takes 
 activation itself (a released entry's piece, extended past its kink, would accept steps that raise the objective), by
 L-BFGS (strong Wolfe) on larger ones. After each inner solve (not before: ν starts at 0) the multipliers step (ν += ρz)
 and give each held kink its slope s_j = a + ν_j/(∂obj/∂out_j); a kink whose slope leaves [a, 1] is released to the side
-the slope points to (above 1: z > 0 lowers the objective), an entry that crossed 0 is held, new kinks are taken in. The
-gradient at the slopes clipped to [a, 1] is an element of the certificate's set, so its norm over the penalty's pull
-bounds the certificate's Clarke measure: the polish stops once it is at most TOL, or at its iteration and time budgets,
-and keeps the point of least measure (never one of higher objective than it started from). Trained nets often sit near
-saddles and in weakly curved valleys (nearly parallel units of one layer merging) where L-BFGS creeps and the measure
-hardly falls; Newton leaves them and converges quadratically. What the polish reaches is measured, not promised
-(docs/usage.md).
+the slope points to (above 1: z > 0 lowers the objective), an entry that crossed 0 is held, kinks not held are taken in
+(a released one once a solve left it on its kink). The gradient at the slopes clipped to [a, 1] is an element of the
+certificate's set, so its norm over the penalty's pull bounds the certificate's Clarke measure: the polish stops once it
+is at most TOL, or at its iteration and time budgets, or once two solves in a row take no step, and keeps the point of
+least measure (never one of higher objective than it started from). Trained nets often sit near saddles and in weakly
+curved valleys (nearly parallel units of one layer merging) where L-BFGS creeps and the measure hardly falls; Newton
+leaves them and converges quadratically. What the polish reaches is measured, not promised (docs/usage.md).
 """
 
 from __future__ import annotations
@@ -156,8 +156,7 @@ def _newton(model, value, merit, iterations: int, deadline: float, fixed: torch.
         parts = torch.split(v, [p.numel() for p in params])
         return torch.func.functional_call(call, {f"model.{n}": c.view_as(p) for (n, p), c in zip(named, parts)}, (fn,))
 
-    p0 = params[0]
-    done, mu, eye = 0, 0.0, torch.eye(sum(p.numel() for p in params), dtype=p0.dtype, device=p0.device)
+    done, mu, eye = 0, 0.0, torch.eye(len(fixed)).to(params[0])
     while done < iterations and time.perf_counter() < deadline:
         v = torch.nn.utils.parameters_to_vector(params).detach()
         g = torch.func.grad(f)(v)
