@@ -179,6 +179,14 @@ def test_curves_skip_a_corrupt_metrics_file_with_one_warning(tmp_path, monkeypat
     assert code == 2 and line.startswith("repcost-plot: error: no run could be read") and "line 4" in line
 
 
+def test_curves_of_a_metric_never_finite_are_drawn(tmp_path, monkeypatch, capsys):
+    """Runs whose objective is infinite at every logged step (diverged at once) are drawn as any runs are."""
+    lines = [json.dumps({"step": s, "objective": math.inf}) for s in range(0, 10, 2)]
+    runs, png = [_curve_run(tmp_path / f"r{i}", lines) for i in range(2)], tmp_path / "c.png"
+    code, out, err, _ = _main([*map(str, runs), "--out", str(png)], monkeypatch, capsys)
+    assert code == 0 and out.strip() == f"wrote {png} (2 curves)" and png.exists() and not err
+
+
 @pytest.mark.parametrize("out,needle", [("DIR", "is a directory"), ("FILE/fig.png", "is a file, not a directory"),
                                         ("FILE/sub/fig.png", "is a file, not a directory")])
 def test_bad_out_is_one_line(tmp_path, monkeypatch, capsys, out, needle):

@@ -131,7 +131,8 @@ def _finish(fig, ax, logx: bool, logy: bool, xs, ys, xlabel: str, ylabel: str, t
     if logy:
         ax.set_yscale("log")
     for log, axis, values in ((logx, ax.xaxis, xs), (logy, ax.yaxis, ys)):
-        values = np.unique(np.asarray(values, dtype=float))
+        values = np.asarray(values, dtype=float)
+        values = np.unique(values[np.isfinite(values)])  # what is drawn: matplotlib leaves out ±inf and NaN
         if not log and values.size and np.all(values == np.round(values)):
             axis.set_major_locator(FixedLocator(values) if values.size == 1 else MaxNLocator(integer=True))
     ax.set(xlabel=xlabel, ylabel=ylabel)
