@@ -1,0 +1,53 @@
+"""The polish (`train/polish.py`) on finished runs: the critical-point certificate before and after, one line each.
+
+Each run's best member (the run itself when it has no members) is loaded, certified, polished in float64 and
+certified again, as REPRODUCTION.md's two-rays critical points are measured; the run directory is only read.
+
+    python benchmarks/polish_runs.py RUN_DIR [RUN_DIR ...] [--iterations 2000] [--seconds 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from repcost.analysis.critical import critical_point_certificate
+from repcost.api import Run
+from repcost.objective import training_targets
+from repcost.train.polish import polish
+
+
+def measure(run_dir: str, iterations: int, seconds: float) -> str:
+    """One run's line: certificate at the end of training, what the polish did, certificate at the polished point."""
+    run = Run(run_dir)
+    best = run.summary.get("best_member")
+    member = run.members()[best] if best is not None else run
+    net, data, t = member.model(), member.data(), member.spec.train
+    x, y = data.x_train, training_targets(data, data.y_train, t.loss)
+
+    def certify() -> str:
+        c = critical_point_certificate(net, x, y, t.loss, t.lam, t.reg_scale)
+        measure = c.get("clarke_stationarity", c["stationarity"])
+        return f"critical point: {'yes' if c['critical_point'] else 'no'} (measure {measure:.2g}, C {float(net.cost().detach()):.6g})"
+
+    before = certify()
+    r = polish(net, x, y, t.loss, t.lam, t.reg_scale, iterations, seconds)
+    change = r.objective_end / r.objective_start - 1
+    return (f"{run_dir}: {before} -> {certify()}; polish {r.iterations} iterations, {r.seconds:.1f} s, "
+            f"{r.removed} units removed, objective {change:+.1e} relative")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="+", help="finished run directories (e.g. check_recipes' rays_L2_250)")
+    p.add_argument("--iterations", type=int, default=2000)
+    p.add_argument("--seconds", type=float, default=300.0, help="the polish's wall-time budget per run")
+    a = p.parse_args()
+    torch.set_num_threads(1)
+    for run_dir in a.runs:
+        print(measure(run_dir, a.iterations, a.seconds), flush=True)
+
+
+if __name__ == "__main__":
+    main()
