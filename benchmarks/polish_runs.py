@@ -29,7 +29,8 @@ def measure(run_dir: str, iterations: int, seconds: float) -> str:
     def certify() -> str:
         c = critical_point_certificate(net, x, y, t.loss, t.lam, t.reg_scale)
         measure = c.get("clarke_stationarity", c["stationarity"])
-        return f"critical point: {'yes' if c['critical_point'] else 'no'} (measure {measure:.2g}, C {float(net.cost().detach()):.6g})"
+        verdict = "yes" if c["critical_point"] else "no"
+        return f"critical point: {verdict} (measure {measure:.2g}, C {float(net.cost().detach()):.6g})"
 
     before = certify()
     r = polish(net, x, y, t.loss, t.lam, t.reg_scale, iterations, seconds)

@@ -98,7 +98,8 @@ def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: flo
     cfg = FCConfig(depth=m.depth, width=widths, slope=float(m.slope), beta=beta,
                    bias_regularised=m.structure.biases != "free")
     new = FC(cfg, weights[0].shape[1], weights[-1].shape[0], torch.Generator().manual_seed(0)).double()
-    new.load_state_dict({f"{kind}.{i}": t for kind, ts in (("weights", weights), ("biases", biases)) for i, t in enumerate(ts)})
+    new.load_state_dict({f"{kind}.{i}": t for kind, ts in (("weights", weights), ("biases", biases))
+                         for i, t in enumerate(ts)})
     return new.eval(), widths, all_groups
 
 

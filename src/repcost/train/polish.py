@@ -143,12 +143,13 @@ class _Call(torch.nn.Module):
 def _newton(model, value, merit, iterations: int, deadline: float, fixed: torch.Tensor) -> int:
     """Damped Newton steps on `value` over `model`'s trainable parameters: −(H + μI)⁻¹g with the dense Hessian
     (forward-over-reverse, torch.func) and μ, from the last step's μ/100 (at least FLAT of H's largest diagonal
-    entry) up ×10, the least for which Cholesky succeeds (H + μI positive definite, so the step descends; at a saddle
-    the least-curved directions take the largest steps out of it), halved until `merit` (`value` where the step's model
-    holds) decreases; until no halving does, `iterations` or `deadline`; returns the steps taken. Entries `fixed` (flat, in parameter order: removed units) stay where they are: the
-    step is Newton's on the others (H's rows and columns of fixed entries are the identity's). It leaves the saddles
-    and weakly curved valleys (nearly parallel units merging) where L-BFGS creeps, and converges quadratically at a
-    nondegenerate minimum."""
+    entry) up ×10, the least for which Cholesky succeeds (H + μI positive definite, so the step descends; at a
+    saddle the least-curved directions take the largest steps out of it), halved until `merit` (`value` where the
+    step's model holds) decreases; until no halving does, `iterations` or `deadline`; returns the steps taken.
+    Entries `fixed` (flat, in parameter order: removed units) stay where they are: the step is Newton's on the
+    others (H's rows and columns of fixed entries are the identity's). It leaves the saddles and weakly curved
+    valleys (nearly parallel units merging) where L-BFGS creeps, and converges quadratically at a nondegenerate
+    minimum."""
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     params, call = [p for _, p in named], _Call(model)
 
