@@ -166,3 +166,15 @@ def test_a_failed_two_rays_run_is_a_failed_row_not_a_crash(tmp_path):
     assert row["passed"] is False and row["run_dir"].startswith("failed: objective")
     assert row["n_points"] == 10 and list(row) == list(check_recipes.COLUMNS)
     assert "FAIL: the run failed: objective" in check_recipes._line(row)
+
+
+def test_each_worker_trains_on_one_torch_thread():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # a parent on two threads: a forked worker would inherit them
+    try:
+        with check_recipes.workers(2) as ex:
+            assert [f.result() for f in [ex.submit(torch.get_num_threads) for _ in range(4)]] == [1, 1, 1, 1]
+    finally:
+        torch.set_num_threads(before)

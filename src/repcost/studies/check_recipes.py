@@ -54,7 +54,6 @@ Usage: python -m repcost.studies.check_recipes [--only 1d|rays|rays_L2|rays_L3] 
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -339,6 +338,14 @@ def _block(v: str) -> range:
     return {"dev": DEV, "heldout": HELDOUT}[v] if v in ("dev", "heldout") else range(int(v), int(v) + 10)
 
 
+def workers(n: int) -> ProcessPoolExecutor:
+    """n worker processes, one torch thread each (one per core; a forked worker inherits the thread count of the
+    torch loaded here, so OMP_NUM_THREADS set now would not reach it)."""
+    import torch
+
+    return ProcessPoolExecutor(max_workers=n, initializer=torch.set_num_threads, initargs=(1,))
+
+
 def main(argv=None) -> int:
     from repcost.errors import OneLineParser
     from repcost.rundir import atomic_write_bytes, csv_bytes
@@ -357,8 +364,7 @@ def main(argv=None) -> int:
     p.add_argument("--set", nargs="*", default=[], help="extra overrides for every run (variants of the recipe)")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
-    os.environ["OMP_NUM_THREADS"] = "1"  # one process per core: each worker's torch takes one thread
-    with ProcessPoolExecutor(max_workers=a.jobs) as ex:
+    with workers(a.jobs) as ex:
         rows = []
         for run in [ex.submit(*job) for job in _jobs(a, (REPO / a.out).resolve())]:
             rows.append(run.result())
