@@ -11,15 +11,18 @@ held entries' output fixed at a·z (a: the leaky slope, 0 for ReLU), the entries
 side's piece, and full batch in float64 objective + ν·z + ρ/2·‖z‖² over the held entries is minimised: by damped Newton
 steps (`_newton`) on nets of at most NEWTON parameters, whose line search takes every entry not held through the
 activation itself (a released entry's piece, extended past its kink, would accept steps that raise the objective), by
-L-BFGS (strong Wolfe) on larger ones. After each inner solve (not before: ν starts at 0) the multipliers step (ν += ρz)
-and give each held kink its slope s_j = a + ν_j/(∂obj/∂out_j); a kink whose slope leaves [a, 1] is released to the side
-the slope points to (above 1: z > 0 lowers the objective), an entry that crossed 0 is held, kinks not held are taken in
-(a released one once a solve left it on its kink). The gradient at the slopes clipped to [a, 1] is an element of the
-certificate's set, so its norm over the penalty's pull bounds the certificate's Clarke measure: the polish stops once it
-is at most TOL, or at its iteration and time budgets, or once two solves in a row take no step, and keeps the point of
-least measure (never one of higher objective than it started from). Trained nets often sit near saddles and in weakly
-curved valleys (nearly parallel units of one layer merging) where L-BFGS creeps and the measure hardly falls; Newton
-leaves them and converges quadratically. What the polish reaches is measured, not promised (docs/usage.md).
+L-BFGS (strong Wolfe) on larger ones; a Newton step that crosses a kink without lowering the objective stops on that
+kink, ending the inner solve. After each inner solve (not before: ν starts at 0) the multipliers step (ν += ρz) and give
+each held kink its slope s_j = a + ν_j/(∂obj/∂out_j); a kink whose slope leaves [a, 1] is released to the side the slope
+points to (above 1: z > 0 lowers the objective), an entry that crossed 0 is held, kinks not held are taken in (a
+released one once a solve left it on its kink). Against cycling, a solve ended on a kink releases nothing and keeps ρ,
+and a kink is released again only after a solve that took no step. The gradient at the slopes clipped to [a, 1] is an
+element of the certificate's set, so its norm over the penalty's pull bounds the certificate's Clarke measure: the
+polish stops once it is at most TOL, or at its iteration and time budgets, or once two solves in a row take no step,
+and keeps the point of least measure, the start's rated by the certificate (never one of higher objective than it
+started from). Trained nets often sit near saddles and in weakly curved valleys (nearly parallel units of one layer
+merging) where L-BFGS creeps and the measure hardly falls; Newton leaves them and converges quadratically. What the
+polish reaches is measured, not promised (docs/usage.md).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from ..analysis.arrays import float64_inputs, float64_model
-from ..analysis.clarke import Slopes, kinked
+from ..analysis.clarke import EXACT_KINKS, Slopes, clarke_gradient_norm, kinked
 from ..objective import objective, reg_scale_factor
 
 log = logging.getLogger(__name__)
@@ -83,22 +86,19 @@ def remove_dead_units(model, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
     frozen = [torch.zeros_like(p, dtype=torch.bool) for p in params]
     removed = 0
     while model.structure.unit_rescaling:
+        found = 0
         with torch.no_grad():
             hs = model.hidden(x)
-            dead = []
-            for u in model.unit_norms():
+            for u in model.unit_norms():  # all read before any unit is set to 0
                 out = hs[u.layer - 1].post.norm(dim=0) * u.outgoing.sqrt()
                 d = (out <= DEAD * out.max()) & ~((u.incoming == 0) & (u.outgoing == 0))  # not removed yet
-                if d.any():
-                    dead.append((u.layer, d))
-        if not dead:
-            break
-        for layer, d in dead:
-            removed += int(d.sum())
-            with torch.no_grad():
-                for p, f, e in zip(params, frozen, _unit_entries(model, layer, d)):
+                found += int(d.sum())
+                for p, f, e in zip(params, frozen, _unit_entries(model, u.layer, d) if d.any() else []):
                     p.masked_fill_(e, 0.0)
                     f |= e
+        if not found:
+            break
+        removed += found
     return removed, frozen
 
 
@@ -129,51 +129,49 @@ def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float
     return done
 
 
-class _Call(torch.nn.Module):
-    """`fn()` as a module holding `model`, so that torch.func.functional_call evaluates it at other parameters."""
+def _newton(pattern, rho: float, iterations: int, deadline: float, fixed: torch.Tensor) -> tuple[int, bool]:
+    """Damped Newton steps on `pattern`'s Lagrangian at penalty `rho`: −(H + μI)⁻¹g with the dense Hessian
+    (forward-over-reverse, torch.func) and μ, from the last step's μ/100 (at least FLAT of H's largest diagonal entry)
+    up ×10, the least for which Cholesky succeeds (H + μI positive definite, so the step descends; at a saddle the
+    least-curved directions take the largest steps out of it), halved until the merit (every entry not held through
+    the activation itself) decreases; a full step that crosses a kink (an entry not held changes side) and does not
+    lower the merit is first cut to the first kink it crosses (bisection), where the solve ends (the update takes the
+    kink in). Until no halving lowers the merit, `iterations` or `deadline`; returns the steps and whether the solve
+    ended on a kink. Entries `fixed` (flat, in parameter order: removed units) stay where they are: H and g are
+    restricted to the others. It leaves the saddles and weakly curved valleys (nearly parallel units merging) where
+    L-BFGS creeps, and converges quadratically at a nondegenerate minimum."""
+    names, params = zip(*[(n, p) for n, p in pattern.named_parameters() if p.requires_grad])
 
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, fn) -> torch.Tensor:
-        return fn()
-
-
-def _newton(model, value, merit, iterations: int, deadline: float, fixed: torch.Tensor) -> int:
-    """Damped Newton steps on `value` over `model`'s trainable parameters: −(H + μI)⁻¹g with the dense Hessian
-    (forward-over-reverse, torch.func) and μ, from the last step's μ/100 (at least FLAT of H's largest diagonal
-    entry) up ×10, the least for which Cholesky succeeds (H + μI positive definite, so the step descends; at a
-    saddle the least-curved directions take the largest steps out of it), halved until `merit` (`value` where the
-    step's model holds) decreases; until no halving does, `iterations` or `deadline`; returns the steps taken.
-    Entries `fixed` (flat, in parameter order: removed units) stay where they are: the step is Newton's on the
-    others (H's rows and columns of fixed entries are the identity's). It leaves the saddles and weakly curved
-    valleys (nearly parallel units merging) where L-BFGS creeps, and converges quadratically at a nondegenerate
-    minimum."""
-    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    params, call = [p for _, p in named], _Call(model)
-
-    def f(v: torch.Tensor, fn=value) -> torch.Tensor:
+    def f(v: torch.Tensor, *call) -> torch.Tensor:  # `pattern`'s method `call` (default: the Lagrangian) at `v`
         parts = torch.split(v, [p.numel() for p in params])
-        return torch.func.functional_call(call, {f"model.{n}": c.view_as(p) for (n, p), c in zip(named, parts)}, (fn,))
+        return torch.func.functional_call(pattern, {n: c.view_as(p) for n, p, c in zip(names, params, parts)},
+                                          call or (pattern.lagrangian, rho))
 
-    done, mu, eye = 0, 0.0, torch.eye(len(fixed)).to(params[0])
+    done, mu, free = 0, 0.0, ~fixed
+    basis = torch.eye(len(fixed)).to(params[0])[free]  # the free entries' unit vectors
+    eye, merit, sides = basis[:, free], (pattern.lagrangian, rho, True), (pattern.sides,)
     while done < iterations and time.perf_counter() < deadline:
         v = torch.nn.utils.parameters_to_vector(params).detach()
-        g = torch.func.grad(f)(v)
-        H = torch.func.vmap(lambda u: torch.func.jvp(torch.func.grad(f), (v,), (u,))[1], chunk_size=256)(eye)
+        g = torch.func.grad(f)(v)[free]
+        H = torch.func.vmap(lambda u: torch.func.jvp(torch.func.grad(f), (v,), (u,))[1][free], chunk_size=256)(basis)
         if not bool(torch.isfinite(H).all()):
             break
         # the last step's damping, lowered (at least a positive floor: ×10 must be able to reach H's scale)
         mu = max(mu / 100, FLAT * float(H.diagonal().abs().max()), torch.finfo(H.dtype).tiny)
-        H[fixed], H[:, fixed], g[fixed] = 0.0, 0.0, 0.0
-        H += torch.diag(fixed.to(H.dtype))
         while (factor := torch.linalg.cholesky_ex(H + mu * eye))[1] != 0 and mu < 1e300:
             mu *= 10
         if factor[1] != 0:
             break
-        step, t, f0 = torch.cholesky_solve(g[:, None], factor[0])[:, 0], 1.0, float(f(v, merit))
-        while t >= 1e-12 and float(f(v - t * step, merit)) >= f0:
+        step = torch.zeros_like(v).masked_scatter_(free, torch.cholesky_solve(g[:, None], factor[0])[:, 0])
+        t, f0, side, a = 1.0, float(f(v, *merit)), f(v, *sides), 0.0
+        if float(f(v - step, *merit)) >= f0 and not torch.equal(f(v - step, *sides), side):
+            b = 1.0  # the full step crosses a kink and does not descend: to the first kink it crosses (bisection)
+            while b - a > 1e-12:
+                a, b = ((a + b) / 2, b) if torch.equal(f(v - (a + b) / 2 * step, *sides), side) else (a, (a + b) / 2)
+            if not float(f(v - a * step, *merit)) < f0:  # no decrease up to that kink: halved from the full step
+                a = 0.0
+            t = a or 1.0
+        while t >= 1e-12 and float(f(v - t * step, *merit)) >= f0:
             t /= 2
         if t < 1e-12:  # no decrease along the step: stalled
             break
@@ -181,42 +179,46 @@ def _newton(model, value, merit, iterations: int, deadline: float, fixed: torch.
             for p, c in zip(params, torch.split(v - t * step, [p.numel() for p in params])):
                 p.copy_(c.view_as(p))
         done += 1
-    return done
+        if a > 0:  # on a kink the pattern does not hold: the update takes it in
+            return done, True
+    return done, False
 
 
-class _ActiveSet:
-    """The kinked pre-activations' pattern: per activation call, the entries tracked (`track`), those held on the kink
-    (`held`, with multipliers `nu`) and the slope of each tracked entry's piece (`slope`: 1 above, the leaky a below
-    and on the kink, whose slope comes from `nu`); untracked entries keep the activation itself."""
+class _ActiveSet(torch.nn.Module):
+    """The kinked pre-activations' pattern: per activation call, the entries held on the kink (`held`, with multipliers
+    `nu`), those ever released from it (`freed`; back on its kink, such an entry stays held), and the slope of
+    each such entry's piece (`slope`: 1 above, the leaky a below and on the kink, whose slope comes from `nu`); the
+    other entries keep the activation itself."""
 
     def __init__(self, model, x, y, loss, lam, reg_scale):
+        super().__init__()
         self.model, self.x, self.y, self.loss, self.lam, self.reg_scale = model, x, y, loss, lam, reg_scale
         finder = Slopes()
         with torch.no_grad(), finder:
             model(x)
         self.lo = [a for _, a in finder.found]
-        self.track = [torch.zeros_like(m) for m, _ in finder.found]
-        self.held = [t.clone() for t in self.track]
-        self.slope = [torch.full(t.shape, a, dtype=x.dtype, device=x.device) for t, a in zip(self.track, self.lo)]
+        self.held = [torch.zeros_like(m) for m, _ in finder.found]
+        self.freed = [h.clone() for h in self.held]
+        self.slope = [torch.full(h.shape, a, dtype=x.dtype, device=x.device) for h, a in zip(self.held, self.lo)]
         self.nu = [torch.zeros_like(s) for s in self.slope]
-        self.take_kinks(released=self.track)  # all False: none released yet
-
-    def take_kinks(self, released: list[torch.Tensor]) -> None:
-        """The certificate's kinks (live units, data points) not held are held, but for those just `released`."""
-        _, masks, _, _ = kinked(self.model, self.x, self.y, self.loss, self.lam, self.reg_scale)
-        for i, m in enumerate(masks):
-            new = m & ~self.held[i] & ~released[i]
-            self.track[i], self.held[i] = self.track[i] | new, self.held[i] | new
-            self.slope[i] = torch.where(new, self.lo[i], self.slope[i])
 
     def run(self, slopes: list[torch.Tensor] | None = None):
-        """(objective, Σ‖p‖², mode): every tracked pre-activation on its piece, or (with `slopes`) the held ones at these
-        slopes and every other one through the activation itself."""
-        masks, s = (self.track, self.slope) if slopes is None else (self.held, slopes)  # else the activation itself
+        """(objective, Σ‖p‖², mode): every held or released pre-activation on its piece, or (with `slopes`) the held ones
+        at these slopes and every other one through the activation itself."""
+        pieces = [h | f for h, f in zip(self.held, self.freed)]
+        masks, s = (pieces, self.slope) if slopes is None else (self.held, slopes)  # else the activation itself
         mode = Slopes(masks, torch.cat([v[t] for v, t in zip(s, masks)]), pieces=True)
         with mode:
             obj, _, sq = objective(self.model, self.x, self.y, self.loss, self.lam, self.reg_scale)
         return obj, sq.detach(), mode
+
+    def forward(self, method, *args):  # torch.func.functional_call evaluates `method` at other parameters (`_newton`)
+        return method(*args)
+
+    def sides(self) -> torch.Tensor:
+        """Which entries not held lie above their kink (z > 0), flat: a step that changes it crosses a kink."""
+        with torch.no_grad():
+            return torch.cat([(z > 0)[~h] for z, h in zip(self.run()[2].inputs, self.held)])
 
     def lagrangian(self, rho: float, merit: bool = False) -> torch.Tensor:
         """The augmented Lagrangian: the objective on the pattern's pieces (`merit`: every entry not held through the
@@ -226,36 +228,38 @@ class _ActiveSet:
         nu = torch.cat([v[h] for v, h in zip(self.nu, self.held)])
         return obj + (nu * z).sum() + 0.5 * rho * (z * z).sum()
 
-    def update(self, rho: float) -> tuple[float, float, int]:
+    def update(self, rho: float, release: bool = True, again: bool = False) -> tuple[float, float, int]:
         """Multipliers stepped, slopes read off them (s = a + ν/(∂obj/∂out)), kinks whose slope leaves [a, 1] released
-        to the side it points to, entries that crossed 0 held; returns the held |z| at most (relative to its unit's
-        largest |z| over the data), the gradient norm at the slopes
-        clipped to [a, 1] (an element of the certificate's set) relative to the penalty's pull, and the kinks held."""
+        to the side it points to (with `release`; one released before only `again`), entries that crossed 0 and the
+        certificate's kinks not held held; returns the held |z| at most (relative to its unit's largest |z| over the
+        data), the gradient norm at the slopes clipped to [a, 1] (an element of the certificate's set) relative to the
+        penalty's pull (`pull`), and the kinks held."""
         with torch.enable_grad():
             obj, _, mode = self.run()
             signal = torch.autograd.grad(obj, mode.outputs)
-        far, slopes, released = 0.0, [], []
+        far, slopes, masks = 0.0, [], kinked(self.model, self.x, self.y, self.loss, self.lam, self.reg_scale)[1]
         for i, (z, g) in enumerate(zip(mode.inputs, signal)):
             z, h, lo = z.detach(), self.held[i], self.lo[i]
             scale = z.abs().reshape(-1, z.shape[-1]).amax(0)
             far = max([far] + (z.abs() / scale.clamp_min(1e-300))[h].tolist())
             nu = torch.where(h, self.nu[i] + rho * z, 0.0)
             s = torch.where(g != 0, lo + nu / torch.where(g != 0, g, 1.0), lo)
-            up, down = h & (s > 1 + RELEASE), h & (s < lo - RELEASE)
-            crossed = self.track[i] & ~h & (((self.slope[i] == 1) & (z < 0)) | ((self.slope[i] != 1) & (z > 0)))
-            self.slope[i] = torch.where(up, 1.0, torch.where(down | crossed, lo, self.slope[i]))
-            self.held[i] = (h & ~up & ~down) | crossed
+            free = h & release & (again | ~self.freed[i])
+            up, down = free & (s > 1 + RELEASE), free & (s < lo - RELEASE)
+            self.freed[i] |= up | down
+            crossed = self.freed[i] & ~h & (((self.slope[i] == 1) & (z < 0)) | ((self.slope[i] != 1) & (z > 0)))
+            new = masks[i] & ~h  # the certificate's kinks (live units, data points) not held (not those just released)
+            self.slope[i] = torch.where(up, 1.0, torch.where(down | crossed | new, lo, self.slope[i]))
+            self.held[i] = (h & ~up & ~down) | crossed | new
             self.nu[i] = torch.where(self.held[i], nu, 0.0)
             slopes.append(s.clamp(lo, 1.0))
-            released.append(up | down)
-        self.take_kinks(released)
         params = [p for p in self.model.parameters() if p.requires_grad]
         with torch.enable_grad():
             obj, sq, _ = self.run(slopes)
             grad = torch.autograd.grad(obj, params, allow_unused=True)
-        pull = 2.0 * self.lam * reg_scale_factor(self.reg_scale, self.model.depth) * math.sqrt(float(sq))
+        self.pull = 2.0 * self.lam * reg_scale_factor(self.reg_scale, self.model.depth) * math.sqrt(float(sq))
         norm = math.sqrt(sum(float((g * g).sum()) for g in grad if g is not None))
-        return far, norm / pull if pull > 0 else norm, sum(int(h.sum()) for h in self.held)
+        return far, norm / (self.pull or 1.0), sum(int(h.sum()) for h in self.held)
 
 
 def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str, iterations: int,
@@ -272,14 +276,16 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
         start = float(objective(model, x, y, loss, lam, reg_scale)[0])
     removed, frozen = remove_dead_units(model, x)
     pattern, rho, done, last, stalled = _ActiveSet(model, x, y, loss, lam, reg_scale), RHO, 0, math.inf, False
-    best = (pattern.update(0.0)[1], [p.detach().clone() for p in params])  # the least measure at ≤ start, its point
+    least = clarke_gradient_norm(model, x, y, loss, lam, reg_scale, max_kinks=EXACT_KINKS)[0]  # NaN beyond EXACT_KINKS
+    # the least measure at ≤ start and its point; the start rated by the certificate's least norm too
+    best = (min(pattern.update(0.0)[1], least / (pattern.pull or 1.0)), [p.detach().clone() for p in params])
     fixed = torch.cat([f.reshape(-1) for f in frozen]) if sum(p.numel() for p in params) <= NEWTON else None
     while done < iterations and time.perf_counter() < t0 + seconds:
         value, n = (lambda: pattern.lagrangian(rho)), min(INNER, iterations - done)
-        steps = _descend(params, value, n, t0 + seconds) if fixed is None else _newton(
-            model, value, lambda: pattern.lagrangian(rho, merit=True), n, t0 + seconds, fixed)
+        steps, blocked = (_descend(params, value, n, t0 + seconds), False) if fixed is None else _newton(
+            pattern, rho, n, t0 + seconds, fixed)
         done += steps
-        far, measure, held = pattern.update(rho)
+        far, measure, held = pattern.update(rho, release=not blocked, again=steps == 0)
         with torch.no_grad():
             obj = float(objective(model, x, y, loss, lam, reg_scale)[0])
         log.info("polish: %d iterations, objective %.12g, %d kinks held (|z| ≤ %.2g), Clarke %.3g", done, obj,
@@ -289,8 +295,8 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
         if measure <= TOL or (steps == 0 and stalled):  # at the tolerance, or twice no step lowers the Lagrangian
             break
         stalled = steps == 0
-        rho = min(rho * 10, RHO * 1e4) if far > max(0.25 * last, 1e-12) else rho
-        last = far
+        rho = min(rho * 10, RHO * 1e4) if not blocked and far > max(0.25 * last, 1e-12) else rho
+        last = last if blocked else far
     with torch.no_grad():  # written back through the caller's tensors too (they may be views into a stack)
         for p, q, r in zip(params, best[1], [p for p in target.parameters() if p.requires_grad]):
             p.copy_(q)
