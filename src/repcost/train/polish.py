@@ -186,9 +186,8 @@ def _newton(pattern, rho: float, iterations: int, deadline: float, fixed: torch.
 
 class _ActiveSet(torch.nn.Module):
     """The kinked pre-activations' pattern: per activation call, the entries held on the kink (`held`, with multipliers
-    `nu`), those ever released from it (`freed`; back on its kink, such an entry stays held), and the slope of
-    each such entry's piece (`slope`: 1 above, the leaky a below and on the kink, whose slope comes from `nu`); the
-    other entries keep the activation itself."""
+    `nu`), those ever released from it (`freed`) and the slope of each such entry's piece (`slope`: 1 above, the leaky a
+    below and on the kink, whose slope comes from `nu`); the other entries keep the activation itself."""
 
     def __init__(self, model, x, y, loss, lam, reg_scale):
         super().__init__()
