@@ -30,9 +30,8 @@ def _describe(tp: Any) -> str:
         return text + " or null" if len(inner) < len(args) else text
     if origin in (list, tuple, typing.List, typing.Tuple):
         nouns = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
-        noun = nouns.get(args[0]) if args else None
-        if args and dataclasses.is_dataclass(args[0]):
-            noun = "sections (each a mapping of its keys)"
+        noun = None if not args else ("sections (each a mapping of its keys)" if dataclasses.is_dataclass(args[0])
+                                      else nouns.get(args[0]))
         return f"a list of {noun}" if noun else "a list"
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(tp, "a value of its type")
 
