@@ -104,8 +104,7 @@ def test_a_failing_compile_falls_back_to_eager(monkeypatch, caplog):
     def broken(*args, **kwargs):
         raise RuntimeError("BackendCompilerFailed: simulated")
 
-    monkeypatch.setattr(step, "compiled_objective", lambda terms: broken)
-    monkeypatch.setattr(step, "compiled_update", lambda: broken)
+    monkeypatch.setattr(step, "compile_once", lambda fn: broken)
     args = ["train.progress=false", "model=fc", "model.depth=2", "model.width=6", "data=teacher", "data.n_train=16",
             "data.n_test=0", "train=adam", "train.phases.0.steps=30", "dtype=float64", "device=cpu"]
     spec = validate(compose_config(args))

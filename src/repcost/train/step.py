@@ -15,7 +15,8 @@ still active) lives in tensors that the engine fills in place, so the same work 
   `check_every`/`log_every` steps, so the loop does not wait for the GPU in between.
 
 Compiled functions are shared by every phase and by every run of the process with equal terms
-(`compile_key`); an optimiser change recompiles only the update.
+(dynamo's guards: the family, its plain attributes, the tensors' shapes); an optimiser change recompiles
+only the update.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import logging
 import torch
 
 from .optim import Optimizer, update_
-from .terms import compile_key, functional_terms
+from .terms import functional_terms
 
 log = logging.getLogger("repcost")
 WARMUP_STEPS = 2  # eager/compiled steps on a side stream before a phase is captured
@@ -39,14 +40,17 @@ COMPILE_MIN_STEPS_CUDA = 2000
 COMPILE_MIN_WORK_CPU = 1e12
 
 
-def _raise_recompile_limit() -> None:
-    """Compiled steps of several runs in one process (tests, a stacked launcher) must not hit dynamo's cap.
-    Called before the first compile: importing torch._dynamo costs seconds, which eager runs never pay."""
+@functools.cache
+def compile_once(fn):
+    """`fn` compiled once per process; dynamo's guards tell apart the families, attributes, shapes and optimisers
+    it is called with. Imported here, as importing torch._dynamo costs seconds, which eager runs never pay."""
     import torch._dynamo as dynamo
 
+    # compiled steps of several runs in one process (tests, a stacked launcher) must not hit dynamo's cap
     for key in ("recompile_limit", "cache_size_limit"):  # the name in newer torch, and in older ones
         if hasattr(dynamo.config, key):
             setattr(dynamo.config, key, max(getattr(dynamo.config, key), 64))
+    return torch.compile(fn, dynamic=False)
 
 
 def fast_step_options(cfg, device: torch.device, K: int, n: int, n_params: int) -> dict:
@@ -72,28 +76,10 @@ def objective_terms(terms, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor |
     return dl + stated_coef * sq, dl, sq, (dl + trained_coef * sq).sum()
 
 
-_COMPILED: dict = {}  # compile_key -> compiled objective (shared by the runs of one process)
-
-
-def compiled_objective(terms):
-    """The compiled `objective_terms` for `terms`: one per compile key, called with the terms' state dict."""
-    key = compile_key(terms)
-    if key not in _COMPILED:
-        template, loss, stacked = terms.template, terms.loss, terms.stacked
-
-        def objective(state, *args):
-            return objective_terms(functools.partial(functional_terms, template, loss, stacked, state), *args)
-
-        _raise_recompile_limit()
-        _COMPILED[key] = torch.compile(objective, dynamic=False)
-    return _COMPILED[key]
-
-
-@functools.cache
-def compiled_update():
-    """`optim.update_` compiled once per process (its guards tell optimisers and shapes apart)."""
-    _raise_recompile_limit()
-    return torch.compile(update_, dynamic=False)
+def functional_objective(template, loss: str, stacked: bool, state: dict, *args):
+    """`objective_terms` of the parameters in `state` through `template`'s code (`terms.functional_terms`): what a
+    compiled step runs, its arguments the terms' (`Terms.template`, `loss`, `stacked`, `state`)."""
+    return objective_terms(functools.partial(functional_terms, template, loss, stacked, state), *args)
 
 
 def _grad_norms(params: list[torch.Tensor], K: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -112,9 +98,10 @@ class Stepper:
         self.graphed, self.want_grad = graphed, want_grad
         self._objective, self._update = objective_terms, update_
         if compiled:
-            compiled_fn = compiled_objective(terms)
-            self._objective = self._first_call("_objective", lambda t, *args: compiled_fn(t.state, *args))
-            self._update = self._first_call("_update", compiled_update())
+            fn = compile_once(functional_objective)
+            self._objective = self._first_call("_objective", lambda t, *args: fn(t.template, t.loss, t.stacked,
+                                                                                t.state, *args))
+            self._update = self._first_call("_update", compile_once(update_))
         self.optimizer: Optimizer | None = None
 
     def _first_call(self, attr: str, fn):

@@ -50,21 +50,6 @@ def functional_terms(template: nn.Module, loss: str, stacked: bool, state: dict,
     return vmap(one, in_dims=(0, d, d))(state, x, y)
 
 
-def compile_key(terms) -> tuple:
-    """What a compiled objective depends on: the family, its plain attributes (depth, slope, …), the
-    tensors' names, shapes and dtypes, the loss. Runs with equal keys share one compiled function."""
-    model = terms.template.m  # a copy of the (first) model: the same family and attributes
-    attrs = []
-    for k, v in sorted(vars(model).items()):
-        if k.startswith("_") or isinstance(v, (nn.Module, torch.Tensor)):
-            continue
-        if not isinstance(v, (int, float, str, bool, type(None), tuple)):
-            return (id(model),)  # an attribute we cannot compare: this run compiles its own
-        attrs.append((k, v))
-    tensors = tuple((k, tuple(v.shape), v.dtype, v.device, v.requires_grad) for k, v in terms.state.items())
-    return type(model), tuple(attrs), tensors, terms.loss, terms.stacked
-
-
 class _Terms(nn.Module):
     """Wraps a model so that one functional call returns (f(x), Σ‖p‖²) with the family's own code."""
 
