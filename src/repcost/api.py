@@ -11,17 +11,16 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import torch
+from omegaconf import OmegaConf
 
 from .errors import RepcostError
 from .renamed import config_keys
 from .rundir import CHECKPOINT, MEMBERS, METRICS, SUMMARY, load_checkpoint, read_metrics, read_summary
 from .sweep import read_table
-
-if TYPE_CHECKING:
-    import torch
 
 
 def checkpoint_file(run_dir: str | Path) -> Path:
@@ -50,8 +49,6 @@ class Run:
     @cached_property
     def config(self) -> dict:
         """The resolved run config: .hydra/config.yaml, or the checkpoint's copy (ensemble members have no .hydra)."""
-        from omegaconf import OmegaConf
-
         saved = self.path / ".hydra" / "config.yaml"
         return config_keys(OmegaConf.to_container(OmegaConf.load(saved), resolve=True) if saved.exists()
                            else dict(self.checkpoint["config"]))
@@ -104,8 +101,6 @@ class Run:
     @cached_property
     def spec(self):
         """The validated RunSpec of the config (plugins named by the config are imported)."""
-        from omegaconf import OmegaConf
-
         from .config import validate
 
         return validate(OmegaConf.create({**self.config, "device": "cpu"}))  # on the CPU whatever the run trained on
@@ -123,8 +118,6 @@ class Run:
         validated config and its dataset, e.g. repcost-analyze's with overrides) default to the run's own. The
         model is built in float64 and the weights are loaded before any cast, so no precision is lost on the way.
         """
-        import torch
-
         from .data import load_data
         from .models import build_model
 

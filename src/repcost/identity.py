@@ -21,10 +21,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import torch
 from omegaconf import OmegaConf
 
 from .config.schema import AnalysisConfig, PhaseConfig, TopLevelConfig, TrainConfig
 from .errors import RepcostError
+from .provenance import repcost_version
 from .registry import DATASETS, MODELS
 from .rundir import flat, jsonable
 
@@ -72,19 +74,14 @@ def run_identity(cfg: dict) -> dict:
     """The result-defining part of a resolved run config (a plain dict, as saved with the run)."""
     out = strip_defaults({k: v for k, v in cfg.items() if k not in ("model", "data", "train", "analysis", "device")},
                          TopLevelConfig)
-    device = str(cfg.get("device", "auto"))
-    if device == "auto":
-        import torch
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    out["device"] = "cuda" if device.startswith("cuda") else device
-    for key, registry in (("model", MODELS), ("data", DATASETS)):
-        node = cfg.get(key)
-        if isinstance(node, dict) and "name" in node:
-            out[key] = strip_defaults(node, registry.get(node["name"]).schema)
-    if isinstance(cfg.get("train"), dict):
-        out["train"] = strip_defaults(cfg["train"], TrainConfig, {"phases": PhaseConfig})
-    if isinstance(cfg.get("analysis"), dict):
-        out["analysis"] = strip_defaults(cfg["analysis"], AnalysisConfig)
+    device = str(cfg.get("device", "auto"))  # auto, cpu or cuda[:i] (validated)
+    out["device"] = "cuda" if device.startswith("cuda") or device == "auto" and torch.cuda.is_available() else "cpu"
+    schemas = {"train": TrainConfig, "analysis": AnalysisConfig}
+    for key, node in cfg.items():
+        if key in ("model", "data") and isinstance(node, dict) and "name" in node:
+            out[key] = strip_defaults(node, (MODELS if key == "model" else DATASETS).get(node["name"]).schema)
+        elif key in schemas and isinstance(node, dict):
+            out[key] = strip_defaults(node, schemas[key], {"phases": PhaseConfig})
     return out
 
 
@@ -125,8 +122,6 @@ def identity_changes(old: dict, new: dict, old_version: str | None = None) -> st
     """What differs between the identities (`identity.run_identity`) of two run configs, in words: the config keys
     with both values, the plugins whose source changed; where no key differs, the identity rules of another
     repcost version."""
-    from .provenance import repcost_version
-
     try:
         a, b = flat(run_identity(old)), flat(run_identity(new))
     except RepcostError as e:  # the old run's family or dataset is no longer registered

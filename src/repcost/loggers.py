@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .config.schema import TrackingConfig
+from .identity import run_identity
+from .provenance import git_commit, repcost_version
 from .rundir import atomic_write_json, flat
 
 IDS = "trackers.json"  # {tracker: its run id} of a run directory, so a resumed run continues the same tracker run
@@ -45,8 +47,6 @@ def _metrics(rec: dict) -> dict[str, float]:
 
 def _tags(run_dir: Path, chash: str) -> dict[str, str]:
     """What identifies a tracker run as a repcost run: identity hash, version, commit and run directory."""
-    from .provenance import git_commit, repcost_version
-
     return {"repcost.config_hash": chash, "repcost.version": repcost_version(), "repcost.commit": git_commit(),
             "repcost.run_dir": str(run_dir.resolve())}
 
@@ -96,8 +96,6 @@ class MLflowTracker:
         from mlflow import MlflowClient
         from mlflow.entities import Param
 
-        from .identity import run_identity
-
         uri = TrackingConfig(**cfg.get("tracking", {})).uri
         with _local_store(uri) as artifacts:  # sweep jobs in parallel processes create the store and experiment once
             self.client, self.run_dir = MlflowClient(tracking_uri=uri), run_dir
@@ -138,8 +136,6 @@ class WandbTracker:
 
     def __init__(self, run_dir: Path, cfg: dict, chash: str, run_id: str | None = None):
         import wandb
-
-        from .identity import run_identity
 
         tracking, self.run_dir = TrackingConfig(**cfg.get("tracking", {})), run_dir
         settings = wandb.Settings(mode=tracking.mode, silent=True, console="off", x_disable_stats=True,

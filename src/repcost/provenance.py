@@ -16,6 +16,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from .registry import ANALYSES, DATASETS, MODELS, imported_plugins
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -60,8 +62,6 @@ def run_plugin_sources(spec: Any) -> dict[str, str]:
     """{module: sha256 of its source} of a validated run's plugins (sorted): those that registered its model family,
     dataset or analyses, and those its `plugins` key names. Entry-point plugins the run does not use and
     repcost's own modules do not count."""
-    from .registry import ANALYSES, DATASETS, MODELS
-
     modules = [*(spec.plugins or []), MODELS.get(spec.model.name).module, DATASETS.get(spec.data.name).module]
     modules += [ANALYSES.get(n).module for n in spec.analysis.analyses]
     return {m: source_sha256(m) or "no source file" for m in sorted(set(modules))
@@ -70,8 +70,6 @@ def run_plugin_sources(spec: Any) -> dict[str, str]:
 
 def provenance() -> dict[str, Any]:
     """repcost version and commit, Python and torch versions, and every loaded plugin's module, file and sha256."""
-    from .registry import imported_plugins
-
     torch = sys.modules.get("torch")
     plugins = {m: {"file": getattr(sys.modules.get(m), "__file__", None), "sha256": source_sha256(m)}
                for m in sorted(imported_plugins)}

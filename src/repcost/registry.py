@@ -56,7 +56,6 @@ class Registry:
     def __init__(self, kind: str, package: str):
         self.kind, self.package = kind, package
         self._entries: dict[str, Entry] = {}
-        self._loaded = False
 
     def register(self, name: str, schema: type):
         """Decorator: register `build` under `name` with config dataclass `schema`."""
@@ -67,12 +66,11 @@ class Registry:
 
         return deco
 
+    @functools.cache  # once per registry
     def _load(self) -> None:
-        if not self._loaded:
-            pkg = importlib.import_module(self.package)
-            for mod in pkgutil.iter_modules(getattr(pkg, "__path__", [])):  # a package: every module in it
-                importlib.import_module(f"{self.package}.{mod.name}")
-            self._loaded = True
+        pkg = importlib.import_module(self.package)
+        for mod in pkgutil.iter_modules(getattr(pkg, "__path__", [])):  # a package: every module in it
+            importlib.import_module(f"{self.package}.{mod.name}")
 
     def declared(self) -> list[str]:
         """The names the package's modules register, read from their source without importing them (so

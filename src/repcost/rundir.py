@@ -47,10 +47,8 @@ def jsonable(x: Any) -> Any:
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return [jsonable(v) for v in x]
-    if isinstance(x, (torch.Tensor, np.ndarray)):
+    if isinstance(x, (torch.Tensor, np.ndarray, np.generic)):  # (a numpy scalar's tolist is its Python value)
         return jsonable(x.tolist())
-    if isinstance(x, (np.floating, np.integer, np.bool_)):
-        return x.item()
     if isinstance(x, float) and not np.isfinite(x):
         return str(x)  # JSON has no NaN/inf
     return x
@@ -281,10 +279,7 @@ class RunDir:
 
         The lock file and the open log file stay, so this process keeps both.
         """
-        base = f"{self.path.name}.stale-{time.strftime('%Y%m%d-%H%M%S')}"
-        aside, n = self.path.with_name(base), 1
-        while aside.exists():
-            aside, n = self.path.with_name(f"{base}-{n}"), n + 1
+        aside = unused_path(self.path.with_name(f"{self.path.name}.stale-{time.strftime('%Y%m%d-%H%M%S')}"))
         with writing(aside):
             aside.mkdir(parents=True)
             for p in self.path.iterdir():
@@ -312,6 +307,14 @@ class RunDir:
             yield self
         finally:
             os.close(fd)  # releases the lock (a killed process releases it the same way)
+
+
+def unused_path(base: Path) -> Path:
+    """`base`, or where it exists `<base>-1`, `<base>-2`, …: the first that does not exist."""
+    path, n = base, 1
+    while path.exists():
+        path, n = base.with_name(f"{base.name}-{n}"), n + 1
+    return path
 
 
 def _is_litter(p: Path) -> bool:

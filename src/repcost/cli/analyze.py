@@ -10,6 +10,7 @@ rewritten, so its training-time analysis/ keeps matching summary.json.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -21,7 +22,8 @@ from ..config import validate
 from ..config.compose import check_config_dirs, compose_config
 from ..data import load_data
 from ..errors import OneLineParser, RepcostError
-from ..rundir import atomic_write_json, is_run_dir
+from ..provenance import provenance
+from ..rundir import atomic_write_json, is_run_dir, unused_path
 
 GROUPS = ("model", "data", "train", "analysis")
 REANALYSIS = "reanalysis"  # RUN_DIR/reanalysis/: the only place inside a run directory repcost-analyze writes to
@@ -32,11 +34,8 @@ def apply_overrides(cfg, overrides: list[str], config_dirs: list[Path] = ()):
     searched first; `analysis=spectra` for a run that analysed nothing) and then the dotted keys applied."""
     cfg = OmegaConf.create(OmegaConf.to_container(cfg))
     for o in overrides:
-        key, eq, value = o.partition("=")
-        if not eq:
+        if "=" not in o:
             raise RepcostError(f"override {o!r} is not key=value")
-        if key == "model" and cfg.model.name != value:
-            raise RepcostError(f"model={value}: the checkpoint holds a {cfg.model.name} model")
     groups = [o for o in overrides if o.partition("=")[0] in GROUPS]
     if cfg.analysis.name == "none" and not cfg.analysis.analyses and not any(o.startswith("analysis=") for o in groups):
         groups.append("analysis=spectra")  # a sensible default, then the overrides
@@ -54,8 +53,6 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, co
     summary.json records what a run's does of what made it: the provenance, the full config used, the overrides
     and the analysed run's identity hash.
     """
-    from ..provenance import provenance
-
     run = load_run(run_dir)  # (its checkpoint is read below: a run that saved none is one line naming it)
     target = check_out(Path(out_dir)) if out_dir else _new_reanalysis_dir(run.path)
     cfg = apply_overrides(OmegaConf.create(run.config), overrides, check_config_dirs(config_dirs, "--config-dir"))
@@ -86,13 +83,7 @@ def check_out(out: Path) -> Path:
 
 def _new_reanalysis_dir(run_dir: Path) -> Path:
     """RUN_DIR/reanalysis/<time>[-n]: a fresh folder, so no earlier result is overwritten."""
-    import time
-
-    base = run_dir / REANALYSIS / time.strftime("%Y%m%d-%H%M%S")
-    target, n = base, 1
-    while target.exists():
-        target, n = base.with_name(f"{base.name}-{n}"), n + 1
-    return target
+    return unused_path(run_dir / REANALYSIS / time.strftime("%Y%m%d-%H%M%S"))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -6,6 +6,7 @@ import atexit
 import gc
 import logging
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import hydra
@@ -18,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..config.compose import store_schema_defaults  # (and the ${repcost_job_dir:} resolver)
 from ..errors import FatalError, RepcostError
 from ..paths import CONFIG_DIR
+from ..provenance import repcost_version
 from ..renamed import override
 from ..startup import forget_refused_run, startup_guard
 from ..train.preempt import Interrupted
@@ -96,10 +98,6 @@ def main() -> None:
                 print(help_text(options.config_dir))
                 return
             if options.version:
-                from importlib.metadata import version
-
-                from ..provenance import repcost_version
-
                 print(f"repcost-train {repcost_version()} (Hydra {version('hydra-core')})")
                 return
             _import_torch()
