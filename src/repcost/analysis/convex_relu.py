@@ -47,7 +47,7 @@ from itertools import combinations, pairwise, product
 import numpy as np
 
 from ..errors import RepcostError
-from .arrays import as_f64
+from .arrays import as_f64, as_matrix
 from .relu_1d import ConvexMinimum, TwoLayerNet, both_sides, distinct, features
 
 
@@ -131,9 +131,8 @@ def min_r2_interpolant(x, y) -> ConvexMinimum:
         raise RepcostError("min_r2_interpolant needs cvxpy: pip install 'repcost[convex]' (or pip install cvxpy)") \
             from None
 
-    x = as_f64(x)
-    x = x.reshape(-1, 1) if x.ndim == 1 else x
-    if x.ndim != 2 or x.shape[1] not in (1, 2):
+    x = as_matrix(x, "x")
+    if x.shape[1] not in (1, 2):
         raise NotImplementedError(f"exact arrangement enumeration is implemented for d = 1 and 2, got x of shape {x.shape}")
     x, y = distinct(x, as_f64(y).reshape(-1))  # ValueError for mismatched or empty data
     N, d = x.shape

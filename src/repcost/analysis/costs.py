@@ -65,9 +65,6 @@ def cost_CL(Ws: Sequence, a) -> float:
 # ----------------------------------------------------------------------------------------------
 
 
-DEAD_UNIT_RTOL = 1e-100
-
-
 def reduce_units(W, a):
     """Drop dead units and project D_a W onto its row space: returns (B_r, active, rank, V_r), B_r = D_a W V_r."""
     W, a = as_units(W, a)
@@ -77,7 +74,7 @@ def reduce_units(W, a):
     row_norms = np.linalg.norm(W / np.where(peak > 0, peak, 1.0)[:, None], axis=1) * peak
     contrib = np.abs(a) * row_norms  # |a_k|‖w_k‖
     # Units below 1e-100 of the largest contribute nothing measurable to Φ_L: treat them as dead.
-    active = contrib > DEAD_UNIT_RTOL * contrib.max() if contrib.size and contrib.max() > 0 else contrib > 0
+    active = contrib > 1e-100 * contrib.max() if contrib.size and contrib.max() > 0 else contrib > 0
     B = a[active, None] * W[active]
     if B.shape[0] == 0:
         return np.zeros((0, 0)), active, 0, np.zeros((W.shape[1], 0))
@@ -181,13 +178,9 @@ def phi_L_solve(W, a, L: int, *, n_restarts: int = 4, closed_form: bool = True) 
     n = logw.size
     starts += [starts[i % 3] + rng.normal(size=n) for i in range(n_restarts)]
     obj = _Objective(Br, q)
-    best_t, best_f = None, np.inf
-    for t0 in starts:
-        # Newton-CG in a trust region with exact Hessian-vector products: converges to ~1e-15.
-        res = minimize(obj.fun, t0 - t0.mean(), jac=True, hessp=obj.hessp, method="trust-ncg",
-                       options={"gtol": 1e-12, "maxiter": 500})
-        if res.fun < best_f:
-            best_t, best_f = res.x, float(res.fun)
+    # Newton-CG in a trust region with exact Hessian-vector products: converges to ~1e-15; the best start is kept.
+    best_t = min((minimize(obj.fun, t0 - t0.mean(), jac=True, hessp=obj.hessp, method="trust-ncg",
+                           options={"gtol": 1e-12, "maxiter": 500}) for t0 in starts), key=lambda r: r.fun).x
     f = obj.fun(best_t)[0] - 0.5 * n * best_t.mean() ** 2  # without the gauge term (≈ 0 at the optimum anyway)
     lam_full[active] = np.exp(best_t - _log_norm(best_t))
     return float(np.exp(f * 2.0 / L)), lam_full
@@ -253,26 +246,22 @@ def phi3_upper_bound(W, a) -> float:
 # ----------------------------------------------------------------------------------------------
 
 
-def _stack(Ws: Sequence, alpha):
+def _layer_sq_norms(Ws: Sequence, alpha) -> tuple[np.ndarray, np.ndarray]:
+    """(k, L−1) array of ‖W_i^{(l)}‖²_F, and α (k,)."""
     Ws, alpha = [as_f64(W) for W in Ws], as_f64(alpha).reshape(-1)
     if len(Ws) == 0:
         raise ValueError("Ws must hold at least one layer")
     for l, W in enumerate(Ws, start=1):
         if W.ndim != 3 or W.shape[0] != alpha.shape[0]:
             raise ValueError(f"W^({l}) must have shape (k={alpha.shape[0]}, out, in), got {W.shape}")
-    return Ws, alpha
-
-
-def _layer_sq_norms(Ws) -> np.ndarray:
-    """(k, L−1) array of ‖W_i^{(l)}‖²_F."""
-    return np.stack([np.sum(W**2, axis=(1, 2)) for W in Ws], axis=1)
+    return np.stack([np.sum(W**2, axis=(1, 2)) for W in Ws], axis=1), alpha
 
 
 def parallel_alpha_normalised(Ws: Sequence, alpha) -> np.ndarray:
     """ᾱ_i = α_i Π_l ‖W_i^{(l)}‖_F, the output weights once every W_i^{(l)} is scaled onto the unit sphere (Savarese
     Thm C.1 proof, eq. 50); 0 for a sub-network with a zero layer (it computes the zero function)."""
-    Ws, alpha = _stack(Ws, alpha)
-    norms = np.sqrt(_layer_sq_norms(Ws))  # (k, L−1)
+    sq, alpha = _layer_sq_norms(Ws, alpha)
+    norms = np.sqrt(sq)  # (k, L−1)
     return np.where(np.all(norms > 0, axis=1), alpha * np.prod(norms, axis=1), 0.0)
 
 
@@ -293,8 +282,8 @@ def parallel_balance(Ws: Sequence, alpha) -> np.ndarray:
 
     The gap is in [0, 1]; it is defined as 0 for a sub-network whose parameters are all zero.
     """
-    Ws, alpha = _stack(Ws, alpha)
-    vals = np.concatenate([_layer_sq_norms(Ws), (alpha**2)[:, None]], axis=1)  # (k, L)
+    sq, alpha = _layer_sq_norms(Ws, alpha)
+    vals = np.concatenate([sq, (alpha**2)[:, None]], axis=1)  # (k, L)
     top = vals.max(axis=1)
     gap = (top - vals.min(axis=1)) / np.where(top > 0, top, 1.0)
     return np.where(top > 0, gap, 0.0)
