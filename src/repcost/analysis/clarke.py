@@ -53,7 +53,7 @@ class Slopes(TorchFunctionMode):
         self.found: list[tuple[torch.Tensor, float]] = []  # per call: kink mask, lower slope
         self.inputs: list[torch.Tensor] = []  # per call: the pre-activations (on the graph if any)
         self.outputs: list[torch.Tensor] = []  # per call (with masks): the activation's output
-        self.call, self.at = 0, 0
+        self.at = 0  # slopes taken so far
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -65,21 +65,18 @@ class Slopes(TorchFunctionMode):
         else:
             return func(*args, **kwargs)
         out = F.leaky_relu(z, lo) if lo else torch.relu(z)
+        self.inputs.append(z)
         if self.masks is None:
             a = z.detach().abs()
             scale = a.reshape(-1, a.shape[-1]).amax(0) if a.dim() > 1 else a.amax()
             self.found.append((a <= KINK_TOL * scale, lo))
-            self.inputs.append(z)
             return out
-        mask = self.masks[self.call]
-        self.call += 1
-        self.inputs.append(z)
+        mask = self.masks[len(self.outputs)]
         n = int(mask.sum())
         s = torch.zeros_like(z)
         s[mask] = self.slopes[self.at:self.at + n].to(z)  # dtype and device (the slopes come from numpy)
         self.at += n
-        zd = z.detach()
-        kinked = s * z if self.pieces else (F.leaky_relu(zd, lo) if lo else torch.relu(zd)) + s * (z - zd)
+        kinked = s * z if self.pieces else out.detach() + s * (z - z.detach())
         self.outputs.append(torch.where(mask, kinked, out))
         return self.outputs[-1]
 
@@ -90,10 +87,11 @@ def _flat(grads, params) -> torch.Tensor:
 
 
 def kinked(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str) -> tuple:
-    """(params, masks, lo, G): the trainable parameters, the kink masks per activation call (live kinks only: those
-    whose activation output gets a nonzero ∂obj/∂out), per kink in mask order its least slope a (its upper one is 1),
-    and G(slopes, create_graph=False), the objective's gradient as one flat tensor with the kinks at those slopes
-    (differentiable in `slopes` with create_graph)."""
+    """(params, masks, lo, G, finder): the trainable parameters, the kink masks per activation call (live kinks only:
+    those whose activation output gets a nonzero ∂obj/∂out), per kink in mask order its least slope a (its upper one is
+    1), G(slopes, create_graph=False), the objective's gradient as one flat tensor with the kinks at those slopes
+    (differentiable in `slopes` with create_graph), and the `Slopes` finder that ran model(x): per activation call its
+    pre-activations on the graph (`inputs`) and its kink mask with the least slope (`found`)."""
     params = [p for p in model.parameters() if p.requires_grad]
 
     def run(masks, slopes) -> tuple[torch.Tensor, Slopes]:
@@ -102,7 +100,7 @@ def kinked(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, 
             return objective(model, x, y, loss, lam, reg_scale)[0], mode
 
     finder = Slopes()
-    with torch.no_grad(), finder:
+    with torch.enable_grad(), finder:
         model(x)
     masks = [m for m, _ in finder.found]
 
@@ -120,7 +118,7 @@ def kinked(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, 
         obj = run(masks, slopes)[0]
         return _flat(torch.autograd.grad(obj, params, create_graph=create_graph, allow_unused=True), params)
 
-    return params, masks, lower_slopes(), G
+    return params, masks, lower_slopes(), G, finder
 
 
 def _least_norm_matrix_free(G, s0: np.ndarray, lo: np.ndarray) -> np.ndarray:
@@ -160,15 +158,12 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
     stationarity concepts for ReLU networks", for two-layer nets) or may be larger (False: an outer estimate, on which
     a small norm is necessary for Clarke stationarity, not sufficient); None without kinks or beyond `EXACT_KINKS`.
     """
-    params, masks, lo, G = kinked(model, x, y, loss, lam, reg_scale)
+    params, masks, lo, G, finder = kinked(model, x, y, loss, lam, reg_scale)
     n = lo.size
     exact = None
     if 0 < n <= EXACT_KINKS:
         exact = False  # kinks in several activation layers: an outer estimate
         if sum(bool(m.any()) for m in masks) == 1:
-            finder = Slopes()
-            with torch.enable_grad(), finder:
-                model(x)
             z = torch.cat([zi[m] for zi, m in zip(finder.inputs, masks)])
             J = torch.stack([_flat(torch.autograd.grad(zk, params, retain_graph=True, allow_unused=True), params)
                              for zk in z])

@@ -192,11 +192,9 @@ class _ActiveSet(torch.nn.Module):
     def __init__(self, model, x, y, loss, lam, reg_scale):
         super().__init__()
         self.model, self.x, self.y, self.loss, self.lam, self.reg_scale = model, x, y, loss, lam, reg_scale
-        finder = Slopes()
-        with torch.no_grad(), finder:
-            model(x)
-        self.lo = [a for _, a in finder.found]
-        self.held = [torch.zeros_like(m) for m, _ in finder.found]
+        found = kinked(model, x, y, loss, lam, reg_scale)[4].found  # per activation call: its shape, its least slope
+        self.lo = [a for _, a in found]
+        self.held = [torch.zeros_like(m) for m, _ in found]
         self.freed = [h.clone() for h in self.held]
         self.slope = [torch.full(h.shape, a, dtype=x.dtype, device=x.device) for h, a in zip(self.held, self.lo)]
         self.nu = [torch.zeros_like(s) for s in self.slope]
