@@ -71,10 +71,6 @@ def _targets(cfg: Points1DConfig, x: np.ndarray, gen: np.random.Generator) -> np
     return cfg.y_scale * FUNCTIONS[cfg.y_dist](x, cfg.frequency)
 
 
-def _column(a: np.ndarray) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(a, dtype=np.float64)).reshape(-1, 1)
-
-
 @DATASETS.register("points_1d", Points1DConfig)
 def load_points_1d(cfg: Points1DConfig) -> DataBundle:
     """N scalar points (x_i, y_i) to interpolate, as in Savarese et al. 2019 Figs 1–2 (sorted by x)."""
@@ -85,11 +81,11 @@ def load_points_1d(cfg: Points1DConfig) -> DataBundle:
         x = spaced(cfg.x_spacing, cfg.x_min, cfg.x_max, cfg.n_points, gen)
     y = np.asarray(cfg.y, dtype=np.float64) if cfg.y is not None else _targets(cfg, x, gen)
     order = np.argsort(x, kind="stable")
-    x, y = x[order], y[order]
+    x, y = x[order, None], y[order, None]  # columns (N, 1)
     x_test = y_test = None
     if cfg.n_test > 0:
         lo, hi = min(cfg.x_min, x.min()), max(cfg.x_max, x.max())
-        xt = np.sort(rng(cfg.seed, 1).uniform(lo, hi, size=cfg.n_test))
-        x_test, y_test = _column(xt), _column(_targets(cfg, xt, gen))
+        xt = np.sort(rng(cfg.seed, 1).uniform(lo, hi, size=cfg.n_test))[:, None]
+        x_test, y_test = torch.from_numpy(xt), torch.from_numpy(_targets(cfg, xt, gen))
     meta = {"x_min": float(x.min()), "x_max": float(x.max())}
-    return DataBundle("points_1d", _column(x), _column(y), x_test, y_test, meta=meta)
+    return DataBundle("points_1d", torch.from_numpy(x), torch.from_numpy(y), x_test, y_test, meta=meta)

@@ -23,11 +23,6 @@ def gaussian_param(shape, gain: float, scale: float, gen: torch.Generator) -> nn
     return nn.Parameter(torch.randn(*shape, generator=gen, dtype=torch.float64) * (scale * math.sqrt(gain / shape[-1])))
 
 
-def zero_param(n: int) -> nn.Parameter:
-    """A float64 vector of n zeros (biases start at zero)."""
-    return nn.Parameter(torch.zeros(n, dtype=torch.float64))
-
-
 def chain_weights(d_in: int, width: int, hidden: int, d_out: int) -> int:
     """Entries of the weight matrices of a chain d_in → width (`hidden` layers of it) → d_out, in closed form (a
     config's parameter count stays cheap at any depth)."""

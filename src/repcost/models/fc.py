@@ -11,7 +11,7 @@ from torch import nn
 
 from ..errors import check
 from ..registry import MODELS
-from .base import AffineChain, Hidden, RepModel, Structure, gaussian_param, zero_param
+from .base import AffineChain, Hidden, RepModel, Structure, gaussian_param
 
 
 MAX_DEPTH = 100_000  # a deeper chain is a typo, not an experiment (and its width list would not fit in memory)
@@ -64,7 +64,8 @@ class FC(RepModel):
         self.weights = nn.ParameterList(
             gaussian_param((dims[i + 1], dims[i]), 1.0 if i == 0 else gain, cfg.init_scale, gen)
             for i in range(cfg.depth))
-        self.biases = nn.ParameterList(zero_param(dims[i + 1]) for i in range(cfg.depth) if cfg.beta > 0)
+        self.biases = nn.ParameterList(nn.Parameter(torch.zeros(dims[i + 1], dtype=torch.float64))
+                                       for i in range(cfg.depth) if cfg.beta > 0)
 
     def activation(self, z: torch.Tensor) -> torch.Tensor:
         return F.leaky_relu(z, self.slope) if self.slope else torch.relu(z)

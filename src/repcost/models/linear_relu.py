@@ -11,7 +11,7 @@ from torch import nn
 
 from ..errors import ConfigError, check
 from ..registry import MODELS
-from .base import AffineChain, Hidden, RepModel, Structure, UnitNorms, chain_weights, gaussian_param, zero_param
+from .base import AffineChain, Hidden, RepModel, Structure, UnitNorms, chain_weights, gaussian_param
 
 
 @dataclass
@@ -67,9 +67,9 @@ class LinearReLU(RepModel):
         self.linear = nn.ParameterList(
             gaussian_param((dims[i + 1], dims[i]), 1.0, cfg.init_scale, gen)
             for i in range(cfg.depth - 1))
-        self.b = zero_param(cfg.width)
+        self.b = nn.Parameter(torch.zeros(cfg.width, dtype=torch.float64))
         self.a = gaussian_param((d_out, cfg.width), 2.0, cfg.init_scale, gen)
-        self.c = zero_param(d_out) if cfg.output_bias else None
+        self.c = nn.Parameter(torch.zeros(d_out, dtype=torch.float64)) if cfg.output_bias else None
         self.kinks_over_data, self.kinks_per_gap = cfg.kinks_over_data, cfg.kinks_per_gap
         if cfg.kink_range > 0:  # drawn last, so kink_range = 0 leaves every other draw unchanged
             xi = (2 * torch.rand(cfg.width, d_in, generator=gen, dtype=torch.float64) - 1) * cfg.kink_range
@@ -89,17 +89,16 @@ class LinearReLU(RepModel):
         K = self.b.shape[0]
         if self.kinks_over_data:
             lo, hi = x.min(dim=0).values, x.max(dim=0).values
-            u = torch.rand(K, x.shape[1], generator=gen, dtype=torch.float64)
-            self._kinks_through(lo + u * (hi - lo))
-            return
-        if x.shape[1] != 1:
-            raise ConfigError("model.kinks_per_gap", True, f"false for {x.shape[1]}-D inputs (gaps are 1-D)")
-        pts = torch.unique(x[:, 0])  # sorted
-        if pts.numel() < 2:
-            raise ConfigError("model.kinks_per_gap", True, "false with fewer than 2 distinct training inputs")
-        gap = torch.randint(pts.numel() - 1, (K,), generator=gen)
-        u = torch.rand(K, generator=gen, dtype=torch.float64)
-        self._kinks_through((pts[gap] + u * (pts[gap + 1] - pts[gap]))[:, None])
+        else:
+            if x.shape[1] != 1:
+                raise ConfigError("model.kinks_per_gap", True, f"false for {x.shape[1]}-D inputs (gaps are 1-D)")
+            pts = torch.unique(x[:, 0])  # sorted
+            if pts.numel() < 2:
+                raise ConfigError("model.kinks_per_gap", True, "false with fewer than 2 distinct training inputs")
+            gap = torch.randint(pts.numel() - 1, (K,), generator=gen)
+            lo, hi = pts[gap, None], pts[gap + 1, None]  # each kink's gap
+        u = torch.rand(K, x.shape[1], generator=gen, dtype=torch.float64)
+        self._kinks_through(lo + u * (hi - lo))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.hidden(x)[-1].post @ self.a.T
