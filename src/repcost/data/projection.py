@@ -10,7 +10,6 @@ predict linear layers favour.  meta holds u (`direction`) and u⊥ (`perpendicul
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List
 
 import numpy as np
 import torch
@@ -27,7 +26,7 @@ class ProjectionConfig:
     n_points: int = 20  # training samples
     n_test: int = 0  # test samples (0 = no test split)
     d: int = 2  # input dimension
-    direction: List[float] = field(default_factory=lambda: [1.0, 1.0])  # label direction u (normalised); length d
+    direction: list[float] = field(default_factory=lambda: [1.0, 1.0])  # label direction u (normalised); length d
     profile: str = "sin"  # φ: sin | cos | tanh (of π·frequency·t) | abs | relu | square (of t)
     frequency: float = 1.0  # for sin, cos, tanh
     y_scale: float = 1.0  # labels are y_scale·φ(uᵀx)

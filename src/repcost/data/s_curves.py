@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List
 
 import numpy as np
 import torch
@@ -70,7 +69,7 @@ def inverted_s_wave(t: np.ndarray) -> np.ndarray:
 CURVES = {"arcs": inverted_s, "wave": inverted_s_wave}
 
 
-def class_offsets(cfg: SCurvesConfig) -> List[float]:
+def class_offsets(cfg: SCurvesConfig) -> list[float]:
     """x-translation of each class's curve: (c − (n_classes − 1)/2)·spacing, so the dataset is centred."""
     return [(c - (cfg.n_classes - 1) / 2) * cfg.spacing for c in range(cfg.n_classes)]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import List
 
 import numpy as np
 import torch
@@ -20,7 +19,7 @@ class TeacherConfig:
     seed: int = 0  # data seed (inputs, label noise), independent of the training seed
     teacher_seed: int = 0  # seed of the teacher's weights
     # (d_in, hidden…, d_out): depth L = len(widths)-1 = 3 weight matrices
-    widths: List[int] = field(default_factory=lambda: [50, 10, 10, 10])
+    widths: list[int] = field(default_factory=lambda: [50, 10, 10, 10])
     beta: float = 0.0  # teacher bias amount β (0 = no bias); biases drawn like a weight column
     n_train: int = 1000  # training inputs x ~ N(0, I_d_in)
     n_test: int = 1000  # test inputs (0 = no test split); test targets are noiseless

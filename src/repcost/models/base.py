@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 from torch import nn
@@ -76,7 +75,7 @@ class AffineChain:
     """The network as x ↦ W_L σ(… σ(W_1 x + b_1) …) + b_L with σ the leaky ReLU of slope `slope`."""
 
     weights: list[torch.Tensor]
-    biases: Optional[list[torch.Tensor]]
+    biases: list[torch.Tensor] | None
     slope: float = 0.0
 
 
