@@ -81,11 +81,6 @@ class Slopes(TorchFunctionMode):
         return self.outputs[-1]
 
 
-def _flat(grads, params) -> torch.Tensor:
-    """Per-parameter gradients as one flat tensor (zeros where a parameter is unused)."""
-    return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
-
-
 def kinked(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str) -> tuple:
     """(params, masks, lo, G, finder): the trainable parameters, the kink masks per activation call (live kinks only:
     those whose activation output gets a nonzero ∂obj/∂out), per kink in mask order its least slope a (its upper one is
@@ -115,8 +110,8 @@ def kinked(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, 
             masks = [m if d is None else m & (d != 0) for m, d in zip(masks, signal)]
 
     def G(slopes: torch.Tensor, create_graph: bool = False) -> torch.Tensor:
-        obj = run(masks, slopes)[0]
-        return _flat(torch.autograd.grad(obj, params, create_graph=create_graph, allow_unused=True), params)
+        grads = torch.autograd.grad(run(masks, slopes)[0], params, create_graph=create_graph, materialize_grads=True)
+        return torch.cat([g.reshape(-1) for g in grads])  # one flat tensor (zeros where a parameter is unused)
 
     return params, masks, lower_slopes(), G, finder
 
@@ -165,8 +160,8 @@ def clarke_gradient_norm(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam
         exact = False  # kinks in several activation layers: an outer estimate
         if sum(bool(m.any()) for m in masks) == 1:
             z = torch.cat([zi[m] for zi, m in zip(finder.inputs, masks)])
-            J = torch.stack([_flat(torch.autograd.grad(zk, params, retain_graph=True, allow_unused=True), params)
-                             for zk in z])
+            J = torch.stack([torch.cat([g.reshape(-1) for g in torch.autograd.grad(
+                zk, params, retain_graph=True, materialize_grads=True)]) for zk in z])
             exact = bool(torch.linalg.matrix_rank(J.double()) == n)
     if n > max_kinks:
         return float("nan"), n, exact

@@ -224,9 +224,8 @@ class AnalysisRunner:
             raise RepcostError(f"analysis '{name}' does not apply to this run: {why}")
         self.names = [n for n in cfg.analyses if n not in self.skipped]
         self.x = analysis_points(cfg, data) if cfg.analyses else None
-        self.options = {n: built.get(ANALYSES.get(n).schema) for n in self.names}
+        self.options = {**{n: built.get(ANALYSES.get(n).schema) for n in self.names}, "critical": cfg.critical}
         self.critical = cfg.critical.enabled and train is not None
-        self.options["critical"] = cfg.critical
         self.ctx = AnalysisContext(data, cfg.n_points, train)
 
     def _run(self, model, names) -> Result:

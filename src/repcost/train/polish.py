@@ -73,8 +73,8 @@ def _unit_entries(model, layer: int, units: torch.Tensor) -> list[torch.Tensor]:
             p.fill_(1.0)
     with torch.enable_grad():
         u = next(u for u in ones.unit_norms() if u.layer == layer)
-        grads = torch.autograd.grad(u.incoming[units].sum() + u.outgoing[units].sum(), params, allow_unused=True)
-    return [g != 0 if g is not None else torch.zeros_like(p, dtype=torch.bool) for g, p in zip(grads, params)]
+        grads = torch.autograd.grad(u.incoming[units].sum() + u.outgoing[units].sum(), params, materialize_grads=True)
+    return [g != 0 for g in grads]
 
 
 def remove_dead_units(model, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
