@@ -24,11 +24,9 @@ class BipartiteConfig:
 
 def bipartite_incidence(n: int) -> torch.Tensor:
     """Edge–vertex incidence E (N²/4 × N) of K_{N/2,N/2}: E_ev = 1 iff v ends e (Jacot 2022 Prop 13)."""
-    half = n // 2
-    edge = torch.arange(half * half)  # edge (u, v): u = edge // (N/2) in group A = 0…N/2−1, v in B = N/2…N−1
-    e = torch.zeros(half * half, n, dtype=torch.float64)
-    e[edge, edge // half] = e[edge, half + edge % half] = 1.0
-    return e
+    eye, ones = torch.eye(n // 2, dtype=torch.float64), torch.ones(n // 2, 1, dtype=torch.float64)
+    # edge u·N/2 + v joins u in group A = 0…N/2−1 and N/2 + v in group B = N/2…N−1: E = [I ⊗ 1, 1 ⊗ I]
+    return torch.cat([torch.kron(eye, ones), torch.kron(ones, eye)], dim=1)
 
 
 @DATASETS.register("bipartite", BipartiteConfig)

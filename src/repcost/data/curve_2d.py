@@ -48,7 +48,6 @@ def curve_param(cfg: Curve2DConfig, t: np.ndarray) -> np.ndarray:
     spiral: radius 0.2 → 1 over `turns` turns (Archimedean)       open
     circle: the unit circle (cos 2πt, sin 2πt)                    closed
     """
-    t = np.asarray(t, dtype=np.float64)
     if cfg.shape == "sine":
         u = 2 * t - 1
         return np.stack([u, cfg.amplitude * np.sin(math.pi * cfg.frequency * u)], axis=-1)

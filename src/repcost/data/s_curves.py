@@ -51,7 +51,6 @@ def inverted_s(t: np.ndarray) -> np.ndarray:
     the top-left end (−½, ½) over the top (0, 1), through the centre (0, 0) at t = 0, to the
     bottom-right end (½, −½).
     """
-    t = np.asarray(t, dtype=np.float64)
     return 0.5 * np.stack([-np.sin(t), np.sign(t) * (np.cos(t) - 1.0)], axis=-1)
 
 
@@ -62,7 +61,6 @@ def inverted_s_wave(t: np.ndarray) -> np.ndarray:
     (½, −1). Being a graph over y, its x-translates never intersect, so at a spacing below 1 the
     classes interleave and no vertical stripes separate them.
     """
-    t = np.asarray(t, dtype=np.float64)
     return np.stack([0.5 * np.sin(t), t / T_MAX], axis=-1)
 
 
