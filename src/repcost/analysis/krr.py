@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .arrays import as_f64, sq_distances
+from .arrays import as_f64, as_matrix, sq_distances
 
 
 @dataclass
@@ -46,8 +46,7 @@ class KRR:
 def fit_krr(x, y, ridge: float = 1e-6) -> KRR:
     """Fit f̂ = K(·, X)(K(X, X) + ρ N I)⁻¹Y (ρ scaled by N; the bandwidth is the median pairwise distance of the
     rows of x, a standard choice)."""
-    x, y = as_f64(x), as_f64(y)
-    y = y[:, None] if y.ndim == 1 else y
+    x, y = as_f64(x), as_matrix(y, "y")
     r2 = sq_distances(x, x)
     h = float(np.median(np.sqrt(r2)[np.triu_indices(len(x), 1)]))
     alpha = np.linalg.solve(np.exp(-r2 / (2 * h * h)) + ridge * len(x) * np.eye(len(x)), y)

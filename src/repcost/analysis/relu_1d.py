@@ -169,18 +169,17 @@ def deep_relu_net_1d_function(weights: Sequence, biases: Optional[Sequence] = No
     S = np.ones((2, 1))  # S[j] = slope on segment j (segment 0 = (−∞, t_1), segment M = (t_M, ∞))
     for W, b in zip(Ws[:-1], bs[:-1]):
         Z, SZ = H @ W.T + b, S @ W.T
-        # zero crossings, each computed from the segment end nearer to it
+        # zero crossings, each computed from the segment end nearer to it (none while t is one knot)
         new = [t]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if t.size > 1:
-                z0, z1 = Z[:-1], Z[1:]
-                seg, unit = np.nonzero((z0 * z1) < 0)
-                sj = SZ[seg + 1, unit]
-                from_left = t[seg] - z0[seg, unit] / sj
-                from_right = t[seg + 1] - z1[seg, unit] / sj
-                near_left = np.abs(z0[seg, unit]) <= np.abs(z1[seg, unit])
-                x = np.where(near_left, from_left, from_right)
-                new.append(np.clip(x, t[seg], t[seg + 1]))
+            z0, z1 = Z[:-1], Z[1:]
+            seg, unit = np.nonzero((z0 * z1) < 0)
+            sj = SZ[seg + 1, unit]
+            from_left = t[seg] - z0[seg, unit] / sj
+            from_right = t[seg + 1] - z1[seg, unit] / sj
+            near_left = np.abs(z0[seg, unit]) <= np.abs(z1[seg, unit])
+            x = np.where(near_left, from_left, from_right)
+            new.append(np.clip(x, t[seg], t[seg + 1]))
             xl = t[0] - Z[0] / SZ[0]
             xr = t[-1] - Z[-1] / SZ[-1]
         # a crossing beyond far_x on an end ray comes from a slope |s| ≈ |z(t_end)|/|x|: dropped, it

@@ -58,9 +58,8 @@ def ray_units(t, y, tol: float = 1e-12):
     t, y = np.concatenate([[0.0], t[o]]), np.concatenate([[0.0], y[o]])
     slopes = np.diff(y) / np.diff(t)
     a = np.diff(np.concatenate([[0.0], slopes]))  # slope jumps at 0 = t_0 < t_1 < … < t_{n−1}
-    tau = t[:-1]
     keep = np.abs(a) > tol * max(1.0, np.max(np.abs(a)))
-    return a[keep], tau[keep]
+    return a[keep], t[:-1][keep]
 
 
 def f_and_g(w1, w2, rays) -> tuple[TwoLayerNet, TwoLayerNet]:
@@ -86,8 +85,7 @@ def projection_interpolant(x, y, u) -> TwoLayerNet:
     with different labels project to the same point (no interpolant on span(u)).
     """
     x = as_matrix(x, "x")
-    u = as_vector(u, "u")
-    u = u / np.linalg.norm(u)
+    u = as_vector(u, "u") / np.linalg.norm(u)
     p = x @ u
     net = min_norm_relu_net_1d(linear_spline_interpolant(p, as_vector(y, "y")))
     return TwoLayerNet(net.W * u[None, :], net.a[:, 0], net.b, float(net.c[0]))
@@ -96,8 +94,7 @@ def projection_interpolant(x, y, u) -> TwoLayerNet:
 def directional_variation(net: TwoLayerNet, x, u) -> float:
     """RMS over x of |u⊥ᵀ∇h| / RMS of ‖∇h‖ (d = 2): how much h varies perpendicular to u (0 = h(x) = φ(uᵀx))."""
     x = as_matrix(x, "x")
-    u = as_vector(u, "u")
-    u = u / np.linalg.norm(u)
+    u = as_vector(u, "u") / np.linalg.norm(u)
     perp = np.array([-u[1], u[0]])
     G = ((x @ net.W.T + net.b > 0) * net.a) @ net.W  # ∇h = Σ_k a_k 1[w_kᵀx + b_k > 0] w_k at each row
     tot = float(np.sqrt(np.mean(np.sum(G**2, axis=1))))

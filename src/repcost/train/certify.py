@@ -37,9 +37,8 @@ def summary_fields(cfg: TrainConfig, stop_reason: str, gap: float | None, rounds
            "certify.rounds": rounds, "certify.max_rounds": c.rounds, "certify.budget_steps": cfg.total_steps,
            "certify.steps": steps}
     if c.cost_tol is not None:
-        c_min = 0.0
-        if gap is not None and x.shape[1] == 1 and y.reshape(len(y), -1).shape[1] == 1:
-            c_min = spline_min_cost(*(t.detach().double().cpu().reshape(-1).numpy() for t in (x, y)))
+        one_d = gap is not None and x.shape[1] == 1 and y.reshape(len(y), -1).shape[1] == 1
+        c_min = spline_min_cost(x, y) if one_d else 0.0
         out.update({"certify.cost_tol": c.cost_tol, "certify.cost_over_min": cost / c_min if c_min > 0 else None})
     return out
 
