@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -217,7 +218,7 @@ def test_a_family_that_declares_no_symmetry_gets_no_balance_numbers(tmp_path):
 
 
 def test_prop3_bound_fails_for_a_skip_net_and_is_not_reported():
-    from repcost.analysis.hooks import AnalysisContext, CommonOptions
+    from repcost.analysis.hooks import CommonOptions
     from repcost.analysis.spectra import jacobian_spectra, prop3_bound, schatten_cost
     from repcost.registry import ANALYSES
 
@@ -227,6 +228,6 @@ def test_prop3_bound_fails_for_a_skip_net_and_is_not_reported():
             W.fill_(v)
     x = torch.ones(1, 1, dtype=torch.float64)
     assert schatten_cost(jacobian_spectra(m, x), 3) == pytest.approx(1.0) and prop3_bound(m) == pytest.approx(2 / 3)
-    r = ANALYSES.get("jacobian").build.fn(m, x, CommonOptions(), AnalysisContext(None, 1))
+    r = ANALYSES.get("jacobian").build.fn(m, x, CommonOptions(), SimpleNamespace(n_points=1))
     assert "jacobian.prop3_bound" not in r.scalars and "declares no" in r.not_applicable["jacobian.prop3_bound"]
     assert r.scalars["jacobian.schatten_cost_max"] == pytest.approx(1.0)

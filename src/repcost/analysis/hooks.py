@@ -17,7 +17,7 @@ import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -174,19 +174,10 @@ class Analysis:
     describe: Optional[Callable[[dict], list[str]]] = None  # summary -> lines the CLI prints after a run
 
 
-@dataclass(frozen=True)
-class AnalysisContext:
-    """What an analysis may read beside the model and its points."""
-
-    data: Any
-    n_points: int
-    train: Any = None  # the run's TrainConfig (loss, λ, s)
-
-
 def register_analysis(name: str, options: type, fn: Callable, applies: Optional[Callable] = None,
                       cheap: bool = True, describe: Optional[Callable[[dict], list[str]]] = None) -> None:
-    """Register an analysis (also from a plugin): `fn(model, x, options, ctx) -> Result`, options a dataclass;
-    `describe(summary)` gives the lines `repcost-train` prints about it after a run."""
+    """Register an analysis (also from a plugin): `fn(model, x, options, ctx) -> Result` (ctx: the `AnalysisRunner`),
+    options a dataclass; `describe(summary)` gives the lines `repcost-train` prints about it after a run."""
     ANALYSES.register(name, options)(Analysis(fn, applies or (lambda model, data: None), cheap, describe))
 
 
@@ -213,7 +204,9 @@ def analysis_points(cfg: AnalysisConfig, data) -> torch.Tensor:
 
 
 class AnalysisRunner:
-    """Periodic scalars into metrics.jsonl; final scalars into summary.json, arrays into analysis/."""
+    """Periodic scalars into metrics.jsonl; final scalars into summary.json, arrays into analysis/. It is the `ctx`
+    every analysis receives: what an analysis may read beside the model and its points is its `data`, `n_points` and
+    `train` (the run's TrainConfig: loss, λ, s; None outside training)."""
 
     def __init__(self, cfg: AnalysisConfig, model, data, run_dir: Path, train=None):
         self.cfg, self.run_dir = cfg, Path(run_dir)
@@ -226,12 +219,12 @@ class AnalysisRunner:
         self.x = analysis_points(cfg, data) if cfg.analyses else None
         self.options = {**{n: built.get(ANALYSES.get(n).schema) for n in self.names}, "critical": cfg.critical}
         self.critical = cfg.critical.enabled and train is not None
-        self.ctx = AnalysisContext(data, cfg.n_points, train)
+        self.data, self.n_points, self.train = data, cfg.n_points, train
 
     def _run(self, model, names) -> Result:
         out = Result()
         for name in names:
-            r = ANALYSES.get(name).build.fn(model, self.x, self.options[name], self.ctx)
+            r = ANALYSES.get(name).build.fn(model, self.x, self.options[name], self)
             out.scalars.update(r.scalars)
             if r.arrays:  # one analysis/<name>.npz each
                 out.arrays[name] = r.arrays
