@@ -14,10 +14,10 @@ PLUGIN_HINT = ("a plugin's name? load its module with plugins=[mypkg.module] "
                "(or install it with a repcost.plugins entry point)")
 
 
-def did_you_mean(word: str, options: Iterable[str], prefix: str = "") -> str:
-    """'; did you mean <prefix><closest>?' for a near miss among `options`, else ''."""
+def did_you_mean(word: str, options: Iterable[str], prefix: str = "", suffix: str = "") -> str:
+    """'; did you mean <prefix><closest><suffix>?' for a near miss among `options`, else ''."""
     near = difflib.get_close_matches(str(word), [str(o) for o in options], n=2, cutoff=0.6)
-    return f"; did you mean {' or '.join(prefix + n for n in near)}?" if near else ""
+    return f"; did you mean {' or '.join(prefix + n + suffix for n in near)}?" if near else ""
 
 
 class RepcostError(Exception):

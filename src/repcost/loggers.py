@@ -29,9 +29,10 @@ log = logging.getLogger("repcost")
 
 
 def _scalars(d: dict) -> dict[str, float]:
-    """The numbers of a (nested) dict, keys joined by '/' (the trackers' grouping)."""
+    """The numbers of a (nested) dict but `step` (a metrics record's x axis), keys joined by '/' (the trackers'
+    grouping)."""
     return {k: float(v) for k, v in flat(d, "/", sections=False).items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "step"}
 
 
 def _hparam_values(config: dict) -> dict[str, Any]:
@@ -39,10 +40,6 @@ def _hparam_values(config: dict) -> dict[str, Any]:
     lists (widths, phases) go as text."""
     return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in flat(config, sections=False).items()
             if v is not None}
-
-
-def _metrics(rec: dict) -> dict[str, float]:
-    return {k: v for k, v in _scalars(rec).items() if k != "step"}
 
 
 def _tags(run_dir: Path, chash: str) -> dict[str, str]:
@@ -63,7 +60,7 @@ class TensorBoardTracker:
 
     def log(self, rec: dict) -> None:
         """Every number of one metrics record (`rec["step"]` is the x axis; nested dicts become groups)."""
-        for key, value in _metrics(rec).items():
+        for key, value in _scalars(rec).items():
             self._writer.add_scalar(key, value, global_step=int(rec["step"]))
 
     def finish(self, summary: dict | None) -> None:
@@ -119,7 +116,7 @@ class MLflowTracker:
         ms, step = int(time.time() * 1000), int(rec["step"])
         if step <= self.logged:  # logged before a hard kill, after the checkpoint this run resumed from
             return
-        self.client.log_batch(self.run_id, metrics=[Metric(k, v, ms, step) for k, v in _metrics(rec).items()])
+        self.client.log_batch(self.run_id, metrics=[Metric(k, v, ms, step) for k, v in _scalars(rec).items()])
 
     def finish(self, summary: dict | None) -> None:
         if summary is None:  # a stopped run stays RUNNING in MLflow: its relaunch continues it
@@ -147,7 +144,7 @@ class WandbTracker:
         self.run_id = self.run.id
 
     def log(self, rec: dict) -> None:
-        self.run.log(_metrics(rec), step=int(rec["step"]))
+        self.run.log(_scalars(rec), step=int(rec["step"]))
 
     def finish(self, summary: dict | None) -> None:
         if summary is not None:

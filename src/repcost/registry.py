@@ -102,13 +102,10 @@ ENTRY_POINT_GROUP = "repcost.plugins"
 imported_plugins: set[str] = set()  # the plugin modules imported in this process (entry points and plugins keys)
 
 
-_MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-
-
 def _import(name: str, origin: str) -> None:
     if name in imported_plugins:
         return
-    if not _MODULE_NAME.match(name):
+    if not all(part.isidentifier() for part in name.split(".")):
         raise ConfigError("plugins", name, "absolute module names (dotted identifiers, e.g. mypkg.repcost_plugin; "
                           "no empty or relative names)") if origin == "config key plugins" else RepcostError(
             f"plugin {name!r} ({origin}) is not an absolute module name; fix the entry point")

@@ -22,6 +22,8 @@ import contextlib
 import os
 from pathlib import Path
 
+import torch
+
 # samples × parameters of one full-batch step below which a run trains on one thread. The demo (10 × 301 = 3e3)
 # sits below it; Jacot et al. 2022's MNIST net (42 × 42k = 1.8e6) and Jacot 2023's Fig 1 net (2000 × 91k = 1.8e8)
 # above, where the free cores decide (benchmarks/threads.py).
@@ -84,8 +86,6 @@ _managed: dict = {}  # set by `apply`: this process's threads are repcost's to c
 
 def apply(setting: int | str, concurrency: int = 1, work: float | None = None) -> tuple[int, str]:
     """Set torch's intra-op threads by `choose` (unless OMP_NUM_THREADS governs); returns (threads, why)."""
-    import torch
-
     _managed.update(setting=setting, concurrency=concurrency)
     n, why = choose(setting, work, concurrency)
     if why != "OMP_NUM_THREADS" and torch.get_num_threads() != n:

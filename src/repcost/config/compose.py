@@ -49,8 +49,7 @@ def _job_dir(override_dirname: str, parent: str = "") -> str:
     return _shortened(name, MAX_JOB_DIR)
 
 
-if not OmegaConf.has_resolver("repcost_job_dir"):
-    OmegaConf.register_new_resolver("repcost_job_dir", _job_dir)
+OmegaConf.register_new_resolver("repcost_job_dir", _job_dir, replace=True)
 
 
 def check_config_dirs(dirs: Sequence[str | Path], flag: str = "config dir") -> list[Path]:

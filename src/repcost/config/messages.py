@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import os
 import re
@@ -67,10 +66,9 @@ def _near_key(key: str, cause: BaseException | None) -> str:
     parent, bad = getattr(cause, "parent_node", None), str(getattr(cause, "key", "") or "")
     parts = key.lstrip("+~").split(".")
     if bad in parts and isinstance(parent, DictConfig):  # (a list's index has no near names)
-        i = parts.index(bad)
-        near = difflib.get_close_matches(bad, [str(k) for k in parent.keys()], n=2, cutoff=0.6)
-        if near:
-            return "; did you mean " + " or ".join(".".join([*parts[:i], n, *parts[i + 1:]]) for n in near) + "?"
+        i = parts.index(bad)  # the misspelt part, mended between the parts around it
+        if near := did_you_mean(bad, parent.keys(), ".".join([*parts[:i], ""]), ".".join(["", *parts[i + 1:]])):
+            return near
     return " (`--cfg job` lists the keys; a leading + appends a new key)"
 
 
