@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import gzip
 import math
 import os
@@ -107,17 +106,14 @@ def read_idx(path: Path) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
 
 
-@functools.lru_cache(maxsize=4)
 def read_pool(images_path: str, labels_path: str) -> Pool:
-    """Images (N, 784) and labels of an IDX pair, read-only."""
+    """Images (N, 784) and labels of an IDX pair."""
     images, labels = read_idx(Path(images_path)), read_idx(Path(labels_path))  # uint8 arrays
     if images.shape[1:] not in ((784,), (28, 28)) or labels.shape != images.shape[:1] or (labels > 9).any():
         raise RepcostError(f"MNIST: {images_path} and {labels_path} hold {images.shape} images and "
                            f"{labels.shape} labels, not (N, 28, 28) uint8 images with one label 0..9 each; "
                            f"{IDX_HINT}")
-    images, labels = images.reshape(len(images), 784), labels.astype(np.int64)
-    images.flags.writeable = labels.flags.writeable = False
-    return images, labels
+    return images.reshape(len(images), 784), labels.astype(np.int64)
 
 
 def mnist_source(cfg: MnistConfig) -> Tuple[Pool, Optional[Pool], str]:

@@ -54,9 +54,8 @@ class Points1DConfig:
         check(self.n_test == 0 or self.y_dist in FUNCTIONS, "n_test", self.n_test,
               "0 unless y_dist is a named function (random targets have no test split)")
         if self.x is not None:
-            xs = list(self.x)
-            check(len(xs) >= 2, "x", xs, "a list of >= 2 numbers")
-            check(len(set(xs)) == len(xs), "x", xs, "distinct numbers")
+            check(len(self.x) >= 2, "x", self.x, "a list of >= 2 numbers")
+            check(len(set(self.x)) == len(self.x), "x", self.x, "distinct numbers")
         check(self.y is None or self.x is not None, "y", self.y, "null unless x is given too")
         if self.y is not None:
             check(len(self.y) == len(self.x), "y", self.y, f"a list of len(x) = {len(self.x)} numbers")
