@@ -67,18 +67,13 @@ def inverted_s_wave(t: np.ndarray) -> np.ndarray:
 CURVES = {"arcs": inverted_s, "wave": inverted_s_wave}
 
 
-def class_offsets(cfg: SCurvesConfig) -> list[float]:
-    """x-translation of each class's curve: (c − (n_classes − 1)/2)·spacing, so the dataset is centred."""
-    return [(c - (cfg.n_classes - 1) / 2) * cfg.spacing for c in range(cfg.n_classes)]
-
-
-def _split(cfg: SCurvesConfig, n: int, stream: int):
+def _split(cfg: SCurvesConfig, offsets: list[float], n: int, stream: int):
     gen = rng(cfg.seed, stream)
     curve, k = CURVES[cfg.shape], cfg.n_classes
     # a row of arc-length fractions per class (one draw, in the order a per-class loop would make)
     u = np.tile(np.linspace(0.0, 1.0, n), (k, 1)) if cfg.sampling == "even" else gen.uniform(0.0, 1.0, size=(k, n))
     t = at_arclength(curve, u, np.linspace(-T_MAX, T_MAX, 4097))
-    x = np.concatenate([curve(t[c]) + np.array([dx, 0.0]) for c, dx in enumerate(class_offsets(cfg))])
+    x = np.concatenate([curve(t[c]) + np.array([dx, 0.0]) for c, dx in enumerate(offsets)])
     if cfg.noise > 0:
         x = x + cfg.noise * gen.standard_normal(x.shape)
     return torch.from_numpy(x), torch.from_numpy(np.repeat(np.arange(k, dtype=np.int64), n))
@@ -86,7 +81,8 @@ def _split(cfg: SCurvesConfig, n: int, stream: int):
 
 @DATASETS.register("s_curves", SCurvesConfig)
 def load_s_curves(cfg: SCurvesConfig) -> DataBundle:
-    """Class c = points on an inverted S shifted by class_offsets[c] along x (+ noise), Jacot 2023 Fig 2."""
-    splits = two_splits(lambda n, stream: _split(cfg, n, stream), cfg.n_per_class, cfg.n_test_per_class)
-    meta = {"offsets": class_offsets(cfg), "spacing": cfg.spacing, "shape": cfg.shape}
+    """Class c = points on an inverted S shifted by offsets[c] along x (+ noise), Jacot 2023 Fig 2."""
+    offsets = [(c - (cfg.n_classes - 1) / 2) * cfg.spacing for c in range(cfg.n_classes)]  # the dataset centred
+    splits = two_splits(lambda n, stream: _split(cfg, offsets, n, stream), cfg.n_per_class, cfg.n_test_per_class)
+    meta = {"offsets": offsets, "spacing": cfg.spacing, "shape": cfg.shape}
     return DataBundle("s_curves", *splits, task="classification", n_classes=cfg.n_classes, meta=meta)

@@ -45,10 +45,6 @@ class TwoRaysConfig:
         check(len(self.slopes) == 2, "slopes", self.slopes, "a list of 2 numbers (one per ray)")
         check(len(self.offsets) == 2, "offsets", self.offsets, "a list of 2 numbers (one per ray)")
 
-    def theta(self) -> float:
-        """The angle between the rays in radians (angle_pi·π when angle_pi is set)."""
-        return self.angle_pi * math.pi if self.angle_pi is not None else self.angle
-
 
 @DATASETS.register("two_rays", TwoRaysConfig)
 def load_two_rays(cfg: TwoRaysConfig) -> DataBundle:
@@ -56,12 +52,13 @@ def load_two_rays(cfg: TwoRaysConfig) -> DataBundle:
     w2 = w1 rotated by θ, and w0 = (w1 − w2)/‖w1 − w2‖ in meta."""
     w1 = np.asarray(cfg.w1, dtype=np.float64)
     w1 = w1 / np.linalg.norm(w1)
-    c, s = math.cos(cfg.theta()), math.sin(cfg.theta())
+    theta = cfg.angle_pi * math.pi if cfg.angle_pi is not None else cfg.angle  # the angle between the rays
+    c, s = math.cos(theta), math.sin(theta)
     w2 = np.array([[c, -s], [s, c]]) @ w1
     w0 = (w1 - w2) / np.linalg.norm(w1 - w2)
     t = [spaced(cfg.spacing, cfg.t_min, cfg.t_max, cfg.points_per_ray, rng(cfg.seed, j)) for j in range(2)]
     x = torch.as_tensor(np.concatenate([t[0][:, None] * w1[None, :], t[1][:, None] * w2[None, :]]))
     y = torch.as_tensor(np.concatenate([cfg.slopes[j] * t[j] + cfg.offsets[j] for j in range(2)])).reshape(-1, 1)
     ray = [j for j in range(2) for _ in t[j]]  # the ray of each sample
-    meta = {"w1": w1.tolist(), "w2": w2.tolist(), "w0": w0.tolist(), "angle": cfg.theta(), "ray": ray}
+    meta = {"w1": w1.tolist(), "w2": w2.tolist(), "w0": w0.tolist(), "angle": theta, "ray": ray}
     return DataBundle("two_rays", x, y, meta=meta)
