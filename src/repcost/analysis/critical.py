@@ -264,7 +264,6 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
 
     out = {"grad_norm": g, "grad_norm_rel": g / theta if theta > 0 else g, "stationarity": relative(g)}
     why = not_applicable(m).get("neuron_gap")  # the unit gap needs what neuron balance needs
-    na = {"unit_gap": why} if why else {}
     gaps = {} if why else {"unit_gap": max_unit_gap(m.unit_norms())}
     lin = linear_layer_balance(m)
     if lin:
@@ -290,8 +289,8 @@ def critical_point_certificate(model, x: torch.Tensor, y: torch.Tensor, loss: st
     if descent_evals > 0 and finite:
         d = lbfgs_descent(m, x, y, loss, lam, reg_scale, descent_evals)
         out["descent_rel"], out["descent_evals"] = d["descent_rel"], d["evaluations"]
-    if na:
-        out["not_applicable"] = na
+    if why:
+        out["not_applicable"] = {"unit_gap": why}
     return out
 
 

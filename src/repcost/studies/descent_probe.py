@@ -31,7 +31,7 @@ from repcost.api import load_run
 from repcost.config.messages import clean_exit
 from repcost.errors import OneLineParser
 from repcost.figures.jacot23_fig1 import ratio
-from repcost.objective import objective
+from repcost.objective import objective, training_targets
 
 
 def describe(model, x, y, train, k: int | None) -> tuple[float, str]:
@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         run = load_run(a.run_dir)
         data = run.data()
         train, model = run.spec.train, run.model(data=data)  # float64
-    x, y = float64_inputs(model, data.x_train, data.y_train)
+    # the targets as the run's objective saw them (one-hot rows for MSE on a classification dataset)
+    x, y = float64_inputs(model, data.x_train, training_targets(data, data.y_train, train.loss))
     k = data.meta.get("k") if hasattr(model, "hidden") else None
     d0, line = describe(model, x, y, train, k)
     print(f"end of run: {line}", flush=True)
