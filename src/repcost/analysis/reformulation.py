@@ -24,7 +24,7 @@ from typing import List
 
 import torch
 
-from ..objective import data_loss, reg_scale_factor
+from ..objective import objective, reg_scale_factor
 
 
 def augment(h: torch.Tensor, beta: float) -> torch.Tensor:
@@ -54,14 +54,12 @@ def reformulated_loss(model, x: torch.Tensor, y: torch.Tensor, lam: float, loss:
     """
     with torch.no_grad():
         zs, zsig = representations(model, x)
-        s = reg_scale_factor(reg_scale, model.depth)
         yy = y if loss == "cross_entropy" else y.to(torch.float64)
-        dl = data_loss(zs[-1].T, yy, loss)
+        original, dl, sq = objective(model, x.to(torch.float64), yy, loss, lam, reg_scale)
         # ‖Z_ℓ (Z^σ_{ℓ−1})⁺‖²_F (Moore–Penrose pseudo-inverse, relative cut-off rcond)
         terms = torch.stack([(z @ torch.linalg.pinv(s, rtol=rcond)).pow(2).sum() for z, s in zip(zs, zsig)])
-        sq = sum((p.detach().double() ** 2).sum() for p in model.regularised_params())
-    return {"reformulated": float(dl + lam * s * terms.sum()), "original": float(dl + lam * s * sq),
-            "data_loss": float(dl), "terms": terms.tolist(), "param_sq_norm": float(sq)}
+    return {"reformulated": float(dl + lam * reg_scale_factor(reg_scale, model.depth) * terms.sum()),
+            "original": float(original), "data_loss": float(dl), "terms": terms.tolist(), "param_sq_norm": float(sq)}
 
 
 def ridge_pinv(m: torch.Tensor, ridge: float) -> torch.Tensor:

@@ -322,7 +322,7 @@ def convex_minimum(x: np.ndarray, y: np.ndarray, rho: float) -> ConvexMinimum:
                                  settings).solve()
     eta = np.asarray(sol.z)[d:].reshape(k, d + 1)[:, 1:]
     size = np.linalg.norm(eta, axis=1)
-    keep = size > _ZERO * size.max() if size.max() > 0 else np.zeros(k, dtype=bool)
+    keep = size > _ZERO * size.max()  # none where every multiplier is 0
     eta = eta[keep]
     fit = phi[:, keep] @ eta
     c = (y - fit).mean(axis=0)  # the free offset's optimum given η
@@ -413,17 +413,16 @@ def best_unit(x: np.ndarray, residual: np.ndarray, rho: float) -> tuple[TwoLayer
     return balanced_net(kinks[j:j + 1], signs[j:j + 1], eta[None, :], np.zeros(r.shape[1])), violation
 
 
-def _kept_if_lower(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho: float, tensors: list[torch.Tensor],
-                   change):
+def _kept_if_lower(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho: float, change):
     """Apply `change()` to the net and keep it (returning what it returned) where it returned something and
-    lowered MSE + ρΣ‖p‖²; else `tensors` are restored and None returned."""
+    lowered MSE + ρΣ‖p‖²; else the model's parameters are restored and None returned."""
     objective = lambda: float(data_loss(model(x), y, "mse") + rho * model.param_sq_norm())  # noqa: E731
-    before, saved = objective(), [t.clone() for t in tensors]
+    before, saved = objective(), [p.clone() for p in model.parameters()]
     out = change()
     if out is not None and objective() < before:
         return out
-    for t, old in zip(tensors, saved):
-        t.copy_(old)
+    for p, old in zip(model.parameters(), saved):
+        p.copy_(old)
     return None
 
 
@@ -444,12 +443,12 @@ def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho:
     violation), one entry per unit.
     """
     W, b, a, c = two_layer_1d(model, x, writable=True)
-    c = [c] if isinstance(c, torch.nn.Parameter) else []
+    free_c = isinstance(c, torch.nn.Parameter)
     inserted: list[tuple[TwoLayerNet, float]] = []
 
     def place(k: int) -> tuple[TwoLayerNet, float] | None:
-        if c:  # an idle unit can still add a constant a_k·[b_k]₊ (a kink beyond the data): keep it in c
-            c[0] += (a[:, k:k + 1] * torch.relu(x[:, 0] * W[k, 0] + b[k])).mean(dim=1)
+        if free_c:  # an idle unit can still add a constant a_k·[b_k]₊ (a kink beyond the data): keep it in c
+            c.add_((a[:, k:k + 1] * torch.relu(x[:, 0] * W[k, 0] + b[k])).mean(dim=1))
         a[:, k] = 0
         best = best_unit(x[:, 0], model(x) - y, rho)
         if best is None or not best[1] > 1:
@@ -461,8 +460,7 @@ def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho:
         mass = W[:, 0].detach().double().abs() * a.detach().double().norm(dim=0)
         idle = [k for k in torch.argsort(mass).tolist() if mass[k] <= IDLE * float(mass.sum())]
         for k in idle[:n]:
-            best = _kept_if_lower(model, x, y, rho, [W[k], b[k], a[:, k], *c], lambda: place(k))  # noqa: B023
-            if best is None:  # only a step that lowers it
+            if (best := _kept_if_lower(model, x, y, rho, lambda: place(k))) is None:  # only a step that lowers it  # noqa: B023
                 break
             inserted.append(best)
     return inserted
@@ -492,4 +490,4 @@ def place_convex_minimum(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho:
         return k
 
     with torch.no_grad():
-        return _kept_if_lower(model, x, y, rho, [W, b, a, c], place) or 0
+        return _kept_if_lower(model, x, y, rho, place) or 0
