@@ -31,11 +31,11 @@ def arclength(points: np.ndarray) -> np.ndarray:
     return np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(points, axis=0), axis=1))])
 
 
-def at_arclength(curve: Callable, u: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Parameters t of curve(t) at arc-length fractions u ∈ [0, 1] along the polyline through curve(grid) (sorted
-    grid): uniform u is uniform along the curve."""
+def points_at_arclength(curve: Callable, u: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Points curve(t) at arc-length fractions u ∈ [0, 1] along the polyline through curve(grid) (sorted grid; t is
+    interpolated, the points are exact): uniform u is uniform along the curve."""
     s = arclength(curve(grid))
-    return np.interp(np.asarray(u, dtype=np.float64) * s[-1], s, grid)
+    return curve(np.interp(u * s[-1], s, grid))
 
 
 # config keys many datasets share -> (smallest allowed value, what is allowed)

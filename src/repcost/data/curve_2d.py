@@ -9,7 +9,7 @@ import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from .bundle import DataBundle, arclength, at_arclength, check_shared, rng, two_splits
+from .bundle import DataBundle, arclength, check_shared, points_at_arclength, rng, two_splits
 
 SHAPES = ("sine", "arc", "spiral", "circle")
 CLOSED = ("circle",)
@@ -59,15 +59,10 @@ def curve_param(cfg: Curve2DConfig, t: np.ndarray) -> np.ndarray:
     return np.stack([np.cos(2 * math.pi * t), np.sin(2 * math.pi * t)], axis=-1)
 
 
-def points_at_arclength(cfg: Curve2DConfig, s: np.ndarray) -> np.ndarray:
-    """Exact curve points at arc-length fractions s ∈ [0, 1] (the parameter is interpolated)."""
-    return curve_param(cfg, at_arclength(lambda t: curve_param(cfg, t), s, GRID))
-
-
 def curve_points(cfg: Curve2DConfig, n: int) -> torch.Tensor:
     """n float64 points equally spaced in arc length along the curve (a closed curve omits the repeated end)."""
     s = np.linspace(0.0, 1.0, n, endpoint=cfg.shape not in CLOSED)
-    return torch.from_numpy(points_at_arclength(cfg, s))
+    return torch.from_numpy(points_at_arclength(lambda t: curve_param(cfg, t), s, GRID))
 
 
 def distance_to_curve(cfg: Curve2DConfig, pts, k: int = 8) -> np.ndarray:
@@ -93,7 +88,8 @@ def distance_to_curve(cfg: Curve2DConfig, pts, k: int = 8) -> np.ndarray:
 def _split(cfg: Curve2DConfig, n: int, stream: int):
     """(noisy inputs, clean targets) for n points, uniform (or even) in arc length."""
     gen = rng(cfg.seed, stream)
-    y = curve_points(cfg, n).numpy() if cfg.sampling == "even" else points_at_arclength(cfg, gen.uniform(size=n))
+    y = (curve_points(cfg, n).numpy() if cfg.sampling == "even"
+         else points_at_arclength(lambda t: curve_param(cfg, t), gen.uniform(size=n), GRID))
     x = y + cfg.noise * gen.standard_normal(y.shape) if cfg.noise > 0 else y.copy()
     return torch.from_numpy(x), torch.from_numpy(y)
 

@@ -10,7 +10,7 @@ import torch
 
 from ..errors import check
 from ..registry import DATASETS
-from .bundle import DataBundle, at_arclength, check_shared, rng, two_splits
+from .bundle import DataBundle, check_shared, points_at_arclength, rng, two_splits
 
 T_MAX = 1.5 * math.pi  # the curve parameter runs over [-3π/2, 3π/2]
 
@@ -72,8 +72,8 @@ def _split(cfg: SCurvesConfig, offsets: list[float], n: int, stream: int):
     curve, k = CURVES[cfg.shape], cfg.n_classes
     # a row of arc-length fractions per class (one draw, in the order a per-class loop would make)
     u = np.tile(np.linspace(0.0, 1.0, n), (k, 1)) if cfg.sampling == "even" else gen.uniform(0.0, 1.0, size=(k, n))
-    t = at_arclength(curve, u, np.linspace(-T_MAX, T_MAX, 4097))
-    x = np.concatenate([curve(t[c]) + np.array([dx, 0.0]) for c, dx in enumerate(offsets)])
+    pts = points_at_arclength(curve, u, np.linspace(-T_MAX, T_MAX, 4097))  # (k, n, 2)
+    x = np.concatenate([pts[c] + np.array([dx, 0.0]) for c, dx in enumerate(offsets)])
     if cfg.noise > 0:
         x = x + cfg.noise * gen.standard_normal(x.shape)
     return torch.from_numpy(x), torch.from_numpy(np.repeat(np.arange(k, dtype=np.int64), n))
