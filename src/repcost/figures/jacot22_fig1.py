@@ -84,7 +84,7 @@ def plot(rows: list[dict]):
     """The first seed's panels: 2-D projected points, attraction (green) and repulsion (red) arrows scaled to the
     longest at 15 % of the cloud's extent, rays (grey dashed) of the groups of aligned neurons."""
     panels = rows[0]["_panels"]
-    fig = Figure(figsize=(4.2 * len(panels), 4))
+    fig = Figure(figsize=(4.2 * len(panels), 4), layout="tight")
     for ax, p in zip(fig.subplots(1, len(panels)), panels):
         pts, att, rep = p["points"], p["attraction"], p["repulsion"]
         k = 0.15 * (float(np.ptp(pts, axis=0).max()) or 1.0) / (max(float(np.linalg.norm(f, axis=1).max())
@@ -105,7 +105,6 @@ def plot(rows: list[dict]):
         ax.scatter([0], [0], marker="+", c="grey", s=30)
         ax.set_title(p["title"], fontsize=9)
         ax.set(xlabel="PC 1", ylabel="PC 2")
-    fig.tight_layout()
     return fig
 
 

@@ -81,7 +81,7 @@ def plot(rows: list[dict]) -> Figure:
     values) drawn as small dots), title, ylabel, optional marks (vertical dotted lines, e.g. N²/4) and yscale:
     log, or symlog (linear below 1, log above: for relative excesses in % that reach 0)."""
     panels = rows[0]["_panels"]
-    fig = Figure(figsize=(5.0 * len(panels), 4))
+    fig = Figure(figsize=(5.0 * len(panels), 4), layout="tight")
     for ax, p in zip(fig.subplots(1, len(panels)), panels):
         marks = p.get("marks", ())
         for s in p["series"]:
@@ -102,5 +102,4 @@ def plot(rows: list[dict]) -> Figure:
         ax.set(xlabel="width", ylabel=p["ylabel"])
         ax.set_title(p["title"], fontsize=9)
         ax.legend(fontsize=7)
-    fig.tight_layout()
     return fig

@@ -26,14 +26,6 @@ CLAIM = ("Paper: deeper nets recover the rank (shallow ones overestimate it); �
          "is min{N, d_in, d_out} (App. D).")
 
 
-def _krr(data, n_points: int, k: int) -> tuple:
-    m = fit_krr(data.x_train.numpy(), data.y_train.numpy(), ridge=1e-8)
-    s = singular_values(m.jacobians(data.x_train.numpy()[:n_points]))  # the points the net's Jacobians were taken at
-    test = float(np.mean(np.sum((m.predict(data.x_test.numpy()) - data.y_test.numpy()) ** 2, 1)))
-    return (int(np.max(numerical_rank(s, TAU))), int(np.max(numerical_rank(s, 1e-3))),
-            float(np.median(s[:, k] / s[:, k - 1])), test)
-
-
 def compute(runs) -> list[dict]:
     """One row per (seed, N, depth): norms, hidden and Jacobian ranks against f*'s, and the KRR baseline of that N."""
     table, krr = [], {}
@@ -46,8 +38,12 @@ def compute(runs) -> list[dict]:
         jac_r = numerical_rank(jac, TAU)
         with np.errstate(divide="ignore", invalid="ignore"):  # a net of rank < k has s_k = 0: the gap is nan
             jac_gap = float(np.median(jac[:, k] / jac[:, k - 1]))
-        if N not in krr:
-            krr[N] = _krr(data, spec.analysis.n_points, k)
+        if N not in krr:  # the KRR baseline of this N: its Jacobians at the points the net's were taken at
+            m = fit_krr(data.x_train.numpy(), data.y_train.numpy(), ridge=1e-8)
+            s = singular_values(m.jacobians(data.x_train.numpy()[:spec.analysis.n_points]))
+            krr[N] = (int(np.max(numerical_rank(s, TAU))), int(np.max(numerical_rank(s, 1e-3))),
+                      float(np.median(s[:, k] / s[:, k - 1])),
+                      float(np.mean(np.sum((m.predict(data.x_test.numpy()) - data.y_test.numpy()) ** 2, 1))))
         kr, kr3, kgap, ktest = krr[N]
         table.append({"seed": spec.seed, "depth": L, "N": N, "k": k, "d_in": data.d_in, "d_out": data.d_out,
                       "norm_per_depth": summ["param_sq_norm_per_depth"], "bottleneck_layer": b + 1,
@@ -66,7 +62,7 @@ def plot(rows: list[dict]):
     """‖θ‖²/L, the bottleneck layer's rank and the Jacobian rank against depth (one line per N), with the KRR
     baseline's Jacobian rank as a horizontal line, of the first seed (the quick preset trains three)."""
     k = rows[0]["k"]
-    fig = Figure(figsize=(12, 4))
+    fig = Figure(figsize=(12, 4), layout="tight")
     ax1, ax2 = fig.subplots(1, 2)
     for j, N in enumerate(sorted({r["N"] for r in rows})):
         rr = sorted([r for r in rows if r["N"] == N and r.get("seed") == rows[0].get("seed")], key=lambda r: r["depth"])
@@ -81,7 +77,6 @@ def plot(rows: list[dict]):
     ax2.axhline(k, color="grey", ls="-", lw=0.8)
     ax2.set(xlabel="depth L", ylabel="rank", title="rank recovery vs depth", yscale="log")
     ax2.legend(fontsize=7)
-    fig.tight_layout()
     return fig
 
 

@@ -82,7 +82,7 @@ def plot(rows: list[dict]):
     first run (seed 0), the first 10 values of each, the true rank k dotted."""
     s = next(r for r in rows if r["kind"] == "summary")
     k, i = s["k"], np.arange(1, 11)
-    fig = Figure(figsize=(14, 4))
+    fig = Figure(figsize=(14, 4), layout="tight")
     axA, axB, axC = fig.subplots(1, 3)
     for ell, (h, c) in enumerate(zip(s["_hidden"], colormaps["viridis"](np.linspace(0, 1, len(s["_hidden"])))), 1):
         axA.semilogy(i[: min(10, len(h))], h[:10] / h[0], "o-", color=c, ms=3, label=f"ℓ={ell}")
@@ -99,7 +99,6 @@ def plot(rows: list[dict]):
         ax.axvline(k + 0.5, color="grey", ls=":", lw=1, label=f"true rank k = {k} (dotted)")
     axC.legend(fontsize=6)
     fig.suptitle(f"seed {s['seed']}: {s['_title']}")
-    fig.tight_layout()
     return fig
 
 

@@ -56,7 +56,7 @@ def plot(rows: list[dict]):
     """Decision regions, a row per depth and a column per λ, tripoints marked."""
     ncols = len({r["lam"] for r in rows})
     nrows = -(-len(rows) // ncols)
-    fig = Figure(figsize=(5 * ncols, 3.2 * nrows))
+    fig = Figure(figsize=(5 * ncols, 3.2 * nrows), layout="tight")
     axes = np.atleast_1d(fig.subplots(nrows, ncols)).ravel()
     for ax, p in zip(axes, [r["_panel"] for r in rows]):
         k = p["n_classes"]
@@ -72,7 +72,6 @@ def plot(rows: list[dict]):
         ax.set_xticks([]), ax.set_yticks([])
     for ax in axes[len(rows):]:
         ax.axis("off")
-    fig.tight_layout()
     return fig
 
 def verdict(rows: list[dict], full: bool) -> Verdict:

@@ -48,7 +48,7 @@ def plot(rows: list[dict]):
     """Sorted |ᾱ_i|/max|ᾱ| per depth L (log scale), ‖ᾱ‖₀ against L with the Thm C.3 bound N, and the Cor C.2
     balance gaps of the active sub-networks."""
     depths, active, N = [r["depth_L"] for r in rows], [r["active_subnets"] for r in rows], rows[0]["n_points_N"]
-    fig = Figure(figsize=(13, 3.6))
+    fig = Figure(figsize=(13, 3.6), layout="tight")
     a1, a2, a3 = fig.subplots(1, 3)
     for r in rows:
         v = np.sort(np.abs(r["_bar"]))[::-1]
@@ -65,7 +65,6 @@ def plot(rows: list[dict]):
     a3.boxplot([r["_gap"] if r["_gap"].size else np.zeros(1) for r in rows], positions=depths)
     a3.set(xlabel="depth L", ylabel="Cor C.2 gap (max−min)/max")
     a3.set_title("balance of active sub-networks", fontsize=9)
-    fig.tight_layout()
     return fig
 
 

@@ -45,7 +45,7 @@ def surfaces_figure(panels: Sequence, ncols: int, suptitle: str, bottom: Sequenc
     callable draws a 2-D panel on its axes; the `bottom` callables share one last row, each as wide as the row
     allows (no empty panels)."""
     nrows = -(-len(panels) // ncols) + (1 if bottom else 0)
-    fig = Figure(figsize=(4.2 * ncols, 3.8 * nrows))
+    fig = Figure(figsize=(4.2 * ncols, 3.8 * nrows), layout="tight")
     gs = fig.add_gridspec(nrows, ncols)
     for i, p in enumerate(panels):
         if callable(p):
@@ -56,5 +56,4 @@ def surfaces_figure(panels: Sequence, ncols: int, suptitle: str, bottom: Sequenc
     for i, draw in enumerate(bottom):
         draw(fig.add_subplot(gs[nrows - 1, bounds[i]:bounds[i + 1]]))
     fig.suptitle(suptitle, fontsize=10)
-    fig.tight_layout()
     return fig

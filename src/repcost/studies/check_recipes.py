@@ -399,7 +399,7 @@ def _figure(groups: dict[str, list[dict]], path: Path) -> None:
 
     cols = min(4, len(groups))
     nrows = -(-len(groups) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.4 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.4 * nrows), squeeze=False, layout="tight")
     for ax in axes.flat[len(groups):]:
         ax.set_visible(False)
     for ax, (k, sel) in zip(axes.flat, groups.items()):
@@ -422,7 +422,6 @@ def _figure(groups: dict[str, list[dict]], path: Path) -> None:
         ax.scatter([r["dataset"] for r in sel], values, c=colours, zorder=3)
         ax.set_title(f"{k}: {sum(r['passed'] for r in sel)}/{len(sel)} pass", fontsize=10)
         ax.set_xlabel("dataset")
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
