@@ -45,10 +45,10 @@ def test_embedded_digits_equal_mlxtends_csv_in_order():
 
 
 def _full_dir() -> Path:
-    from repcost.data.mnist_fetch import full_dir, present
+    from repcost.data.mnist import find_idx, full_dir
 
     d = full_dir()
-    if not present(d):
+    if not (find_idx(d, "train") and find_idx(d, "t10k")):
         pytest.skip(f"full MNIST not in {d} (repcost-data fetch mnist)")
     return d
 

@@ -79,7 +79,7 @@ def full_dir() -> Path:
     return Path(os.environ.get("REPCOST_DATA") or cache).expanduser() / "mnist"
 
 
-def _find_idx(root: Path, split: str) -> Optional[Tuple[str, str]]:
+def find_idx(root: Path, split: str) -> Optional[Tuple[str, str]]:
     """The (images, labels) IDX files of split (train/t10k) under root, or None when either is missing."""
     paths = []
     for kind, ndim in (("images", 3), ("labels", 1)):
@@ -134,7 +134,7 @@ def mnist_source(cfg: MnistConfig) -> Tuple[Pool, Optional[Pool], str]:
         hint = f"missing from the repcost install: reinstall repcost, or {ROOT_HINT}"
     if not root.is_dir():
         raise RepcostError(f"MNIST: {what}: {root} is not a folder; {hint}")
-    train, test = _find_idx(root, "train"), _find_idx(root, "t10k")
+    train, test = find_idx(root, "train"), find_idx(root, "t10k")
     if train is None:
         raise RepcostError(f"MNIST: {what}: no train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] in "
                            f"{root} (nor in {root / 'MNIST' / 'raw'}); {hint}")

