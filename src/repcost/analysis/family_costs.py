@@ -36,8 +36,7 @@ def register_family_gaps(family: str, fn: GapFn) -> None:
 
 def family_gaps(model) -> dict[str, np.ndarray]:
     """The registered balance gaps of the model's family ({} if none)."""
-    fn = FAMILY_GAPS.get(model.family)
-    return fn(model) if fn is not None else {}
+    return FAMILY_GAPS.get(model.family, lambda _: {})(model)
 
 
 def linear_relu_costs(model, x_train: torch.Tensor, y_train: torch.Tensor) -> tuple[dict[str, float], dict]:

@@ -336,15 +336,12 @@ def two_layer_1d(model: RepModel, x: torch.Tensor, writable: bool = False
     """(W (m, 1), b (m,), a (d_out, m), the output bias c or None) of a two-layer ReLU net on 1-D inputs with free
     hidden biases, read through `affine_chain()`; ValueError naming what the model lacks otherwise. `writable`:
     W, b and a must be the model's own parameters (an algorithm will change them in place)."""
-    st = model.structure
-    if not st.chain:
-        raise ValueError(f"needs a chain of affine maps (the {model.family} family declares none)")
-    chain = model.affine_chain()
+    chain = model.affine_chain()  # NotImplementedError naming the family where it is not a chain
     if model.depth != 2 or len(chain.weights) != 2 or x.shape[1] != 1:
         raise ValueError(f"needs depth 2 and 1-D inputs (this net: depth {model.depth}, {x.shape[1]}-D inputs)")
-    if chain.slope != 0 or st.biases != "free" or not chain.biases:
+    if chain.slope != 0 or model.structure.biases != "free" or not chain.biases:
         raise ValueError(f"needs a ReLU layer with free biases (the {model.family} net: slope {chain.slope}, "
-                         f"biases {st.biases})")
+                         f"biases {model.structure.biases})")
     W, b, a = chain.weights[0], chain.biases[0], chain.weights[1]
     if writable and not all(isinstance(t, torch.nn.Parameter) for t in (W, b, a)):
         raise ValueError(f"the {model.family} family's chain tensors are not its parameters")
