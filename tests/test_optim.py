@@ -115,7 +115,6 @@ def test_stacked_grid_members_equal_their_single_runs(extra):
     models = [build_model(sp.model, data.d_in, data.d_out, sp.seed).double() for sp in specs]
     ens = Engine(models, data, [sp.train for sp in specs], [sp.seed for sp in specs])
     results = ens.run()
-    ens.terms.unstack()
     for (m1, r1), m2, r2 in zip(singles, models, results):
         assert (r1.stop_reason, r1.steps) == (r2.stop_reason, r2.steps)
         for a, b in zip(m1.parameters(), m2.parameters()):

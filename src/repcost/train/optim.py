@@ -116,10 +116,7 @@ class Optimizer:
             for k, b in zip(STATE_KEYS[self.name], self.bufs):
                 if s.get(k) is not None:
                     (b[int(j)][i] if self.stacked else b[int(j)]).copy_(s[k])
-            if "step" in s:
-                self.steps_taken.fill_(float(s["step"]))
-        if state and self.name != "adam":
-            self.steps_taken.fill_(max(float(self.steps_taken), 1.0))  # a momentum buffer exists: it is used
+            self.steps_taken.fill_(float(s.get("step", 1.0)))  # Adam's t; for sgd: a momentum buffer exists, it is used
 
 
 def update_(name: str, params: list[torch.Tensor], grads: list[torch.Tensor], bufs: list[list[torch.Tensor]],

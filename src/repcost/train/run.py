@@ -284,7 +284,6 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
         sig = engine.stop_flag.signal
         out: list[dict | Exception] = [j.preempted(j.start[2], sig) for j in jobs]  # at their last checkpoint
         elapsed = time.perf_counter() - t_start  # the training time of every run of this process
-        engine.terms.unstack()
         for i, (j, r) in enumerate(zip(jobs, results or ())):
             wall = j.wall_before + elapsed
             if r.status == "preempted":

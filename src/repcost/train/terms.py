@@ -96,13 +96,6 @@ class Terms:
         with _ShareMatmuls():
             return functional_terms(self.template, self.loss, True, self.state, x, y, idx)
 
-    def unstack(self) -> None:
-        """Give every member model its own parameter storage (after training; the stack is left as is)."""
-        with torch.no_grad():
-            for m in self.models if self.stacked else ():
-                for t in list(m.parameters()) + list(m.buffers()):
-                    t.data = t.data.clone()
-
 
 def shared_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a @ b inside vmap, for a shared 2-D a (N, d) and a per-member 2-D b (d, m): one GEMM over all members.
