@@ -92,8 +92,7 @@ def find_idx(root: Path, split: str) -> Optional[Tuple[str, str]]:
 def read_idx(path: Path) -> np.ndarray:
     """An unsigned-byte IDX array (MNIST format: magic 0x0000 08 ndim, big-endian int32 dims), .gz allowed."""
     try:
-        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
-            raw = f.read()
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     except (OSError, EOFError) as e:
         raise RepcostError(f"MNIST: cannot read {path} ({e}); {IDX_HINT}") from None
     if len(raw) < 4 or raw[:3] != b"\0\0\x08" or not 1 <= raw[3] <= 4:
