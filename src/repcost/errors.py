@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import errno
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-
-
-PLUGIN_HINT = ("a plugin's name? load its module with plugins=[mypkg.module] "
-               "(or install it with a repcost.plugins entry point)")
 
 
 def did_you_mean(word: str, options: Iterable[str], prefix: str = "", suffix: str = "") -> str:
@@ -62,10 +57,7 @@ def one_line(e: Exception) -> str:
 
 def io_error(path: Path, e: OSError) -> RepcostError:
     """A one-line error for an output that could not be written (disk full, read-only, size limit, …)."""
-    why = {errno.ENOSPC: "no space left on the device", errno.EFBIG: "file too large (a file-size limit)",
-           errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
-           errno.ENOTDIR: "a path component is not a directory", errno.EEXIST: "a file is in the way"}
-    return RepcostError(f"cannot write {path}: {why.get(e.errno, e.strerror or str(e))}")
+    return RepcostError(f"cannot write {path}: {(e.strerror or str(e)).lower()}")  # e.g. no space left on device
 
 
 def report_left_out(prog: str, skipped: list[str], total: int, what: str, allow: bool) -> None:

@@ -8,10 +8,9 @@ editable install has no such directory and reads the checkout's configs/ directl
 from __future__ import annotations
 
 import os
-from importlib import resources
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout (meaningless for an installed wheel)
-_PACKAGED = Path(str(resources.files("repcost").joinpath("configs")))  # a real directory (Hydra reads no zip resource)
+_PACKAGED = Path(__file__).resolve().parent / "configs"  # a wheel's copy (Hydra reads a real directory)
 CONFIG_DIR = Path(os.environ.get("REPCOST_CONFIG_DIR")
                   or (_PACKAGED if (_PACKAGED / "config.yaml").is_file() else REPO_ROOT / "configs")).resolve()

@@ -35,7 +35,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import PLUGIN_HINT, ConfigError, RepcostError, did_you_mean
+from .errors import ConfigError, RepcostError, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,8 @@ class Registry:
         self._load()
         if name not in self._entries:
             raise ConfigError(key or f"{self.kind}.name", name, "one of " + ", ".join(self.names())
-                              + did_you_mean(name, self.names()) + "; " + PLUGIN_HINT)
+                              + did_you_mean(name, self.names()) + "; a plugin's name? load its module with "
+                              "plugins=[mypkg.module] (or install it with a repcost.plugins entry point)")
         return self._entries[name]
 
 

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
@@ -34,8 +35,6 @@ LAUNCH = "REPCOST_SWEEP_LAUNCH"  # "<start time> <job count>" of the launch, in 
 
 def count_jobs(config: DictConfig) -> int:
     """Jobs of a basic-sweeper multirun: the product of the sweep lists (command line over hydra.sweeper.params)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
     lines = {str(k): f"{k}={v}" for k, v in params.items()}
     lines.update({str(o).split("=", 1)[0].lstrip("+~"): str(o) for o in config.hydra.overrides.task})

@@ -10,13 +10,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..errors import RepcostError
 from ..paths import CONFIG_DIR
+from ..registry import DATASETS, MODELS
 from .messages import composition_error
+from .schema import AnalysisConfig, TrainConfig
 
 MAX_JOB_DIR = 100  # bytes: room for a figure preset's overrides and one more, a line a reader takes in (255 allowed)
 _LEGACY_MAX = 200  # the limit earlier sweeps' job directories were named under
@@ -66,11 +69,6 @@ def store_schema_defaults() -> None:
     `data=<name>` for each registered family and dataset, and `analysis_defaults` and `train_defaults`, which
     each analysis and train preset extends. A plugin's family or dataset (imported after composing) brings its own
     YAML in a config dir."""
-    from hydra.core.config_store import ConfigStore
-
-    from ..registry import DATASETS, MODELS
-    from .schema import AnalysisConfig, TrainConfig
-
     store = ConfigStore.instance()
     for group, registry in (("model", MODELS), ("data", DATASETS)):
         for entry in map(registry.get, registry.names()):
