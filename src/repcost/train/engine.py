@@ -256,8 +256,7 @@ class Engine:
         try:
             while self.pos.phase < len(self.phases) and self.active:
                 ph = self.phases[self.pos.phase]
-                if not self._run_phase(ph):
-                    break
+                self._run_phase(ph)  # every member may have stopped in it: the checks below then have none to check
                 self._final_check()
                 if cfg.certify.gap_tol is not None and ph.lam_factor == 1.0:
                     self._certify_check()
@@ -273,10 +272,10 @@ class Engine:
                        "time_s": time.perf_counter() - self._t0})  # the state after the last step: no step, no lr
         return [m.result for m in self.members]
 
-    def _run_phase(self, ph: PhaseConfig) -> bool:
+    def _run_phase(self, ph: PhaseConfig) -> None:
         """The steps of one phase from the current position (schedule, minibatch, gradients, checks, logs, hooks,
-        update); False if training ends inside it (every member stopped, or preempted), True when the phase is done
-        (all its steps, or every member left at a critical point of this phase's objective)."""
+        update), until all its steps are done, every member left sits at a critical point of this phase's objective,
+        or no member trains (each stopped, or preempted)."""
         if self.pos.step_in_phase == 0:
             self._before_phase(ph)
         bs = self._start_phase(ph)
@@ -286,7 +285,7 @@ class Engine:
             if self.stop_flag:
                 for i in self.active:
                     self.stop(i, TrainResult("preempted", step, f"signal {self.stop_flag.signal}"))
-                return False
+                return
             factor = lr_factor(ph.schedule, ph.final_lr_ratio, self.pos.step_in_phase, ph.steps)
             if factor != self._lr_factor:  # into the optimiser's (K,) rates: a constant schedule launches nothing
                 torch.mul(self._base_lr, factor, out=self.optimizer.lr)
@@ -309,7 +308,7 @@ class Engine:
                 if rec and m.on_log is not None:
                     m.on_log({"step": step, **rec})
             if not active:
-                return False
+                return
             self.stepper.update()
             self.pos.step_in_phase += 1
             self.pos.step += 1
@@ -321,7 +320,6 @@ class Engine:
                 self.on_checkpoint()
             if phase_done:
                 break
-        return True
 
     def _minibatch(self, bs: int | None) -> torch.Tensor | None:
         """(K, bs) row indices, each active member's from its own generator; None for full batch."""

@@ -102,7 +102,6 @@ class Stepper:
             self._objective = self._first_call("_objective", lambda t, *args: fn(t.template, t.loss, t.stacked,
                                                                                 t.state, *args))
             self._update = self._first_call("_update", compile_once(update_))
-        self.optimizer: Optimizer | None = None
 
     def _first_call(self, attr: str, fn):
         """`fn`'s first call, after which `fn` itself is `self.<attr>`; a compile that fails (no compiler, a killed

@@ -105,11 +105,9 @@ def shared_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     stacked tensor, the product is one GEMM (N, d) @ (d, K·m), and the result is wrapped back;
     autograd records plain ops on the stacked tensors, so the weight gradient Xᵀ·G is one GEMM too.
     The result is laid out per member (contiguous (K, N, m)): elementwise kernels on the strided
-    (N, K, m) layout, ReLU's backward above all, run ~30x slower than the copy costs. Any other pair of
-    operands gets vmap's own rule.
+    (N, K, m) layout, ReLU's backward above all, run ~30x slower than the copy costs. `_ShareMatmuls` gives any
+    other pair of operands vmap's own rule.
     """
-    if is_batchedtensor(a) or not is_batchedtensor(b):
-        return a @ b
     level = maybe_get_level(b)
     bv, bd = _unwrap_batched(b, level)
     bv = bv.movedim(bd, 0)
