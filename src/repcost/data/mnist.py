@@ -146,7 +146,6 @@ def mnist_source(cfg: MnistConfig) -> Tuple[Pool, Optional[Pool], str]:
 
 def balanced_counts(n: int, available: np.ndarray) -> np.ndarray:
     """Per-class counts summing to n, as equal as possible (remainder to the first classes), capped by available."""
-    available = np.asarray(available, dtype=np.int64)
     counts = np.zeros_like(available)
     left = n
     while left > 0:
