@@ -17,7 +17,9 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
+from .data import load_data
 from .errors import RepcostError
+from .models import build_model
 from .renamed import config_keys
 from .rundir import CHECKPOINT, MEMBERS, METRICS, SUMMARY, load_checkpoint, read_metrics, read_summary
 from .sweep import read_table
@@ -107,8 +109,6 @@ class Run:
 
     def data(self):
         """The run's dataset (a DataBundle: x_train, y_train, x_test, y_test, meta), rebuilt from its config."""
-        from .data import load_data
-
         return load_data(self.spec.data)
 
     def model(self, dtype: str | torch.dtype = "float64", spec: Any = None, data: Any = None):
@@ -118,9 +118,6 @@ class Run:
         validated config and its dataset, e.g. repcost-analyze's with overrides) default to the run's own. The
         model is built in float64 and the weights are loaded before any cast, so no precision is lost on the way.
         """
-        from .data import load_data
-        from .models import build_model
-
         spec = spec if spec is not None else self.spec
         data = data if data is not None else load_data(spec.data)
         ckpt, where = self.checkpoint, checkpoint_file(self.path)
