@@ -8,6 +8,7 @@ import math
 import os
 import re
 import sys
+import types
 import typing
 from contextlib import contextmanager
 from typing import Any
@@ -23,7 +24,7 @@ from ..errors import ConfigError, FatalError, RepcostError, did_you_mean, io_err
 def _describe(tp: Any) -> str:
     """A type annotation in words: int -> 'an integer', Optional[float] -> 'a number or null', ..."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.Union:
+    if origin in (typing.Union, types.UnionType):
         inner = [a for a in args if a is not type(None)]
         text = " or ".join(_describe(a) for a in inner)
         return text + " or null" if len(inner) < len(args) else text

@@ -7,7 +7,6 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -32,9 +31,9 @@ class MnistConfig:
     source: str = "embedded"
     # null = use source; or a folder with train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz] (t10k-* optional;
     # MNIST/raw/ ok)
-    root: Optional[str] = None
+    root: str | None = None
     # null = all ten; e.g. [7, 8, 9]: class i is digits[i] (labels re-indexed 0..len-1)
-    digits: Optional[List[int]] = None
+    digits: list[int] | None = None
     n_train: int = 1000  # training images
     n_test: int = 500  # test images (0 = none); never overlap the training images (from t10k-* when present)
     # classification (int64 labels, n_classes = len(digits)) or autoencoder (targets = clean images)
@@ -62,14 +61,14 @@ class MnistConfig:
         check(self.normalise in ("unit", "center"), "normalise", self.normalise,
               "unit (pixel/255 in [0,1]) or center (unit minus the train mean image)")
 
-    def digit_list(self) -> List[int]:
+    def digit_list(self) -> list[int]:
         """The digits used, in label order (class i is digit_list()[i]); null = 0..9."""
         return list(range(10)) if self.digits is None else [int(d) for d in self.digits]
 
 
 # ---------------------------------------------------------------- sources
 
-Pool = Tuple[np.ndarray, np.ndarray]  # (images uint8 (N, 784), labels int64 (N,))
+Pool = tuple[np.ndarray, np.ndarray]  # (images uint8 (N, 784), labels int64 (N,))
 
 
 def full_dir() -> Path:
@@ -79,7 +78,7 @@ def full_dir() -> Path:
     return Path(os.environ.get("REPCOST_DATA") or cache).expanduser() / "mnist"
 
 
-def find_idx(root: Path, split: str) -> Optional[Tuple[str, str]]:
+def find_idx(root: Path, split: str) -> tuple[str, str] | None:
     """The (images, labels) IDX files of split (train/t10k) under root, or None when either is missing."""
     paths = []
     for kind, ndim in (("images", 3), ("labels", 1)):
@@ -115,7 +114,7 @@ def read_pool(images_path: str, labels_path: str) -> Pool:
     return images.reshape(len(images), 784), labels.astype(np.int64)
 
 
-def mnist_source(cfg: MnistConfig) -> Tuple[Pool, Optional[Pool], str]:
+def mnist_source(cfg: MnistConfig) -> tuple[Pool, Pool | None, str]:
     """(train pool, test pool or None, description): the IDX files of data.root, of source=full or of the
     embedded digits.
 
@@ -158,7 +157,7 @@ def balanced_counts(n: int, available: np.ndarray) -> np.ndarray:
     return counts
 
 
-def _select(pool: Pool, digits: List[int], seed: int, stream: int):
+def _select(pool: Pool, digits: list[int], seed: int, stream: int):
     """(images, class indices) of the pool restricted to digits, shuffled with (seed, stream)."""
     images, labels = pool
     lut = np.full(10, -1, dtype=np.int64)

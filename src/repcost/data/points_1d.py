@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Optional
 
 import numpy as np
 import torch
@@ -39,8 +38,8 @@ class Points1DConfig:
     y_scale: float = 1.0  # multiplies the targets
     frequency: float = 1.0  # sin/cos targets are y_scale·sin(π·frequency·x)
     # explicit list of distinct x values (>= 2); overrides n_points/x_min/x_max/x_spacing
-    x: Optional[List[float]] = None
-    y: Optional[List[float]] = None  # explicit list of targets, same length as x (needs x); overrides y_dist
+    x: list[float] | None = None
+    y: list[float] | None = None  # explicit list of targets, same length as x (needs x); overrides y_dist
     n_test: int = 0  # test points (sorted uniform in the interval); only for a function y_dist; 0 = none
 
     def __post_init__(self):

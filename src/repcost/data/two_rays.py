@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import List, Optional
 
 import numpy as np
 import torch
@@ -19,16 +18,16 @@ class TwoRaysConfig:
     name: str = "two_rays"
     seed: int = 0  # data seed; used only when spacing = random
     angle: float = 2 * math.pi / 3  # angle between the rays in radians (2π/3); must lie in (π/2, π) so w1ᵀw2 < 0
-    angle_pi: Optional[float] = None  # if set, the angle is angle_pi·π (e.g. 0.55, 0.52) and overrides angle
+    angle_pi: float | None = None  # if set, the angle is angle_pi·π (e.g. 0.55, 0.52) and overrides angle
     # direction of ray 1 (normalised); ray 2 is w1 rotated by the angle
-    w1: List[float] = field(default_factory=lambda: [2.0, 1.0])
+    w1: list[float] = field(default_factory=lambda: [2.0, 1.0])
     points_per_ray: int = 5  # samples on each ray
     t_min: float = 0.2  # smallest distance from the origin (> 0)
     t_max: float = 1.0  # largest distance from the origin
     spacing: str = "even"  # even: linspace(t_min, t_max); random: sorted Uniform[t_min, t_max] per ray
     # label on ray j is slopes[j]·t + offsets[j]; defaults are fit by [w1ᵀx]₊ + [w2ᵀx]₊
-    slopes: List[float] = field(default_factory=lambda: [1.0, 1.0])
-    offsets: List[float] = field(default_factory=lambda: [0.0, 0.0])  # label offsets per ray
+    slopes: list[float] = field(default_factory=lambda: [1.0, 1.0])
+    offsets: list[float] = field(default_factory=lambda: [0.0, 0.0])  # label offsets per ray
 
     def __post_init__(self):
         check_shared(self)

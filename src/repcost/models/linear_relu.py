@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 from torch import nn
@@ -19,7 +18,7 @@ class LinearReLUConfig:
     name: str = "linear_relu"
     depth: int = 2  # L: W_1 … W_{L-1} linear, then a; L = 2 is the plain 2-layer ReLU net
     width: int = 100  # K: number of ReLU units
-    linear_width: Optional[int] = None  # width of the linear layers W_1 … W_{L-2} (default K)
+    linear_width: int | None = None  # width of the linear layers W_1 … W_{L-2} (default K)
     output_bias: bool = True  # the free output offset c
     init_scale: float = 1.0  # weights ~ N(0, init_scale²·gain/fan_in)
     # > 0: biases b_k = −w_kᵀξ_k with ξ_k ~ U[−R, R]^d, so unit k's kink (hyperplane) passes through a
