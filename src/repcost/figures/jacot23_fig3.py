@@ -41,13 +41,16 @@ def inputs(args):
     return [sorted(load_runs(f"{FIG_ID}-{t}", args), key=lambda r: (r.spec.seed, r.model.depth)) for t in ("mnist", "curve")]
 
 
-def _mnist(runs, rows: list[dict], plot: dict) -> None:
-    for run in runs:
+def compute(inp) -> list[dict]:
+    """Rows per (net, σ), the PCA baselines and the curve nets; the first row carries the plot's arrays (`_plot`)."""
+    mnist, curve = inp
+    rows, plot = [], {"jac": {}, "images": {}, "curves": []}
+    for run in mnist:
         model, data = run.model, run.data
         L, clean = model.depth, data.y_test.numpy()
         recon = denoising(model, clean, clean)[0]  # noise-free reconstruction error (d_in = 0)
         s = jacobian_spectra(model, clean[:N_JAC])  # §5: Jf(x) should be the projection onto the tangent space
-        if run.spec.seed == runs[0].spec.seed:
+        if run.spec.seed == mnist[0].spec.seed:
             plot["jac"][f"L={L}"] = s.mean(axis=0)
         js = {"jac_rank": float(numerical_rank(s, RANK_TOL).mean()), "jac_n_above_half": float((s > 0.5).sum(1).mean()),
               "jac_s1": float(s[:, 0].mean()), "jac_fro2": float((s ** 2).sum(1).mean())}
@@ -58,7 +61,7 @@ def _mnist(runs, rows: list[dict], plot: dict) -> None:
             rows.append({"panel": "A mnist", "seed": run.spec.seed, "depth": L, "sigma": sigma, **d,
                          "nearest_train_ratio": near["ratio"], "clean_recon_err": recon["d_out_mean"], **js,
                          **run.columns("param_sq_norm_per_depth")})
-            if sigma == MNIST_SIGMA and run.spec.seed == runs[0].spec.seed:  # a row of images each: label -> images
+            if sigma == MNIST_SIGMA and run.spec.seed == mnist[0].spec.seed:  # a row of images each: label -> images
                 plot["images"].setdefault(f"noisy σ={sigma}", noisy[:N_SHOW])
                 plot["images"][f"L={L} output"] = outputs[:N_SHOW]
     # linear baseline: the projection onto the training images' top-k principal directions (one data config)
@@ -69,10 +72,7 @@ def _mnist(runs, rows: list[dict], plot: dict) -> None:
         for sigma, noisy in noisy_by_sigma.items():
             rows.append({"panel": "A mnist PCA", "pca_k": k, "sigma": sigma, **denoising(proj, noisy, clean)[0],
                          "clean_recon_err": recon})
-
-
-def _curve(runs, rows: list[dict], plot: dict) -> None:
-    for run in runs:
+    for run in curve:
         model, data, cfg = run.model, run.data, run.spec.data
         L = model.depth
         dist = lambda p, cfg=cfg: distance_to_curve(cfg, p)  # noqa: E731
@@ -81,19 +81,11 @@ def _curve(runs, rows: list[dict], plot: dict) -> None:
         du, uni_out = denoising(model, uni, distance=dist)
         rows.append({"panel": "B/C curve", "seed": run.spec.seed, "depth": L, "sigma": CURVE_SIGMA, **d,
                      **{f"uniform_{k}": v for k, v in du.items()}, **run.columns("param_sq_norm_per_depth")})
-        if run.spec.seed != runs[0].spec.seed:
+        if run.spec.seed != curve[0].spec.seed:
             continue
         # as the paper's panels B, C: random inputs in the plane and where the autoencoder maps them
         plot["curves"].append((data.y_train.numpy(), curve_points(cfg, 400).numpy(), uni[:60], uni_out[:60],
                                f"curve, L={L}: ratio {du['ratio']:.2f} (random), {d['ratio']:.2f} (σ={CURVE_SIGMA})"))
-
-
-def compute(inp) -> list[dict]:
-    """Rows per (net, σ), the PCA baselines and the curve nets; the first row carries the plot's arrays (`_plot`)."""
-    mnist, curve = inp
-    rows, plot = [], {"jac": {}, "images": {}, "curves": []}
-    _mnist(mnist, rows, plot)
-    _curve(curve, rows, plot)
     rows[0]["_plot"] = plot
     return rows
 

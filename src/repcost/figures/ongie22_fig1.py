@@ -63,8 +63,7 @@ def plot(rows: list[dict]):
         ax.set(ylabel="s_i / s_1", yscale="log")
         ax.legend(fontsize=7)
 
-    return surfaces_figure(panels + [bars], len(shown) + 1,
-                           "Ongie & Willett Fig 1: learned interpolants, y = sin(π uᵀx)")
+    return surfaces_figure(panels, len(shown), "Ongie & Willett Fig 1: learned interpolants, y = sin(π uᵀx)", [bars])
 
 
 def verdict(rows: list[dict], full: bool) -> Verdict:

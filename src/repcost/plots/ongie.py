@@ -40,18 +40,14 @@ def _draw_surface(ax, surface, title: str, x, y, arrows=(), span=None, legend: b
     ax.view_init(elev=28, azim=-60)
 
 
-def surfaces_figure(panels: Sequence, ncols: int, suptitle: str, bottom: Sequence[Callable] = ()) -> Figure:
-    """Panels `ncols` to a row: a dict is a 3-D surface panel (the keyword arguments of `_draw_surface`), a
-    callable draws a 2-D panel on its axes; the `bottom` callables share one last row, each as wide as the row
-    allows (no empty panels)."""
+def surfaces_figure(panels: Sequence[dict], ncols: int, suptitle: str, bottom: Sequence[Callable] = ()) -> Figure:
+    """3-D surface panels (each: the keyword arguments of `_draw_surface`) `ncols` to a row; the `bottom` callables
+    draw 2-D panels on their axes and share one last row, each as wide as the row allows (no empty panels)."""
     nrows = -(-len(panels) // ncols) + (1 if bottom else 0)
     fig = Figure(figsize=(4.2 * ncols, 3.8 * nrows), layout="tight")
     gs = fig.add_gridspec(nrows, ncols)
     for i, p in enumerate(panels):
-        if callable(p):
-            p(fig.add_subplot(gs[i // ncols, i % ncols]))
-        else:
-            _draw_surface(fig.add_subplot(gs[i // ncols, i % ncols], projection="3d"), legend=i == 0, **p)
+        _draw_surface(fig.add_subplot(gs[i // ncols, i % ncols], projection="3d"), legend=i == 0, **p)
     bounds = np.linspace(0, ncols, len(bottom) + 1).round().astype(int)
     for i, draw in enumerate(bottom):
         draw(fig.add_subplot(gs[nrows - 1, bounds[i]:bounds[i + 1]]))
