@@ -49,10 +49,9 @@ class MnistConfig:
         check(self.root is None or str(self.root) != "", "root", self.root,
               "null (embedded 5,000 digits) or a folder with MNIST IDX files")
         if self.digits is not None:
-            ds = list(self.digits)
-            check(len(ds) >= 1 and all(int(d) == d and 0 <= d <= 9 for d in ds), "digits", ds,
-                  "null (all ten) or a non-empty list of digits in 0..9")
-            check(len(set(ds)) == len(ds), "digits", ds, "distinct digits")
+            check(len(self.digits) >= 1 and all(int(d) == d and 0 <= d <= 9 for d in self.digits), "digits",
+                  self.digits, "null (all ten) or a non-empty list of digits in 0..9")
+            check(len(set(self.digits)) == len(self.digits), "digits", self.digits, "distinct digits")
         check(self.task in ("classification", "autoencoder"), "task", self.task, "classification or autoencoder")
         check(self.task != "classification" or len(self.digit_list()) >= 2, "digits", self.digits,
               "at least 2 digits for classification")

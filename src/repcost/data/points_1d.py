@@ -83,7 +83,7 @@ def load_points_1d(cfg: Points1DConfig) -> DataBundle:
     x_test = y_test = None
     if cfg.n_test > 0:
         lo, hi = min(cfg.x_min, x.min()), max(cfg.x_max, x.max())
-        xt = np.sort(rng(cfg.seed, 1).uniform(lo, hi, size=cfg.n_test))[:, None]
+        xt = spaced("random", lo, hi, cfg.n_test, rng(cfg.seed, 1))[:, None]
         x_test, y_test = torch.from_numpy(xt), torch.from_numpy(_targets(cfg, xt, gen))
     meta = {"x_min": float(x.min()), "x_max": float(x.max())}
     return DataBundle("points_1d", torch.from_numpy(x), torch.from_numpy(y), x_test, y_test, meta=meta)
