@@ -414,12 +414,11 @@ def _kept_if_lower(model: RepModel, x: torch.Tensor, y: torch.Tensor, rho: float
     """Apply `change()` to the net and keep it (returning what it returned) where it returned something and
     lowered MSE + ρΣ‖p‖²; else the model's parameters are restored and None returned."""
     objective = lambda: float(data_loss(model(x), y, "mse") + rho * model.param_sq_norm())  # noqa: E731
-    before, saved = objective(), [p.clone() for p in model.parameters()]
+    before, saved = objective(), {k: v.clone() for k, v in model.state_dict().items()}
     out = change()
     if out is not None and objective() < before:
         return out
-    for p, old in zip(model.parameters(), saved):
-        p.copy_(old)
+    model.load_state_dict(saved)
     return None
 
 
