@@ -76,12 +76,6 @@ def objective_terms(terms, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor |
     return dl + stated_coef * sq, dl, sq, (dl + trained_coef * sq).sum()
 
 
-def functional_objective(template, loss: str, stacked: bool, state: dict, *args):
-    """`objective_terms` of the parameters in `state` through `template`'s code (`terms.functional_terms`): what a
-    compiled step runs, its arguments the terms' (`Terms.template`, `loss`, `stacked`, `state`)."""
-    return objective_terms(functools.partial(functional_terms, template, loss, stacked, state), *args)
-
-
 def _grad_norms(params: list[torch.Tensor], K: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(K,) ‖∇‖² and ‖θ‖² from p.grad and p (a single model's parameters: K = 1 without a member axis)."""
     g2 = sum((p.grad * p.grad).reshape(K, -1).sum(1) for p in params)
@@ -98,9 +92,9 @@ class Stepper:
         self.graphed, self.want_grad = graphed, want_grad
         self._objective, self._update = objective_terms, update_
         if compiled:
-            fn = compile_once(functional_objective)
-            self._objective = self._first_call("_objective", lambda t, *args: fn(t.template, t.loss, t.stacked,
-                                                                                t.state, *args))
+            fn = compile_once(objective_terms)  # called with the terms as a function of their state dict
+            self._objective = self._first_call("_objective", lambda t, *args: fn(
+                functools.partial(functional_terms, t.template, t.loss, t.stacked, t.state), *args))
             self._update = self._first_call("_update", compile_once(update_))
 
     def _first_call(self, attr: str, fn):
