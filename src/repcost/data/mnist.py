@@ -161,8 +161,7 @@ def _select(pool: Pool, digits: list[int], seed: int, stream: int):
     images, labels = pool
     lut = np.full(10, -1, dtype=np.int64)
     lut[digits] = np.arange(len(digits))
-    keep = np.flatnonzero(lut[labels] >= 0)
-    keep = keep[rng(seed, stream).permutation(len(keep))]
+    keep = rng(seed, stream).permutation(np.flatnonzero(lut[labels] >= 0))
     return images[keep], lut[labels[keep]]
 
 

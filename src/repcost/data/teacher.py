@@ -39,13 +39,9 @@ def random_relu_net(dims: list, gen: np.random.Generator, beta: float = 0.0) -> 
     (He init, as in models/fc.py), so every pre-activation has variance ≈ 1 on N(0, I) inputs.
     b_l is drawn like one more column of W_l and enters as β·b_l (Jacot 2022 §2); β = 0: no bias.
     """
-    params = []
-    for i in range(len(dims) - 1):
-        std = math.sqrt((1.0 if i == 0 else 2.0) / dims[i])
-        w = gaussian(gen, dims[i + 1], dims[i]) * std
-        b = gaussian(gen, dims[i + 1]) * std * beta
-        params.append((w, b))
-    return params
+    stds = [math.sqrt((1.0 if i == 0 else 2.0) / n) for i, n in enumerate(dims[:-1])]
+    return [(gaussian(gen, n_out, n_in) * std, gaussian(gen, n_out) * std * beta)  # W_l drawn before b_l
+            for n_in, n_out, std in zip(dims, dims[1:], stds)]
 
 
 def relu_net_forward(params: list, x: torch.Tensor) -> torch.Tensor:
