@@ -40,11 +40,12 @@ def points_at_arclength(curve: Callable, u: np.ndarray, grid: np.ndarray) -> np.
 
 # config keys many datasets share -> (smallest allowed value, what is allowed)
 SHARED_KEYS = {"seed": (0, "an integer >= 0"), "teacher_seed": (0, "an integer >= 0"),
-               "n_train": (1, "an integer >= 1"), "n_test": (0, "an integer >= 0"), "noise": (0, "a noise std >= 0")}
+               "n_train": (1, "an integer >= 1"), "n_test": (0, "an integer >= 0"), "noise": (0, "a noise std >= 0"),
+               "beta": (0, "a bias amount >= 0")}
 
 
 def check_shared(cfg) -> None:
-    """The checks of the SHARED_KEYS that a dataset config has (seeds, split sizes, noise std)."""
+    """The checks of the SHARED_KEYS that a dataset config has (seeds, split sizes, noise std, bias amount)."""
     for key, (least, allowed) in SHARED_KEYS.items():
         if hasattr(cfg, key):
             check(getattr(cfg, key) >= least, key, getattr(cfg, key), allowed)

@@ -40,7 +40,6 @@ class RankKConfig:
         check(self.hidden >= 1, "hidden", self.hidden, "an integer >= 1")
         check(self.g_hidden is None or self.g_hidden >= 0, "g_hidden", self.g_hidden,
               "null (same as hidden), 0 (linear g) or an integer >= 1")
-        check(self.beta >= 0, "beta", self.beta, "a bias amount >= 0")
         check(self.bottleneck in ("linear", "relu"), "bottleneck", self.bottleneck, "linear or relu")
         check(self.bottleneck_shift == 0 or self.bottleneck == "relu", "bottleneck_shift", self.bottleneck_shift,
               "0 unless bottleneck = relu (a shift of a linear bottleneck is only a bias of h)")

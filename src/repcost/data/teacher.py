@@ -29,7 +29,6 @@ class TeacherConfig:
         check_shared(self)
         check(len(self.widths) >= 2 and all(int(w) == w and w >= 1 for w in self.widths),
               "widths", self.widths, "a list of >= 2 positive ints (d_in, hidden…, d_out)")
-        check(self.beta >= 0, "beta", self.beta, "a bias amount >= 0")
 
 
 def random_relu_net(dims: list, gen: np.random.Generator, beta: float = 0.0) -> list:
