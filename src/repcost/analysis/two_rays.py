@@ -107,10 +107,8 @@ def net_from_model(model) -> TwoLayerNet:
     Units whose |a_k|‖w_k‖ ≤ 1e-10·max are dropped (dead after weight decay; their contribution to every output
     and cost is below rounding).
     """
-    W, a, b = as_f64(model.effective_matrix()), as_f64(model.a), as_f64(model.b)
-    if a.shape[0] != 1:
-        raise ValueError(f"net_from_model needs a scalar output, got {a.shape[0]} outputs")
-    a, c = a[0], float(as_f64(model.c)[0]) if model.c is not None else 0.0
+    W, a, b = as_f64(model.effective_matrix()), as_vector(model.a, "a"), as_f64(model.b)  # ValueError unless scalar
+    c = float(as_f64(model.c)[0]) if model.c is not None else 0.0
     m = np.abs(a) * np.linalg.norm(W, axis=1)
     keep = m > 1e-10 * (m.max() if m.size and m.max() > 0 else 1.0)
     return TwoLayerNet(W[keep], a[keep], b[keep], c)
