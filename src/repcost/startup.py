@@ -26,8 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import FatalError
-
-GUARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2)
+from .train.preempt import STOP_SIGNALS  # the signals the training stops on are the ones guarded before it
 
 
 class StartupInterrupted(FatalError):
@@ -53,7 +52,7 @@ def job_ended() -> None:
     """A job ended (the next job of an in-process multirun starts): guard its start-up."""
     # a launcher's threads may run jobs too: only the main thread may set signal handlers
     if _guarding and not _saved and threading.current_thread() is threading.main_thread():
-        for s in GUARDED:
+        for s in STOP_SIGNALS:
             _saved[s] = signal.signal(s, _raise)
 
 
