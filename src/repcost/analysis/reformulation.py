@@ -79,13 +79,12 @@ def layer_forces(model, x: torch.Tensor, ridge: float = 1e-6) -> list[dict]:
     """
     with torch.no_grad():
         zs, zsig = representations(model, x)
-    beta, slope = float(model.beta), float(model.slope)
+    beta = float(model.beta)
     out = []
     for l in range(model.depth - 1):  # hidden layer ℓ = l + 1: Z_ℓ = zs[l], Z^σ_{ℓ−1} = zsig[l]
         p = ridge_pinv(zsig[l], ridge)
         z = zs[l].clone().requires_grad_(True)
-        act = torch.nn.functional.leaky_relu(z, slope) if slope else torch.relu(z)
-        (rep,) = torch.autograd.grad((zs[l + 1] @ ridge_pinv(augment(act, beta), ridge)).pow(2).sum(), z)
+        (rep,) = torch.autograd.grad((zs[l + 1] @ ridge_pinv(augment(model.activation(z), beta), ridge)).pow(2).sum(), z)
         out.append({"Z": zs[l], "attraction": -(2.0 * zs[l] @ p @ p.T), "repulsion": -rep})
     return out
 
