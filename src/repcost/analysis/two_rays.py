@@ -67,14 +67,11 @@ def f_and_g(w1, w2, rays) -> tuple[TwoLayerNet, TwoLayerNet]:
     b̃ = |w_jᵀw0|·b (it interpolates the same samples); rays = [(a_1, τ_1), (a_2, τ_2)] from :func:`ray_units`."""
     w1, w2 = (np.asarray(w, dtype=np.float64) / np.linalg.norm(w) for w in (w1, w2))
     w0 = (w1 - w2) / np.linalg.norm(w1 - w2)
-
-    def along(directions, scales) -> TwoLayerNet:  # units a_{j,k}/s_j [u_jᵀx − s_j τ_{j,k}]₊ along u_j
-        W = [np.tile(u, (len(aj), 1)) for u, (aj, _) in zip(directions, rays)]
-        a = [np.asarray(aj, dtype=np.float64) / s for s, (aj, _) in zip(scales, rays)]
-        b = [-s * np.asarray(tj, dtype=np.float64) for s, (_, tj) in zip(scales, rays)]
-        return TwoLayerNet(np.concatenate(W), np.concatenate(a), np.concatenate(b))
-
-    return along((w1, w2), (1.0, 1.0)), along((w0, -w0), (abs(float(w1 @ w0)), abs(float(w2 @ w0))))
+    ray = np.repeat([0, 1], [len(rays[0][0]), len(rays[1][0])])  # each unit's ray j
+    a = np.concatenate([np.asarray(aj, dtype=np.float64) for aj, _ in rays])
+    tau = np.concatenate([np.asarray(tj, dtype=np.float64) for _, tj in rays])
+    s = np.abs([w1 @ w0, w2 @ w0])[ray]  # |w_jᵀw0|
+    return TwoLayerNet(np.stack([w1, w2])[ray], a, -tau), TwoLayerNet(np.stack([w0, -w0])[ray], a / s, -s * tau)
 
 
 def projection_interpolant(x, y, u) -> TwoLayerNet:
