@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -58,8 +59,6 @@ def apply_model(model: Any, x: Any, chunk: int = 4096) -> np.ndarray:
 def float64_model(model: Any) -> Any:
     """The model itself if all its floating tensors are float64, else a float64 deep copy (analysis numerics run
     in float64 whatever the training dtype; the caller's model is never modified)."""
-    import copy
-
     tensors = list(model.parameters()) + list(model.buffers())
     if all(t.dtype == torch.float64 for t in tensors if t.is_floating_point()):
         return model
