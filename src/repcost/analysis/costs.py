@@ -229,9 +229,7 @@ def phi3_upper_bound(W, a) -> float:
     """
     W, a = as_units(W, a)
     _, s, Vt = np.linalg.svd(W, full_matrices=False)
-    if s.size == 0 or s[0] == 0:
-        return 0.0
-    V = Vt[: int(np.sum(s > max(W.shape) * np.finfo(float).eps * s[0]))].T
+    V = Vt[: int(np.sum(s > max(W.shape) * np.finfo(float).eps * s.max(initial=0.0)))].T  # none for W = 0
     B = a[:, None] * (W @ V)  # entry (k, j) = a_k ⟨w_k, v_j⟩ = a_k u_kj σ_j
     return float(np.sum(np.sum(np.abs(B), axis=0) ** (2.0 / 3.0)))
 

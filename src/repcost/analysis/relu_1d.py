@@ -220,8 +220,8 @@ def _interior_slopes(x, y):
 
 def spline_min_cost(x, y) -> float:
     """min R̄(f) over f with f(x_n) = y_n, = max(T, (T + |l_1 + l_{N−1}|)/2) (Savarese Thm 3.3, eq. 27 minimised)."""
-    x, _, _, T, s = _interior_slopes(x, y)
-    return 0.0 if x.size == 1 else max(T, 0.5 * (T + s))  # one point: the constant function
+    _, _, _, T, s = _interior_slopes(x, y)
+    return max(T, 0.5 * (T + s))  # one point: T = s = 0, the constant function
 
 
 def linear_spline_interpolant(x, y) -> PiecewiseLinear1D:
@@ -230,10 +230,8 @@ def linear_spline_interpolant(x, y) -> PiecewiseLinear1D:
     if x.size == 1:
         return PiecewiseLinear1D(x, y, np.zeros(2))
     l0, lN = float(l[0]), float(l[-1])
-    if s > T:
-        shift = 0.25 * (s - T) * np.sign(l0 + lN)  # total change (s − T)/2, split evenly
-        l0, lN = l0 - shift, lN - shift
-    return PiecewiseLinear1D(x, y, np.concatenate([[l0], l, [lN]]))
+    shift = 0.25 * max(s - T, 0.0) * np.sign(l0 + lN)  # total change (s − T)/2 where s > T, split evenly
+    return PiecewiseLinear1D(x, y, np.concatenate([[l0 - shift], l, [lN - shift]]))
 
 
 def min_norm_relu_net_1d(f: PiecewiseLinear1D) -> TwoLayerNet:
