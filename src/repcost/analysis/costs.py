@@ -76,13 +76,11 @@ def reduce_units(W, a):
     # Units below 1e-100 of the largest contribute nothing measurable to Φ_L: treat them as dead.
     active = contrib > 1e-100 * contrib.max() if contrib.size and contrib.max() > 0 else contrib > 0
     B = a[active, None] * W[active]
-    if B.shape[0] == 0:
-        return np.zeros((0, 0)), active, 0, np.zeros((W.shape[1], 0))
     # Rank from the row-normalised matrix: D_λ⁻¹B has the same rank for every λ > 0, and the
     # normalisation keeps tiny-but-genuine units from being swamped by large ones.
     Bn = np.sign(a[active])[:, None] * W[active] / row_norms[active, None]
     _, s, Vt = np.linalg.svd(Bn, full_matrices=False)
-    tol = (max(Bn.shape) * np.finfo(float).eps) * s[0]
+    tol = (max(Bn.shape) * np.finfo(float).eps) * s.max(initial=0.0)  # no unit: rank 0
     r = int(np.sum(s > tol))
     Vr = Vt[:r].T
     return B @ Vr, active, r, Vr  # B_r is K' × r, of rank exactly r up to rounding
@@ -206,11 +204,10 @@ def phi3_lower_bound(W, a, Q=None) -> float:
     """
     W, a = as_units(W, a)
     if Q is None:
-        Br, active, r, Vr = reduce_units(W, a)  # Br = B Vr, Vr an orthonormal basis of row(B)
+        Br, active, _, Vr = reduce_units(W, a)  # Br = B Vr, Vr an orthonormal basis of row(B)
         Q = np.zeros(W.shape)
-        if r:
-            U, _, Zt = np.linalg.svd(Br / phi_L_solve(W, a, 3)[1][active, None], full_matrices=False)
-            Q[active] = U @ Zt @ Vr.T  # the polar factor of D_λ⁻¹B (B = Br Vrᵀ) lifted back to R^d
+        U, _, Zt = np.linalg.svd(Br / phi_L_solve(W, a, 3)[1][active, None], full_matrices=False)
+        Q[active] = U @ Zt @ Vr.T  # the polar factor of D_λ⁻¹B (B = Br Vrᵀ) lifted back to R^d
     Q = as_matrix(Q, "Q")
     if Q.shape != W.shape:
         raise ValueError(f"Q must have W's shape {W.shape}, got {Q.shape}")
@@ -283,5 +280,4 @@ def parallel_balance(Ws: Sequence, alpha) -> np.ndarray:
     sq, alpha = _layer_sq_norms(Ws, alpha)
     vals = np.concatenate([sq, (alpha**2)[:, None]], axis=1)  # (k, L)
     top = vals.max(axis=1)
-    gap = (top - vals.min(axis=1)) / np.where(top > 0, top, 1.0)
-    return np.where(top > 0, gap, 0.0)
+    return (top - vals.min(axis=1)) / np.where(top > 0, top, 1.0)  # all zero: 0 / 1
