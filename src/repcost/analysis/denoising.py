@@ -46,12 +46,7 @@ def pca_projection(data, k: int) -> Callable:
     mu = X.mean(axis=0)
     V = np.linalg.svd(X - mu, full_matrices=False)[2][: int(k)].T
     mu_t, V_t = torch.as_tensor(mu), torch.as_tensor(V)
-
-    def project(x: torch.Tensor) -> torch.Tensor:
-        x = x.to(torch.float64) - mu_t
-        return x @ V_t @ V_t.T + mu_t
-
-    return project
+    return lambda x: (x.to(torch.float64) - mu_t) @ V_t @ V_t.T + mu_t
 
 
 def denoising(model: Callable, noisy, clean=None, distance: Optional[Callable] = None) -> tuple[dict, np.ndarray]:
