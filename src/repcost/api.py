@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
+from .config import validate
 from .data import load_data
 from .errors import RepcostError
 from .models import build_model
@@ -103,8 +104,6 @@ class Run:
     @cached_property
     def spec(self):
         """The validated RunSpec of the config (plugins named by the config are imported)."""
-        from .config import validate
-
         return validate(OmegaConf.create({**self.config, "device": "cpu"}))  # on the CPU whatever the run trained on
 
     def data(self):
@@ -161,7 +160,6 @@ def load_sweep(sweep_dir: str | Path, finished_only: bool = False) -> list[dict]
     f = sweep_dir / "runs.csv"
     if not f.exists():
         raise RepcostError(f"{f} not found: run the sweep first (or `repcost-collect {sweep_dir}`)")
-    rows = [r for r in read_table(f, text=("job",)) if r.get("last_sweep", True) is not False]
-    for r in rows:
-        r["path"] = sweep_dir / r["job"]
+    rows = [{**r, "path": sweep_dir / r["job"]} for r in read_table(f, text=("job",))
+            if r.get("last_sweep", True) is not False]
     return [r for r in rows if r.get("status") == "finished"] if finished_only else rows

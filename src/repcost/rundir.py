@@ -187,13 +187,10 @@ def metrics_sink(path: Path, keep_before: int = 0) -> Callable[[dict], None]:
     Resuming at step `keep_before` keeps the lines of earlier steps (the later ones are logged again). A fresh
     start finds no earlier file: `open_run` moves an earlier attempt aside whole, its metrics with it.
     """
+    line = lambda rec: json.dumps(jsonable(rec), sort_keys=True)  # noqa: E731
     keep = read_metrics(path) if path.exists() else []  # resuming: lines of later steps are dropped
-    atomic_write_bytes(path, "".join(_json_line(r) + "\n" for r in keep if r["step"] < keep_before).encode())
-    return lambda rec: append_line(path, _json_line(rec))
-
-
-def _json_line(rec: dict) -> str:
-    return json.dumps(jsonable(rec), sort_keys=True)
+    atomic_write_bytes(path, "".join(line(r) + "\n" for r in keep if r["step"] < keep_before).encode())
+    return lambda rec: append_line(path, line(rec))
 
 
 class RunDir:
@@ -349,16 +346,6 @@ RUN_MARKERS = (".hydra/overrides.yaml", CHECKPOINT, FINISHED, SUMMARY)  # a run'
 _INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)\}")
 
 
-def check_plain_name(key: str, value: object, names: str = "") -> None:
-    """`value` (of config key `key`) must be usable as one directory name: no separators, not `.`/`..`, not empty.
-    `names`: the directory key whose path takes the value, said in the error."""
-    text = str(value)
-    if (not text.strip() or text in (".", "..") or "/" in text or "\\" in text or "\0" in text
-            or len(text.encode()) > 200):
-        raise ConfigError(key, value, "a plain directory name (no path separators or '..', at most 200 bytes)"
-                          + (f"; it names {names}" if names else ""))
-
-
 def is_sweep_root(path: Path) -> bool:
     """Whether `path` holds the files a multirun leaves in its sweep directory."""
     return any((path / m).is_file() for m in SWEEP_MARKERS)
@@ -378,14 +365,15 @@ def check_place(config: DictConfig, key: str) -> Path:
     * it is not empty;
     * a run is not a sweep root nor inside one (unless it is an existing job of the sweep, e.g. `--resume
       SWEEP/JOB`), a sweep not a run directory nor inside one."""
-    if OmegaConf.select(config, "name", default=None) is not None:  # the sweep name, whatever the templates say
-        check_plain_name("name", config.name)
     section, leaf = key.rsplit(".", 1)
     template = str(OmegaConf.to_container(OmegaConf.select(config, section), resolve=False).get(leaf) or "")
-    for k in _INTERPOLATION.findall(template):
+    for k in dict.fromkeys(["name", *_INTERPOLATION.findall(template)]):  # the sweep name, whatever the templates say
         value = None if k.startswith("hydra.") else OmegaConf.select(config, k, default=None)
-        if value is not None:
-            check_plain_name(k, value, key)
+        text = str(value)
+        if value is not None and (not text.strip() or text in (".", "..") or "/" in text or "\\" in text
+                                  or "\0" in text or len(text.encode()) > 200):
+            raise ConfigError(k, value, "a plain directory name (no path separators or '..', at most 200 bytes)"
+                              + ("" if k == "name" else f"; it names {key}"))
     value, run = OmegaConf.select(config, key, default=None), key == "hydra.run.dir"
     if value is None or not str(value).strip():
         what, default = ("a run", "outputs/runs/…") if run else ("a sweep", "outputs/sweeps/<name>")

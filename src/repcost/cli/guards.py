@@ -62,8 +62,7 @@ class GuardsCallback(Callback):
     jobs."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        run_dir = _fatal(check_place, config, "hydra.run.dir")
-        startup.note_run_dir(run_dir)
+        startup.note_run_dir(_fatal(check_place, config, "hydra.run.dir"))
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.hydra.mode == RunMode.MULTIRUN:

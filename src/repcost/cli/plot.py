@@ -15,8 +15,9 @@ import argparse
 from pathlib import Path
 
 from ..api import load_run, load_sweep
-from ..errors import OneLineParser, RepcostError, did_you_mean, io_error, report_left_out
+from ..errors import OneLineParser, RepcostError, did_you_mean, report_left_out
 from ..config.messages import clean_exit
+from ..rundir import writing
 
 FORMATS = (".png", ".pdf", ".svg")
 
@@ -122,9 +123,8 @@ def main(argv: list[str] | None = None) -> None:
 
         matplotlib.use("Agg")  # files only: no display needed (and none on a cluster node)
         check_out(a.out)
-        for p in a.paths:
-            if not p.is_dir():
-                raise RepcostError(f"{p}: no such directory")
+        if missing := [p for p in a.paths if not p.is_dir()]:
+            raise RepcostError(f"{missing[0]}: no such directory")
         labels = {"xlabel": a.xlabel, "ylabel": a.ylabel, "title": a.title}
         if len(a.paths) == 1 and (a.paths[0] / "runs.csv").exists():
             if a.x is None or a.y is None:
@@ -140,11 +140,9 @@ def main(argv: list[str] | None = None) -> None:
                                    "directories")
             fig, n, skipped = plot_curves(a.paths, a.x or "step", a.y or "objective", a.logx, a.logy, **labels)
             what, total = f"{n} curves", len(a.paths)
-        try:
+        with writing(a.out):
             a.out.parent.mkdir(parents=True, exist_ok=True)
             fig.savefig(a.out, dpi=120, bbox_inches="tight")
-        except OSError as e:
-            raise io_error(a.out, e) from None
     print(f"wrote {a.out} ({what})")
     report_left_out("repcost-plot", skipped, total, "runs", a.allow_missing)
 
