@@ -106,10 +106,8 @@ imported_plugins: set[str] = set()  # the plugin modules imported in this proces
 def _import(name: str, origin: str) -> None:
     if name in imported_plugins:
         return
-    if not all(part.isidentifier() for part in name.split(".")):
-        raise ConfigError("plugins", name, "absolute module names (dotted identifiers, e.g. mypkg.repcost_plugin; "
-                          "no empty or relative names)") if origin == "config key plugins" else RepcostError(
-            f"plugin {name!r} ({origin}) is not an absolute module name; fix the entry point")
+    if not all(part.isidentifier() for part in name.split(".")):  # (a config's plugins: checked by load_plugins)
+        raise RepcostError(f"plugin {name!r} ({origin}) is not an absolute module name; fix the entry point")
     try:
         importlib.import_module(name)
     except ImportError as e:
@@ -138,8 +136,8 @@ def load_plugins(cfg: Any) -> None:
     """Import the entry-point plugins and those a config's `plugins` key lists (the config a DictConfig or a dict)."""
     _load_entry_point_plugins()
     names = cfg.get("plugins", None)
-    if names is not None and (isinstance(names, str) or not isinstance(names, Sequence)
-                              or not all(isinstance(n, str) for n in names)):
-        raise ConfigError("plugins", names, "a list of importable module names, e.g. [mypkg.repcost_plugin]")
+    if names is not None and (isinstance(names, str) or not isinstance(names, Sequence) or not all(
+            isinstance(n, str) and all(p.isidentifier() for p in n.split(".")) for n in names)):
+        raise ConfigError("plugins", names, "a list of absolute module names, e.g. [mypkg.repcost_plugin]")
     for name in names or []:
         _import(name, "config key plugins")

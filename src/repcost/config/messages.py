@@ -55,10 +55,7 @@ def type_allowed(schema: type, key: str) -> str:
                 return e.allowed
         except Exception:  # a probe of another type than the check expects
             pass
-    try:
-        return _describe(typing.get_type_hints(schema)[key])
-    except Exception:  # an annotation that cannot be resolved
-        return "a value of its type"
+    return _describe(typing.get_type_hints(schema)[key])  # (resolvable: OmegaConf built the schema with them)
 
 
 def _near_key(key: str, cause: BaseException | None) -> str:
@@ -105,11 +102,8 @@ def composition_error(exc: BaseException) -> str:
     m = re.search(r"Could not override '([^']+)'", str(exc))
     if m and "not in struct" in str(exc.__cause__ or ""):
         return f"invalid config: {m.group(1)} is not a key of this config{_near_key(m.group(1), exc.__cause__)}"
-    text = " ".join(str(exc).split())
-    cause = exc.__cause__
-    if cause is not None and str(cause).split():
-        text += " (" + " ".join(str(cause).split("\n")[0].split()) + ")"
-    return text
+    cause = " ".join(str(exc.__cause__ or "").split("\n")[0].split())
+    return " ".join(str(exc).split()) + (f" ({cause})" if cause else "")
 
 
 @contextmanager
