@@ -212,5 +212,5 @@ def test_member_checkpoint_loads_like_a_single_run(tmp_path):
     assert all(torch.equal(best["trainer"]["model"][k], v) for k, v in ref["trainer"]["model"].items())
     # a member's identity is its single run's: that run, launched on the member's directory, is already finished
     assert train_direct(tmp_path, *args[:-1], "seed=1", name="ens/members/1")[0]["reused"]
-    scalars = analyze(d / "members" / "1", ["analysis=spectra"])
+    scalars, _ = analyze(d / "members" / "1", ["analysis=spectra"])
     assert scalars and len(list((d / "members" / "1" / "reanalysis").glob("*/analysis/summary.json"))) == 1

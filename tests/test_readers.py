@@ -158,8 +158,8 @@ def test_analyze_reads_both_ensemble_layouts_alike(ensemble, tmp_path):
     from repcost.cli.analyze import analyze
 
     old, new = ensemble
-    a = analyze(old, ["analysis=spectra"], tmp_path / "a")
-    b = analyze(new, ["analysis=spectra"], tmp_path / "b")
+    a = analyze(old, ["analysis=spectra"], tmp_path / "a")[0]
+    b = analyze(new, ["analysis=spectra"], tmp_path / "b")[0]
     assert a == b and a["weights.W1.rank"] >= 1
 
 

@@ -45,8 +45,9 @@ def apply_overrides(cfg, overrides: list[str], config_dirs: list[Path] = ()):
     return OmegaConf.merge(cfg, OmegaConf.from_dotlist([o for o in overrides if o not in groups]))
 
 
-def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, config_dirs: list[Path] = ()) -> dict:
-    """Rebuild the run's model from its checkpoint and run the configured analyses; returns the scalars.
+def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None,
+            config_dirs: list[Path] = ()) -> tuple[dict, Path]:
+    """Rebuild the run's model from its checkpoint and run the configured analyses; (scalars, their analysis/ folder).
 
     Results go to `out_dir`/analysis/ (default: a new RUN_DIR/reanalysis/<time>/); an `out_dir` inside a run
     directory other than under its reanalysis/ is refused, so training-time files are never rewritten. Its
@@ -54,7 +55,8 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, co
     and the analysed run's identity hash.
     """
     run = load_run(run_dir)  # (its checkpoint is read below: a run that saved none is one line naming it)
-    target = check_out(Path(out_dir)) if out_dir else _new_reanalysis_dir(run.path)
+    fresh = run.path / REANALYSIS / time.strftime("%Y%m%d-%H%M%S")  # a new folder: no earlier result overwritten
+    target = check_out(Path(out_dir)) if out_dir else unused_path(fresh)
     cfg = apply_overrides(OmegaConf.create(run.config), overrides, check_config_dirs(config_dirs, "--config-dir"))
     cfg.device = "cpu"  # the analyses run on the CPU, whatever device the run trained on
     spec = validate(cfg)
@@ -65,7 +67,7 @@ def analyze(run_dir: Path, overrides: list[str], out_dir: Path | None = None, co
     record = {"overrides": overrides, "run_dir": str(run.path.resolve()), "run_config_hash": run.checkpoint["config_hash"],
               **provenance(), "config": OmegaConf.to_container(cfg, resolve=True)}
     atomic_write_json(target / "analysis" / "summary.json", {**record, **scalars})
-    return scalars
+    return scalars, target / "analysis"
 
 
 def check_out(out: Path) -> Path:
@@ -81,11 +83,6 @@ def check_out(out: Path) -> Path:
     return out
 
 
-def _new_reanalysis_dir(run_dir: Path) -> Path:
-    """RUN_DIR/reanalysis/<time>[-n]: a fresh folder, so no earlier result is overwritten."""
-    return unused_path(run_dir / REANALYSIS / time.strftime("%Y%m%d-%H%M%S"))
-
-
 def main(argv: list[str] | None = None) -> None:
     """Console entry point for repcost-analyze."""
     ap = OneLineParser(prog="repcost-analyze", description=__doc__.splitlines()[0])
@@ -98,10 +95,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="a config dir of your own (as for repcost-train), searched first for group options")
     a = ap.parse_intermixed_args(argv)  # overrides before or after the options
     with clean_exit("repcost-analyze"):  # (a bad dotted override is an omegaconf error)
-        out = a.out or _new_reanalysis_dir(a.run_dir)  # (analyze checks it)
-        scalars = analyze(a.run_dir, a.overrides, out, a.config_dir)
+        scalars, out = analyze(a.run_dir, a.overrides, a.out, a.config_dir)
     print(json.dumps(scalars, indent=1, sort_keys=True))
-    print(f"arrays and per-layer table: {out / 'analysis'}")
+    print(f"arrays and per-layer table: {out}")
 
 
 if __name__ == "__main__":
