@@ -262,8 +262,7 @@ def parallel_alpha_normalised(Ws: Sequence, alpha) -> np.ndarray:
 
 def l2L_quasinorm(alpha_bar, L: int) -> float:
     """‖ᾱ‖_{2/L}^{2/L} = Σ_i |ᾱ_i|^{2/L}, the cost P_L of the normalised parametrisation (Savarese eqs. 46, 49)."""
-    alpha_bar = as_f64(alpha_bar).reshape(-1)
-    return float(np.sum(np.abs(alpha_bar) ** (2.0 / L)))
+    return float(np.sum(np.abs(as_f64(alpha_bar)) ** (2.0 / L)))
 
 
 def active_subnetworks(Ws: Sequence, alpha, rel_tol: float = 1e-3) -> int:

@@ -54,8 +54,7 @@ def reformulated_loss(model, x: torch.Tensor, y: torch.Tensor, lam: float, loss:
     """
     with torch.no_grad():
         zs, zsig = representations(model, x)
-        yy = y if loss == "cross_entropy" else y.to(torch.float64)
-        original, dl, sq = objective(model, x.to(torch.float64), yy, loss, lam, reg_scale)
+        original, dl, sq = objective(model, x.to(torch.float64), y, loss, lam, reg_scale)  # MSE in float64: y is promoted
         # ‖Z_ℓ (Z^σ_{ℓ−1})⁺‖²_F (Moore–Penrose pseudo-inverse, relative cut-off rcond)
         terms = torch.stack([(z @ torch.linalg.pinv(s, rtol=rcond)).pow(2).sum() for z, s in zip(zs, zsig)])
     return {"reformulated": float(dl + lam * reg_scale_factor(reg_scale, model.depth) * terms.sum()),
@@ -99,6 +98,5 @@ def project_points_and_forces(forces: dict, axis: str = "data") -> dict:
     arrays = {name: (a.T if axis == "data" else a).double() for name, a in arrays.items()}
     v = torch.linalg.svd(arrays["points"], full_matrices=False)[2][:2].T
     # fix signs so that the projected points have a positive mean on each axis (deterministic plots)
-    sgn = torch.sign((arrays["points"] @ v).sum(0))
-    sgn[sgn == 0] = 1
+    sgn = torch.where((arrays["points"] @ v).sum(0) >= 0, 1.0, -1.0)
     return {name: (a @ (v * sgn)).numpy() for name, a in arrays.items()}
