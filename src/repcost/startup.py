@@ -75,7 +75,7 @@ def forget_refused_run() -> None:
     it holds nothing but start-up files; then the empty folders above it that the command created."""
     from .rundir import remove_startup_litter  # rundir loads torch: not before a run needs it
 
-    if _run_dir is None or _existing is None or not _run_dir.is_dir() or not remove_startup_litter(_run_dir):
+    if _existing is None or not remove_startup_litter(_run_dir):  # None: no directory noted, or it existed before
         return
     with contextlib.suppress(OSError):  # (a folder that holds anything stays, and the folders above it)
         for parent in _run_dir.parents:

@@ -33,19 +33,16 @@ def parse_value(text: str | None) -> Any:
     return {"true": True, "false": False, "null": None}.get(text.lower(), text)
 
 
-def _csv_rows(path: Path) -> list[dict]:
-    """A CSV table's rows as dicts of text (cells past the header left out); RepcostError naming it if unreadable."""
-    try:
-        with open(path, newline="") as fh:
-            return [{k: v for k, v in row.items() if k is not None} for row in csv.DictReader(fh)]
-    except (OSError, ValueError, csv.Error) as e:
-        raise RepcostError(f"{path}: not readable as CSV ({one_line(e)})") from None
-
-
 def read_table(path: Path, text: tuple[str, ...] = ()) -> list[dict]:
     """Rows of a CSV table written by repcost (runs.csv, layers.csv) as dicts, every cell through parse_value
-    but those of the `text` columns (e.g. runs.csv's job directory names, which may look like numbers)."""
-    return [{k: (v or "") if k in text else parse_value(v) for k, v in row.items()} for row in _csv_rows(path)]
+    but those of the `text` columns (e.g. runs.csv's job directory names, which may look like numbers); cells past
+    the header left out. RepcostError naming the table if it cannot be read."""
+    try:
+        with open(path, newline="") as fh:
+            return [{k: (v or "") if k in text else parse_value(v) for k, v in row.items() if k is not None}
+                    for row in csv.DictReader(fh)]
+    except (OSError, ValueError, csv.Error) as e:
+        raise RepcostError(f"{path}: not readable as CSV ({one_line(e)})") from None
 
 
 def job_overrides(job: Path) -> dict:
@@ -105,7 +102,7 @@ def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
         try:  # the job's per-layer rows under its keys (a per-layer column never overwrites an override column)
             keys = {"job": r["job"], **job_overrides(j)}
             layers += [{**keys, **{(k if k not in keys else f"layer_{k}"): v for k, v in row.items()}}
-                       for row in (_csv_rows(table) if table.exists() else [])]
+                       for row in (read_table(table) if table.exists() else [])]
         except RepcostError as e:
             skipped.append(f"{e}; left out of {LAYERS_CSV}")
     if not rows:

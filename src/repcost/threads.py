@@ -36,12 +36,10 @@ def cores_available() -> int:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         cores = os.cpu_count() or 1
-    try:
+    with contextlib.suppress(OSError, ValueError):
         quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
         if quota != "max":
             cores = min(cores, max(1, int(float(quota) / float(period))))
-    except (OSError, ValueError):
-        pass
     return max(1, cores)
 
 

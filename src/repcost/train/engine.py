@@ -62,9 +62,7 @@ class TrainResult:
     @property
     def status(self) -> str:
         """The run's status: preempted (resumable), failed (non-finite or diverged), or finished."""
-        if self.stop_reason == "preempted":
-            return "preempted"
-        return "failed" if self.stop_reason in ("non_finite", "diverged") else "finished"
+        return {"preempted": "preempted", "non_finite": "failed", "diverged": "failed"}.get(self.stop_reason, "finished")
 
 
 class Member:
@@ -162,9 +160,7 @@ class Member:
 
     # -- logging -------------------------------------------------------------------------------
     def log(self, rec: dict) -> None:
-        """One metrics record (test loss added) to `on_log`, if the member has one (a library Engine may not)."""
-        if self.on_log is None:
-            return
+        """One metrics record (test loss added) to `on_log`."""
         if self.y_test is not None and "test_loss" not in rec:
             rec["test_loss"] = self.test_loss()
         self.last_logged = rec["step"]
@@ -182,7 +178,7 @@ class Engine:
     """
 
     def __init__(self, models: Sequence[RepModel], data: DataBundle, cfgs: Sequence[TrainConfig],
-                 seeds: Sequence[int], on_logs: Sequence[Callable[[dict], None] | None] | None = None,
+                 seeds: Sequence[int], on_logs: Sequence[Callable[[dict], None]] | None = None,
                  hooks: Sequence[Callable | None] | None = None, hook_every: int = 0,
                  stop_flag: StopFlag | None = None, compiled: bool = False, graphed: bool = False):
         self.K = len(models)
@@ -195,7 +191,7 @@ class Engine:
         self.on_checkpoint: Callable[[], None] | None = None
         self.pos = Position()
         self.optimizer: Optimizer | None = None
-        self._logging = any(m.on_log is not None for m in self.members)
+        self._logging = on_logs is not None  # a sink for every member, or none (a library Engine)
         self.hook_every = hook_every if any(m.hook is not None for m in self.members) else 0  # 0: no hook
         self.stepper = Stepper(self.terms, data.x_train, self.members[0].y_train, self.K, compiled=compiled,
                                graphed=graphed, want_grad=self.cfg.grad_tol is not None)

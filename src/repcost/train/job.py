@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from .. import startup, threads
 from ..analysis.hooks import descriptions
@@ -55,11 +55,9 @@ def prepare(cfg: DictConfig) -> tuple[RunSpec, dict, Path, str]:
     spec = validate(cfg)
     # the sha256 of each plugin module the run uses is part of its identity (a plugin edit makes a finished run
     # stale); a run without plugins gets no key and keeps its identity
-    sources = run_plugin_sources(spec)
-    if sources or "plugin_sources" in cfg:
-        with open_dict(cfg):
-            cfg.plugin_sources = sources
-    run_cfg = OmegaConf.to_container(cfg, resolve=True)
+    run_cfg, sources = OmegaConf.to_container(cfg, resolve=True), run_plugin_sources(spec)
+    if sources or "plugin_sources" in run_cfg:
+        run_cfg["plugin_sources"] = sources
     logging.captureWarnings(True)  # library warnings go to train.log only (configs/hydra/job_logging/repcost.yaml)
     header = logging.getLogger("repcost.file")  # the first lines of train.log (not the console)
     header.info("command: %s", shlex.join(["repcost-train", *sys.argv[1:]]))

@@ -52,7 +52,7 @@ class StopFlag:
 
     def hand_back(self) -> None:
         """Once the run's checkpoint is written: give the signal to the launcher that owned it (it may exit)."""
-        handler = self.chained.get(self.signal) if self.signal is not None else None
+        handler = self.chained.get(self.signal)
         if not callable(handler):
             return
         try:

@@ -14,9 +14,10 @@ import io
 import logging
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -183,13 +184,12 @@ def train_runs(specs: Sequence[RunSpec], cfg_dicts: Sequence[dict], run_dirs: Se
         startup.training_begins()  # the directories are relaunchable runs: the training's signal handling rules
         for start in dict.fromkeys(job.start for job in jobs.values()):  # one engine per starting position
             idx = [i for i, job in jobs.items() if job.start == start]
-            if flag.signal is not None:  # preempted in an earlier group: left for the relaunch
-                for i in idx:
-                    out[i] = jobs[i].preempted(start[2], flag.signal)
-                continue
             try:
-                results = ([_train_ensemble(jobs[i], flag) for i in idx] if ensemble
-                           else train_group([jobs[i] for i in idx], flag))
+                if flag.signal is not None:  # preempted in an earlier group: left for the relaunch
+                    results = [jobs[i].preempted(start[2], flag.signal) for i in idx]
+                else:
+                    results = ([_train_ensemble(jobs[i], flag) for i in idx] if ensemble
+                               else train_group([jobs[i] for i in idx], flag))
             except Exception as e:  # a problem of the whole group (e.g. its data, a full disk): each run's outcome
                 for i in idx:
                     jobs[i].rd.settle_failure(failure_message(e))
@@ -215,18 +215,6 @@ def failure_message(e: BaseException) -> str:
     return f"{e}" if isinstance(e, RepcostError) else f"{e.__class__.__name__}: {e}"
 
 
-def _metrics(job: RunJob) -> tuple[Trackers, Callable[[dict], None]]:
-    """(the run's trackers, the record sink): every record goes to metrics.jsonl and the trackers (repcost.loggers)."""
-    metrics = metrics_sink(job.rd.file(METRICS), keep_before=job.start[2])
-    trackers = Trackers(job.spec.logger, job.rd.path, job.cfg_dict, job.chash, resume=job.resume is not None)
-
-    def both(rec: dict) -> None:
-        metrics(rec)
-        trackers.call("log", rec)
-
-    return trackers, both
-
-
 def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> list[dict | Exception]:
     """Train opened runs that start at one position in one engine (K = len(jobs), stacked when K > 1).
 
@@ -242,8 +230,8 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
     if spec.train.loss == "cross_entropy" and data.task != "classification":
         raise RepcostError(f"train.loss=cross_entropy needs a classification dataset; data={data.name} is regression")
     with allocating(spec, "the models and their activations"):
-        models = [build_model(j.spec.model, data.d_in, data.d_out, j.spec.seed, data.x_train) for j in jobs]
-        models = [m.to(device=device, dtype=dtype) for m in models]
+        models = [build_model(j.spec.model, data.d_in, data.d_out, j.spec.seed, data.x_train).to(device=device, dtype=dtype)
+                  for j in jobs]
         data = data.to(dtype, device)
         rows = max(p.batch_size or data.x_train.shape[0] for p in spec.train.phases)
         with torch.no_grad():  # the activations of the largest batch, before any training (compiling takes minutes)
@@ -251,9 +239,15 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
     n_params = sum(p.numel() for p in models[0].parameters())
     threads.fit_to_model(data.x_train.shape[0], K * n_params)
     runners = [AnalysisRunner(j.spec.analysis, m, data, j.rd.path, j.spec.train) for m, j in zip(models, jobs)]
-    outs = [_metrics(j) for j in jobs]
+    sinks = [metrics_sink(j.rd.file(METRICS), keep_before=j.start[2]) for j in jobs]
+    trackers = [Trackers(j.spec.logger, j.rd.path, j.cfg_dict, j.chash, resume=j.resume is not None) for j in jobs]
+
+    def record(i: int, rec: dict) -> None:  # every record goes to metrics.jsonl and the run's trackers (repcost.loggers)
+        sinks[i](rec)
+        trackers[i].call("log", rec)
+
     engine = Engine(models, data, [j.spec.train for j in jobs], [j.spec.seed for j in jobs],
-                    on_logs=[o[1] for o in outs], hooks=[r.periodic for r in runners],
+                    on_logs=[partial(record, i) for i in range(K)], hooks=[r.periodic for r in runners],
                     hook_every=spec.analysis.every, stop_flag=stop_flag,
                     **fast_step_options(spec.train, device, K, data.x_train.shape[0], n_params))
     for i, j in enumerate(jobs):  # each from its own checkpoint, at the common position
@@ -262,10 +256,9 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
             log.info("resuming %s from step %d (%.0f s trained before)", j.rd.path, j.start[2], j.wall_before)
 
     def checkpoint_running() -> None:  # runs still training; a stopped one is written when the process ends
-        for i, j in enumerate(jobs):
-            if engine.members[i].result is None:
-                wall = j.wall_before + time.perf_counter() - t_start
-                j.rd.save_checkpoint(j.checkpoint(engine, i, "running", wall))
+        for i in engine.active:
+            wall = jobs[i].wall_before + time.perf_counter() - t_start
+            jobs[i].rd.save_checkpoint(jobs[i].checkpoint(engine, i, "running", wall))
 
     engine.on_checkpoint = checkpoint_running
     # a stop signal once training has ended waits for the runs' files (the run finishes, nothing is lost)
@@ -288,10 +281,10 @@ def train_group(jobs: Sequence[RunJob], stop_flag: StopFlag | None = None) -> li
             wall = j.wall_before + elapsed
             if r.status == "preempted":
                 j.rd.save_checkpoint(j.checkpoint(engine, i, "preempted", wall))
-                outs[i][0].call("finish", None)
+                trackers[i].call("finish", None)
                 out[i] = j.preempted(r.steps, sig)
             else:
-                out[i] = _complete(j, engine, i, runners[i], outs[i][0], wall)
+                out[i] = _complete(j, engine, i, runners[i], trackers[i], wall)
     if results is None or any(r.status == "preempted" for r in results):
         if results is not None and sig != signal.SIGINT:  # Ctrl-C: the caller says it in its own words
             log.warning("preempted (signal %s) at step %d; checkpoint saved, relaunch to resume", sig, engine.pos.step)
