@@ -79,7 +79,6 @@ def collect(sweep_dir: Path) -> tuple[list[dict], list[dict], list[str]]:
     A job whose files cannot be read is left out of runs.csv, and `skipped` says why, one line per job
     naming the file; if no job can be read, nothing is written and the RepcostError lists the first reason.
     """
-    sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
         raise RepcostError(f"{sweep_dir}: no such directory")
     jobs = sorted(p.parent.parent for p in sweep_dir.rglob(".hydra/overrides.yaml")  # runs moved aside left out
