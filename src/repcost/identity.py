@@ -18,13 +18,14 @@ import functools
 import hashlib
 import json
 import re
+import typing
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 from omegaconf import OmegaConf
 
-from .config.schema import AnalysisConfig, PhaseConfig, TopLevelConfig, TrainConfig
+from .config.schema import AnalysisConfig, TopLevelConfig, TrainConfig
 from .errors import RepcostError
 from .provenance import repcost_version
 from .registry import DATASETS, MODELS
@@ -34,17 +35,15 @@ _ABSENT = object()  # a key one of two configs lacks
 
 
 @functools.cache
-def _defaults(schema: type) -> tuple[dict, dict[str, type]]:
+def _defaults(schema: type) -> tuple[dict, dict[str, Any]]:
     """A schema's defaults as plain values, and each field's type (a nested section's: its schema)."""
-    node = OmegaConf.structured(schema)
-    return OmegaConf.to_container(node), {k: OmegaConf.get_type(node, k) for k in node}
+    return OmegaConf.to_container(OmegaConf.structured(schema)), typing.get_type_hints(schema)
 
 
-def strip_defaults(node: dict, schema: type, elements: dict[str, type] | None = None) -> dict:
+def strip_defaults(node: dict, schema: type) -> dict:
     """`node` without keys at their `schema` default or marked identity=False; list fields whose
-    elements are dataclasses (`elements`: field name -> element schema) are stripped element-wise."""
+    elements are dataclasses (`list[PhaseConfig]`) are stripped element-wise."""
     fields, (defaults, types) = {f.name: f for f in dataclasses.fields(schema)}, _defaults(schema)
-    elements = elements or {}
     out = {}
     for k, v in node.items():
         f = fields.get(k)
@@ -53,10 +52,10 @@ def strip_defaults(node: dict, schema: type, elements: dict[str, type] | None = 
             continue
         if f.metadata.get("identity", True) is False:
             continue
-        default = defaults[k]
-        if k in elements and isinstance(v, list):
-            v = [strip_defaults(e, elements[k]) if isinstance(e, dict) else e for e in v]
-            default = [strip_defaults(e, elements[k]) for e in default] if isinstance(default, list) else default
+        default, element = defaults[k], (typing.get_args(types[k]) or [None])[0]
+        if dataclasses.is_dataclass(element) and isinstance(v, list):
+            v = [strip_defaults(e, element) if isinstance(e, dict) else e for e in v]
+            default = [strip_defaults(e, element) for e in default] if isinstance(default, list) else default
         elif dataclasses.is_dataclass(types[k]) and isinstance(v, dict):  # a nested section
             v, default = _without_unset(v, types[k]), _without_unset(default, types[k])
         if k == "name" or v != default:  # a section's registry name says which schema the rest is read against
@@ -81,7 +80,7 @@ def run_identity(cfg: dict) -> dict:
         if key in ("model", "data") and isinstance(node, dict) and "name" in node:
             out[key] = strip_defaults(node, (MODELS if key == "model" else DATASETS).get(node["name"]).schema)
         elif key in schemas and isinstance(node, dict):
-            out[key] = strip_defaults(node, schemas[key], {"phases": PhaseConfig})
+            out[key] = strip_defaults(node, schemas[key])
     return out
 
 
