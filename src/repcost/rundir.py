@@ -280,9 +280,8 @@ class RunDir:
         with writing(aside):
             aside.mkdir(parents=True)
             for p in self.path.iterdir():
-                if p.name == LOCK or p.suffix == ".log":
-                    continue
-                os.replace(p, aside / p.name)
+                if p.name != LOCK and p.suffix != ".log":
+                    os.replace(p, aside / p.name)
             atomic_write_bytes(aside / "MOVED_ASIDE", (why + "\n").encode())
         return aside
 

@@ -30,9 +30,9 @@ REANALYSIS = "reanalysis"  # RUN_DIR/reanalysis/: the only place inside a run di
 
 
 def apply_overrides(cfg, overrides: list[str], config_dirs: list[Path] = ()):
-    """The run's saved config with group choices (k=option, composed as repcost-train composes them, `config_dirs`
-    searched first; `analysis=spectra` for a run that analysed nothing) and then the dotted keys applied."""
-    cfg = OmegaConf.create(OmegaConf.to_container(cfg))
+    """The run's saved config (a DictConfig, its sections replaced in place) with group choices (k=option, composed
+    as repcost-train composes them, `config_dirs` searched first; `analysis=spectra` for a run that analysed nothing)
+    and then the dotted keys applied."""
     for o in overrides:
         if "=" not in o:
             raise RepcostError(f"override {o!r} is not key=value")

@@ -15,8 +15,7 @@ def _report(sweep_dir: Path, rows: list, layers: list) -> str:
     counts = Counter(r["status"] for r in rows)
     text = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     out = f"{len(rows)} jobs ({text}) -> {sweep_dir / RUNS_CSV}"
-    stale = sum(1 for r in rows if r.get("last_sweep") is False)
-    if stale:
+    if stale := sum(1 for r in rows if r.get("last_sweep") is False):
         out = f"{out} ({stale} of them from an earlier multirun: last_sweep=False)"
     if layers:
         out += f" and {sweep_dir / LAYERS_CSV}"

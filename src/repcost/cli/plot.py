@@ -134,8 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             if a.hue is not None:
                 raise RepcostError("--hue is for a sweep directory (one with runs.csv); curves are one line per run")
-            sweeps = [p for p in a.paths if (p / "runs.csv").exists()]
-            if sweeps:
+            if sweeps := [p for p in a.paths if (p / "runs.csv").exists()]:
                 raise RepcostError(f"{sweeps[0]} is a sweep directory: give it alone (with --x/--y) or give run "
                                    "directories")
             fig, n, skipped = plot_curves(a.paths, a.x or "step", a.y or "objective", a.logx, a.logy, **labels)

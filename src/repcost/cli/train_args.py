@@ -43,10 +43,9 @@ def _parser(prog: str) -> _Parser:
                   ("--experimental-rerun",), ("--resume",)):
         p.add_argument(*names)
     mode = p.add_mutually_exclusive_group()  # Hydra runs one of these
-    mode.add_argument("--multirun", "-m", action="store_true")
+    for names in (("--multirun", "-m"), ("--run", "-r"), ("--shell-completion", "-sc")):
+        mode.add_argument(*names, action="store_true")
     mode.add_argument("--cfg", "-c", choices=("job", "hydra", "all"))
-    mode.add_argument("--run", "-r", action="store_true")
-    mode.add_argument("--shell-completion", "-sc", action="store_true")
     mode.add_argument("--info", "-i", nargs="?", const="all",
                       choices=("all", "config", "defaults", "defaults-tree", "plugins", "searchpath"))
     for names in (("--resolve",), ("--hydra-help",), ("--version",), ("--help", "-h")):
