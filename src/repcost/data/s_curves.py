@@ -82,7 +82,7 @@ def _split(cfg: SCurvesConfig, offsets: list[float], n: int, stream: int):
 @DATASETS.register("s_curves", SCurvesConfig)
 def load_s_curves(cfg: SCurvesConfig) -> DataBundle:
     """Class c = points on an inverted S shifted by offsets[c] along x (+ noise), Jacot 2023 Fig 2."""
-    offsets = [(c - (cfg.n_classes - 1) / 2) * cfg.spacing for c in range(cfg.n_classes)]  # the dataset centred
+    offsets = ((np.arange(cfg.n_classes) - (cfg.n_classes - 1) / 2) * cfg.spacing).tolist()  # the dataset centred
     splits = two_splits(lambda n, stream: _split(cfg, offsets, n, stream), cfg.n_per_class, cfg.n_test_per_class)
     meta = {"offsets": offsets, "spacing": cfg.spacing, "shape": cfg.shape}
     return DataBundle("s_curves", *splits, task="classification", n_classes=cfg.n_classes, meta=meta)
