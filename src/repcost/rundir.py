@@ -187,7 +187,9 @@ def metrics_sink(path: Path, keep_before: int = 0) -> Callable[[dict], None]:
     Resuming at step `keep_before` keeps the lines of earlier steps (the later ones are logged again). A fresh
     start finds no earlier file: `open_run` moves an earlier attempt aside whole, its metrics with it.
     """
-    line = lambda rec: json.dumps(jsonable(rec), sort_keys=True)  # noqa: E731
+    def line(rec: dict) -> str:
+        return json.dumps(jsonable(rec), sort_keys=True)
+
     keep = read_metrics(path) if path.exists() else []  # resuming: lines of later steps are dropped
     atomic_write_bytes(path, "".join(line(r) + "\n" for r in keep if r["step"] < keep_before).encode())
     return lambda rec: append_line(path, line(rec))

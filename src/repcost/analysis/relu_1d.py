@@ -454,7 +454,8 @@ def insert_units(model: RepModel, x: torch.Tensor, y: torch.Tensor, n: int, rho:
         mass = W[:, 0].detach().double().abs() * a.detach().double().norm(dim=0)
         idle = [k for k in torch.argsort(mass).tolist() if mass[k] <= IDLE * float(mass.sum())]
         for k in idle[:n]:
-            if (best := _kept_if_lower(model, x, y, rho, lambda: place(k))) is None:  # only a step that lowers it  # noqa: B023
+            best = _kept_if_lower(model, x, y, rho, lambda: place(k))  # noqa: B023 (called at once, with this k)
+            if best is None:  # only a step that lowers it
                 break
             inserted.append(best)
     return inserted
