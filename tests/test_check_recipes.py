@@ -178,3 +178,14 @@ def test_each_worker_trains_on_one_torch_thread():
             assert [f.result() for f in [ex.submit(torch.get_num_threads) for _ in range(4)]] == [1, 1, 1, 1]
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("override, words", [("train.phases.1.polish=5", "not a key"), ("train.lam=-1", "train.lam")])
+def test_a_bad_set_is_refused_in_one_line_before_any_run(tmp_path, capsys, override, words):
+    csv = tmp_path / "recipes.csv"
+    with pytest.raises(SystemExit) as e:
+        check_recipes.main(["--only", "rays_L2", "--datasets", "0", "--set", override, "--out", str(tmp_path / "runs"),
+                            "--csv", str(csv)])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and len(err.splitlines()) == 1 and words in err
+    assert not csv.exists() and not (tmp_path / "runs").exists()

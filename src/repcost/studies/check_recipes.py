@@ -347,7 +347,8 @@ def workers(n: int) -> ProcessPoolExecutor:
 
 
 def main(argv=None) -> int:
-    from repcost.errors import OneLineParser
+    from repcost.config import compose_config, validate
+    from repcost.errors import OneLineParser, RepcostError
     from repcost.rundir import atomic_write_bytes, csv_bytes
 
     p = OneLineParser(prog="check_recipes", description=__doc__.splitlines()[0])
@@ -363,6 +364,11 @@ def main(argv=None) -> int:
     p.add_argument("--datasets", default=None, help="comma-separated dataset indices (default: the block / --start, --n)")
     p.add_argument("--set", nargs="*", default=[], help="extra overrides for every run (variants of the recipe)")
     a = p.parse_args(argv)
+    try:  # a bad --set is refused in one line before any run, not in a worker's traceback
+        for recipe in ("min_norm_1d",) * (a.only in ("all", "1d")) + ("min_norm_two_rays",) * (a.only != "1d"):
+            validate(compose_config([f"experiment={recipe}", *a.set]))
+    except RepcostError as e:
+        p.error(str(e))
     t0 = time.perf_counter()
     with workers(a.jobs) as ex:
         rows = []
