@@ -3,7 +3,7 @@
 Each run's best member (the run itself when it has no members) is loaded, certified, polished in float64 and
 certified again, as REPRODUCTION.md's two-rays critical points are measured; the run directory is only read.
 
-    python benchmarks/polish_runs.py RUN_DIR [RUN_DIR ...] [--iterations 2000] [--seconds 300]
+    python benchmarks/polish_runs.py RUN_DIR [RUN_DIR ...] [--iterations 2000] [--seconds 300] [--tol 1e-7]
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import torch
 
 from repcost.analysis.critical import critical_point_certificate
 from repcost.api import Run
+from repcost.config.schema import PhaseConfig
 from repcost.objective import training_targets
 from repcost.train.polish import polish
 
 
-def measure(run_dir: str, iterations: int, seconds: float) -> str:
+def measure(run_dir: str, iterations: int, seconds: float, tol: float) -> str:
     """One run's line: certificate at the end of training, what the polish did, certificate at the polished point."""
     run = Run(run_dir)
     best = run.summary.get("best_member")
@@ -33,7 +34,7 @@ def measure(run_dir: str, iterations: int, seconds: float) -> str:
         return f"critical point: {verdict} (measure {measure:.2g}, C {float(net.cost().detach()):.6g})"
 
     before = certify()
-    r = polish(net, x, y, t.loss, t.lam, t.reg_scale, iterations, seconds)
+    r = polish(net, x, y, t.loss, t.lam, t.reg_scale, iterations, seconds, tol)
     change = r.objective_end / r.objective_start - 1
     return (f"{run_dir}: {before} -> {certify()}; polish {r.iterations} iterations, {r.seconds:.1f} s, "
             f"{r.removed} units removed, objective {change:+.1e} relative")
@@ -44,10 +45,11 @@ def main() -> None:
     p.add_argument("runs", nargs="+", help="finished run directories (e.g. check_recipes' rays_L2_250)")
     p.add_argument("--iterations", type=int, default=2000)
     p.add_argument("--seconds", type=float, default=300.0, help="the polish's wall-time budget per run")
+    p.add_argument("--tol", type=float, default=PhaseConfig.polish_tol, help="the polish's tolerance (polish_tol)")
     a = p.parse_args()
     torch.set_num_threads(1)
     for run_dir in a.runs:
-        print(measure(run_dir, a.iterations, a.seconds), flush=True)
+        print(measure(run_dir, a.iterations, a.seconds, a.tol), flush=True)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -12,11 +13,13 @@ import torch
 
 from repcost.analysis.clarke import clarke_gradient_norm
 from repcost.analysis.critical import critical_point_certificate
+from repcost.config.schema import PhaseConfig
 from repcost.models import MODELS
 from repcost.objective import objective
 from repcost.train.polish import _descend, polish, remove_dead_units
 
 LAM = 1e-2
+TOL = PhaseConfig.polish_tol  # the phase's default
 
 
 def _fc(depth: int, width: int, d_in: int, d_out: int, seed: int = 0):
@@ -57,7 +60,7 @@ def test_polish_never_raises_the_objective_and_keeps_removed_units_at_zero():
         m.biases[0][0] = -100.0
     with torch.no_grad():
         start = float(objective(m, x, y, "mse", LAM, "one")[0])
-    r = polish(m, x, y, "mse", LAM, "one", iterations=50)
+    r = polish(m, x, y, "mse", LAM, "one", 50, math.inf, TOL)
     with torch.no_grad():
         end = float(objective(m, x, y, "mse", LAM, "one")[0])
     assert r.removed >= 1 and r.objective_start == start and abs(r.objective_end - end) <= 1e-12 * end
@@ -74,7 +77,7 @@ def test_polish_writes_through_parameters_that_are_views_into_a_stack():
     for k, p in m.named_parameters():
         p.data = stack[k][0]
     before = {k: v[0].clone() for k, v in stack.items()}
-    r = polish(m, x, y, "mse", LAM, "one", iterations=50)
+    r = polish(m, x, y, "mse", LAM, "one", 50, math.inf, TOL)
     assert r.objective_end < r.objective_start
     for k, p in m.named_parameters():
         assert p.data_ptr() == stack[k][0].data_ptr() and torch.equal(p.detach(), stack[k][0])
@@ -109,7 +112,7 @@ def test_polish_reaches_a_clarke_stationary_point_where_plain_lbfgs_stalls_on_a_
     y = torch.tensor([[0.0], [-0.1], [1.0], [2.0]], dtype=torch.float64)
     stalled = _trained_then_plain_lbfgs(m, x, y, "half", adam_steps=3000)
     assert stalled["kinks"] >= 1 and stalled["clarke_stationarity"] > 0.1 and not stalled["critical_point"]
-    r = polish(m, x, y, "mse", LAM, "half", iterations=1000)
+    r = polish(m, x, y, "mse", LAM, "half", 1000, math.inf, TOL)
     cert = critical_point_certificate(m, x, y, "mse", LAM, "half", stationarity_tol=1e-3)
     # the certificate's least norm (BVLS on the slopes' affine model) is exact to ~1e-7 of the penalty's pull
     assert r.clarke <= 1e-3 and cert["clarke_stationarity"] <= r.clarke * (1 + 1e-6) + 1e-7
@@ -139,9 +142,23 @@ def test_polish_rates_its_start_as_the_certificate_does():
         y = m(x) + torch.tensor([[0.0], [0.4], [-0.2], [-0.2]], dtype=torch.float64)
     cert = critical_point_certificate(m, x, y, "mse", LAM, "one", stationarity_tol=1e-12)
     assert cert["kinks"] == 1 and cert["clarke_stationarity"] < 0.99 * cert["stationarity"]
-    r = polish(m, x, y, "mse", LAM, "one", iterations=0)
+    r = polish(m, x, y, "mse", LAM, "one", 0, math.inf, TOL)
     assert r.removed == 0 and r.objective_end == r.objective_start
     assert abs(r.clarke - cert["clarke_stationarity"]) <= 1e-9 * cert["clarke_stationarity"]
+
+
+def test_a_start_within_the_tolerance_is_kept_and_one_above_it_is_polished():
+    """`polish_tol` is where the polish stops: a start whose certificate measure is below it takes no iteration and
+    keeps its parameters; the same start with a tolerance below its measure is polished."""
+    m, x, _ = _kinked_two_layer()
+    with torch.no_grad():
+        y = m(x) + torch.tensor([[0.0], [0.4], [-0.2], [-0.2]], dtype=torch.float64)
+    measure = critical_point_certificate(m, x, y, "mse", LAM, "one", stationarity_tol=1e-12)["clarke_stationarity"]
+    kept, polished = copy.deepcopy(m), copy.deepcopy(m)
+    r = polish(kept, x, y, "mse", LAM, "one", 50, math.inf, 2 * measure)
+    assert r.iterations == 0 and all(torch.equal(p, q) for p, q in zip(kept.parameters(), m.parameters()))
+    r = polish(polished, x, y, "mse", LAM, "one", 50, math.inf, measure / 2)
+    assert r.iterations > 0 and r.objective_end < r.objective_start
 
 
 def test_chain_rule_set_is_clarke_for_one_kinked_layer_with_independent_gradients():
@@ -181,7 +198,7 @@ def test_polish_reaches_a_critical_point_of_a_deep_net_where_plain_lbfgs_stalls(
     x, y = _data(5, 2, 1, seed=12)
     stalled = _trained_then_plain_lbfgs(m, x, y, "per_depth", adam_steps=1000)
     assert stalled["kinks"] >= 1 and stalled["clarke_stationarity"] > 0.1
-    r = polish(m, x, y, "mse", LAM, "per_depth", iterations=100)
+    r = polish(m, x, y, "mse", LAM, "per_depth", 100, math.inf, TOL)
     cert = critical_point_certificate(m, x, y, "mse", LAM, "per_depth", stationarity_tol=1e-6)
     assert cert["critical_point"] and cert["stationarity"] <= r.clarke * (1 + 1e-6) <= 1e-6
     assert r.objective_end < r.objective_start
@@ -200,7 +217,7 @@ def test_polish_leaves_a_kink_a_trained_two_rays_net_sits_on():
     x, y = (torch.tensor(stored[k], dtype=torch.float64) for k in ("x", "y"))
     before = critical_point_certificate(m, x, y, "mse", 1e-4, "per_depth")
     assert before["kinks"] >= 1 and before["clarke_stationarity"] > 1e-3 and not before["critical_point"]
-    r = polish(m, x, y, "mse", 1e-4, "per_depth", iterations=2000)
+    r = polish(m, x, y, "mse", 1e-4, "per_depth", 2000, math.inf, TOL)
     after = critical_point_certificate(m, x, y, "mse", 1e-4, "per_depth", stationarity_tol=1e-6)
     assert after["critical_point"] and after["clarke_stationarity"] <= r.clarke * (1 + 1e-6) <= 1e-6
     assert r.objective_end < r.objective_start

@@ -57,9 +57,11 @@ class PhaseConfig:
     convex_units: bool = False
     # before the phase's first step (after the options above), move each member towards a critical point of this
     # phase's objective (train/polish.py: dead units removed exactly, then full batch in float64 Newton steps or
-    # L-BFGS iterations): at most this many iterations (0 = off) and `polish_seconds` seconds
+    # L-BFGS iterations): at most this many iterations (0 = off) and `polish_seconds` seconds, until its measure of
+    # stationarity (a bound on the certificate's) is at most `polish_tol`; a member that starts there takes no iteration
     polish: int = 0
     polish_seconds: float = 600.0
+    polish_tol: float = 1e-7
 
     def __post_init__(self):
         check(self.optimizer in OPTIMIZERS, "optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))
@@ -76,6 +78,7 @@ class PhaseConfig:
         check(self.insert_units >= 0, "insert_units", self.insert_units, "an integer >= 0 (0 = off)")
         check(self.polish >= 0, "polish", self.polish, "an integer >= 0 (iterations; 0 = off)")
         check(self.polish_seconds > 0, "polish_seconds", self.polish_seconds, "a time budget in seconds > 0")
+        check(self.polish_tol > 0, "polish_tol", self.polish_tol, "a tolerance > 0 (relative to the penalty's pull)")
 
 
 @dataclass

@@ -154,7 +154,8 @@ class Member:
                                    f"{loss1:.6g}: its rescale_units does not keep the function")
             return f"rebalanced, largest unit gap {before:.3g} -> {after:.3g}"
         c = self.cfg
-        r = polish(self.model, x, y, c.loss, c.lam * ph.lam_factor, c.reg_scale, ph.polish, ph.polish_seconds)
+        r = polish(self.model, x, y, c.loss, c.lam * ph.lam_factor, c.reg_scale, ph.polish, ph.polish_seconds,
+                   ph.polish_tol)
         return (f"polished in {r.iterations} iterations, {r.seconds:.1f} s: {r.removed} units removed, "
                 f"objective {r.objective_start:.10g} -> {r.objective_end:.10g}, Clarke {r.clarke:.3g}")
 

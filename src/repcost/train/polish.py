@@ -18,7 +18,7 @@ points to (above 1: z > 0 lowers the objective), an entry that crossed 0 is held
 released one once a solve left it on its kink). Against cycling, a solve ended on a kink releases nothing and keeps ρ,
 and a kink is released again only after a solve that took no step. The gradient at the slopes clipped to [a, 1] is an
 element of the certificate's set, so its norm over the penalty's pull bounds the certificate's Clarke measure: the
-polish stops once it is at most TOL, or at its iteration and time budgets, or once two solves in a row take no step,
+polish stops once it is at most its tolerance (a start already there takes no iteration), or at its iteration and time budgets, or once two solves in a row take no step,
 and keeps the point of least measure, the start's rated by the certificate (never one of higher objective than it
 started from). Trained nets often sit near saddles and in weakly curved valleys (nearly parallel units of one layer
 merging) where L-BFGS creeps and the measure hardly falls; Newton leaves them and converges quadratically. What the
@@ -43,7 +43,6 @@ log = logging.getLogger(__name__)
 
 DEAD = 1e-12  # a unit whose output into the next layer is at most this fraction of its layer's largest is removed
 CHUNK = 100  # L-BFGS iterations between time checks
-TOL = 1e-7  # the polish stops once the gradient at the multipliers' slopes is at most this fraction of the penalty's pull
 RHO = 1e3  # the augmented Lagrangian's first penalty on the held pre-activations (×10 while they do not shrink 4×)
 INNER = 200  # L-BFGS iterations (or Newton steps) at most between multiplier updates
 RELEASE = 0.1  # a held kink is released once its slope is this far outside [a, 1]
@@ -260,10 +259,10 @@ class _ActiveSet(torch.nn.Module):
 
 
 def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str, iterations: int,
-           seconds: float = math.inf) -> PolishResult:
+           seconds: float, tol: float) -> PolishResult:
     """Polish `model` in place (module docstring): dead units removed, then the active-set method with at most
     `iterations` iterations in all within `seconds` seconds, until the gradient at the multipliers' slopes is
-    at most TOL of the penalty's pull. Runs in float64 on the model's device; the parameters are written back in the
+    at most `tol` of the penalty's pull. Runs in float64 on the model's device; the parameters are written back in the
     model's dtype."""
     t0 = time.perf_counter()
     target, model = model, float64_model(model)
@@ -277,7 +276,7 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
     # the least measure at ≤ start and its point; the start rated by the certificate's least norm too
     best = (min(pattern.update(0.0)[1], least / (pattern.pull or 1.0)), [p.detach().clone() for p in params])
     fixed = torch.cat([f.reshape(-1) for f in frozen]) if sum(p.numel() for p in params) <= NEWTON else None
-    while done < iterations and time.perf_counter() < t0 + seconds:
+    while best[0] > tol and done < iterations and time.perf_counter() < t0 + seconds:
         value, n = (lambda: pattern.lagrangian(rho)), min(INNER, iterations - done)
         steps, blocked = (_descend(params, value, n, t0 + seconds), False) if fixed is None else _newton(
             pattern, rho, n, t0 + seconds, fixed)
@@ -289,7 +288,7 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
                  held, far, measure)
         if measure < best[0] and obj <= start:
             best = (measure, [p.detach().clone() for p in params])
-        if measure <= TOL or (steps == 0 and stalled):  # at the tolerance, or twice no step lowers the Lagrangian
+        if measure <= tol or (steps == 0 and stalled):  # at the tolerance, or twice no step lowers the Lagrangian
             break
         stalled = steps == 0
         rho = min(rho * 10, RHO * 1e4) if not blocked and far > max(0.25 * last, 1e-12) else rho
