@@ -16,6 +16,8 @@ from repcost.analysis.critical import critical_point_certificate
 from repcost.config.schema import PhaseConfig
 from repcost.models import MODELS
 from repcost.objective import objective
+from helpers import train
+
 from repcost.train.polish import _descend, polish, remove_dead_units
 
 LAM = 1e-2
@@ -221,3 +223,20 @@ def test_polish_leaves_a_kink_a_trained_two_rays_net_sits_on():
     after = critical_point_certificate(m, x, y, "mse", 1e-4, "per_depth", stationarity_tol=1e-6)
     assert after["critical_point"] and after["clarke_stationarity"] <= r.clarke * (1 + 1e-6) <= 1e-6
     assert r.objective_end < r.objective_start
+
+
+@pytest.mark.slow
+def test_a_last_phase_of_no_steps_polishes_where_training_ended(tmp_path):
+    """Through the CLI: the two-rays recipe cut short ends off a critical point; the same run with a last phase of
+    `steps: 0` and `polish` ends at one the certificate accepts, at no higher objective, and logs what the polish did."""
+    short = "{optimizer:adam,lr:1.0e-2,steps:300,lam_factor:10.0}"
+    runs = {}
+    for name, phases in (("trained", f"[{short},{{optimizer:adam,steps:0}}]"),
+                         ("polished", f"[{short},{{optimizer:adam,steps:0,polish:500,polish_tol:1.0e-3}}]")):
+        code, _, err = train(["experiment=min_norm_two_rays", "train.ensemble_size=1", f"train.phases={phases}",
+                              "train.progress=false", f"hydra.run.dir={tmp_path / name}"], tmp_path)
+        assert code == 0, err
+        runs[name] = json.loads((tmp_path / name / "summary.json").read_text())
+    assert not runs["trained"]["critical_point"] and runs["polished"]["critical_point"]
+    assert runs["polished"]["objective"] <= runs["trained"]["objective"]
+    assert "polished in" in (tmp_path / "polished" / "train.log").read_text()
