@@ -18,11 +18,11 @@ points to (above 1: z > 0 lowers the objective), an entry that crossed 0 is held
 released one once a solve left it on its kink). Against cycling, a solve ended on a kink releases nothing and keeps ρ,
 and a kink is released again only after a solve that took no step. The gradient at the slopes clipped to [a, 1] is an
 element of the certificate's set, so its norm over the penalty's pull bounds the certificate's Clarke measure: the
-polish stops once it is at most its tolerance (a start already there takes no iteration), or at its iteration and time budgets, or once two solves in a row take no step,
-and keeps the point of least measure, the start's rated by the certificate (never one of higher objective than it
-started from). Trained nets often sit near saddles and in weakly curved valleys (nearly parallel units of one layer
-merging) where L-BFGS creeps and the measure hardly falls; Newton leaves them and converges quadratically. What the
-polish reaches is measured, not promised (docs/usage.md).
+polish stops once it is at most its tolerance (a start already there takes no iteration), or at its iteration and
+time budgets, or once two solves in a row take no step, and keeps the point of least measure, the start's rated by
+the certificate (never one of higher objective than it started from). Trained nets often sit near saddles and in
+weakly curved valleys (nearly parallel units of one layer merging) where L-BFGS creeps and the measure hardly falls;
+Newton leaves them and converges quadratically. What the polish reaches is measured, not promised (docs/usage.md).
 """
 
 from __future__ import annotations
