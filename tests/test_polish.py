@@ -18,7 +18,7 @@ from repcost.models import MODELS
 from repcost.objective import objective
 from helpers import train
 
-from repcost.train.polish import _descend, polish, remove_dead_units
+from repcost.train.polish import polish, remove_dead_units
 
 LAM = 1e-2
 TOL = PhaseConfig.polish_tol  # the phase's default
@@ -88,7 +88,7 @@ def test_polish_writes_through_parameters_that_are_views_into_a_stack():
 
 def _trained_then_plain_lbfgs(m, x, y, reg_scale: str, adam_steps: int) -> dict:
     """`m` trained by full-batch Adam in place; the certificate of a copy then taken by dead-unit removal and 1 000
-    plain float64 L-BFGS iterations (what the polish must beat)."""
+    plain float64 L-BFGS iterations (torch.optim.LBFGS with strong Wolfe, the obvious tool: what the polish must beat)."""
     opt = torch.optim.Adam(m.parameters(), lr=1e-2)
     for _ in range(adam_steps):
         opt.zero_grad()
@@ -96,8 +96,15 @@ def _trained_then_plain_lbfgs(m, x, y, reg_scale: str, adam_steps: int) -> dict:
         opt.step()
     plain = copy.deepcopy(m)
     remove_dead_units(plain, x)
-    _descend([p for p in plain.parameters() if p.requires_grad],
-             lambda: objective(plain, x, y, "mse", LAM, reg_scale)[0], 1000, float("inf"))
+    lbfgs = torch.optim.LBFGS([p for p in plain.parameters() if p.requires_grad], max_iter=1000, history_size=100,
+                              line_search_fn="strong_wolfe", tolerance_grad=0.0, tolerance_change=1e-16)
+
+    def closure() -> torch.Tensor:
+        lbfgs.zero_grad()
+        obj = objective(plain, x, y, "mse", LAM, reg_scale)[0]
+        obj.backward()
+        return obj
+    lbfgs.step(closure)
     return critical_point_certificate(plain, x, y, "mse", LAM, reg_scale)
 
 
@@ -232,7 +239,7 @@ def test_a_last_phase_of_no_steps_polishes_where_training_ended(tmp_path):
     short = "{optimizer:adam,lr:1.0e-2,steps:300,lam_factor:10.0}"
     runs = {}
     for name, phases in (("trained", f"[{short},{{optimizer:adam,steps:0}}]"),
-                         ("polished", f"[{short},{{optimizer:adam,steps:0,polish:500,polish_tol:1.0e-3}}]")):
+                         ("polished", f"[{short},{{optimizer:adam,steps:0,polish:5000,polish_tol:1.0e-3}}]")):
         code, _, err = train(["experiment=min_norm_two_rays", "train.ensemble_size=1", f"train.phases={phases}",
                               "train.progress=false", f"hydra.run.dir={tmp_path / name}"], tmp_path)
         assert code == 0, err

@@ -1,28 +1,28 @@
 """Polish: move a trained net towards a critical point of its objective (PhaseConfig.polish).
 
-Units that weight decay has cut off (no output on the data, or no outgoing weight) keep weights that shrink
-geometrically but never reach 0, and every one of their pre-activations sits on a kink, where no smooth method
-settles. They are removed exactly (`remove_dead_units`): their parameters set to 0, which changes neither the
-function on the data nor, beyond that contribution, the objective; they are held there.
-Then live units that put pre-activations on the kink z = 0 at data points (Jacot et al. 2022 Prop 1: the minimiser is a
-function of the pre-activations, and a kink is part of it) are treated by an active-set augmented Lagrangian: the
-certificate's kinks (analysis/clarke.py, its finder and KINK_TOL) are held, z_j(θ) = 0 as equality constraints with the
-held entries' output fixed at a·z (a: the leaky slope, 0 for ReLU), the entries released from the kink kept on their
-side's piece, and full batch in float64 objective + ν·z + ρ/2·‖z‖² over the held entries is minimised: by damped Newton
-steps (`_newton`) on nets of at most NEWTON parameters, whose line search takes every entry not held through the
-activation itself (a released entry's piece, extended past its kink, would accept steps that raise the objective), by
-L-BFGS (strong Wolfe) on larger ones; a Newton step that crosses a kink without lowering the objective stops on that
-kink, ending the inner solve. After each inner solve (not before: ν starts at 0) the multipliers step (ν += ρz) and give
-each held kink its slope s_j = a + ν_j/(∂obj/∂out_j); a kink whose slope leaves [a, 1] is released to the side the slope
-points to (above 1: z > 0 lowers the objective), an entry that crossed 0 is held, kinks not held are taken in (a
-released one once a solve left it on its kink). Against cycling, a solve ended on a kink releases nothing and keeps ρ,
-and a kink is released again only after a solve that took no step. The gradient at the slopes clipped to [a, 1] is an
-element of the certificate's set, so its norm over the penalty's pull bounds the certificate's Clarke measure: the
-polish stops once it is at most its tolerance (a start already there takes no iteration), or at its iteration and
-time budgets, or once two solves in a row take no step, and keeps the point of least measure, the start's rated by
-the certificate (never one of higher objective than it started from). Trained nets often sit near saddles and in
-weakly curved valleys (nearly parallel units of one layer merging) where L-BFGS creeps and the measure hardly falls;
-Newton leaves them and converges quadratically. What the polish reaches is measured, not promised (docs/usage.md).
+Units that weight decay has cut off keep weights that shrink geometrically but never reach 0, with every
+pre-activation on a kink, where no smooth method settles. They are removed exactly (`remove_dead_units`): set to 0,
+which changes neither the function on the data nor, beyond their own penalty, the objective, and held there.
+
+Live units put pre-activations on the kink z = 0 at data points too (Jacot et al. 2022 Prop 1: a kink is part of the
+minimiser), and on the way to a critical point many more cross it. A smoothing continuation crosses them first (Chen
+2012, "Smoothing methods for nonsmooth, nonconvex minimization": the smoothed problems' critical points tend to Clarke
+critical points): each kink becomes a softplus of width WIDTHS × its unit's largest |z| over the data, and full-batch
+float64 L-BFGS (`_descend`) minimises to about each width's own accuracy in turn. A point on a kink ends a few widths
+from it, where the certificate (analysis/clarke.py, KINK_TOL) counts it as kinked.
+
+An active-set augmented Lagrangian finishes: the certificate's kinks are held, z_j(θ) = 0 with output a·z (a: the
+leaky slope, 0 for ReLU), entries released from a kink kept on their side's piece, and objective + ν·z + ρ/2·‖z‖²
+over the held entries minimised by damped Newton steps (`_newton`; L-BFGS above NEWTON parameters). After each solve
+ν += ρz gives each held kink its slope s_j = a + ν_j/(∂obj/∂out_j); a kink whose slope leaves [a, 1] is released to
+that side, an entry that crossed 0 is held. Against cycling, a solve ended on a kink releases nothing and keeps ρ, and a
+kink is released again only after a solve that took no step.
+
+Every point, the start included, is rated by the certificate's least norm over its set (beyond EXACT_KINKS kinks: the
+gradient at the multipliers' slopes clipped to [a, 1]) over the penalty's pull. The polish stops at its tolerance (a
+start there takes no iteration), at its budgets (L-BFGS iterations and Newton steps in all; seconds) or once two solves
+in a row take no step, and keeps the point of least measure, never one above the starting objective. What it
+reaches is measured, not promised (docs/usage.md).
 """
 
 from __future__ import annotations
@@ -33,7 +33,10 @@ import math
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 from ..analysis.arrays import float64_inputs, float64_model
 from ..analysis.clarke import EXACT_KINKS, Slopes, clarke_gradient_norm, kinked
@@ -42,12 +45,12 @@ from ..objective import objective, reg_scale_factor
 log = logging.getLogger(__name__)
 
 DEAD = 1e-12  # a unit whose output into the next layer is at most this fraction of its layer's largest is removed
-CHUNK = 100  # L-BFGS iterations between time checks
 RHO = 1e3  # the augmented Lagrangian's first penalty on the held pre-activations (×10 while they do not shrink 4×)
 INNER = 200  # L-BFGS iterations (or Newton steps) at most between multiplier updates
 RELEASE = 0.1  # a held kink is released once its slope is this far outside [a, 1]
 NEWTON = 4000  # nets with at most this many parameters take Newton steps (dense Hessian), larger ones L-BFGS
 FLAT = 1e-11  # Newton's least damping, relative to the Hessian's largest diagonal entry (flat directions: symmetries)
+WIDTHS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)  # the smoothing's widths, relative to each unit's largest |z| over the data
 
 
 @dataclass
@@ -59,7 +62,7 @@ class PolishResult:
     objective_start: float
     objective_end: float
     seconds: float
-    clarke: float  # the gradient norm at the multipliers' slopes, relative to the penalty's pull
+    clarke: float  # the measure at the point kept (module docstring)
 
 
 def _unit_entries(model, layer: int, units: torch.Tensor) -> list[torch.Tensor]:
@@ -101,44 +104,63 @@ def remove_dead_units(model, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
     return removed, frozen
 
 
-def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float) -> int:
-    """Full-batch L-BFGS with a strong-Wolfe line search on `value`, CHUNK iterations at a time (a time check between
-    chunks), until it stalls, `iterations` or `deadline`; returns the iterations done. Removed units stay at 0: their
-    gradient is 0, and so is every direction L-BFGS takes there."""
-    opt = torch.optim.LBFGS(params, lr=1.0, history_size=100, line_search_fn="strong_wolfe", tolerance_grad=0.0,
-                            tolerance_change=1e-16)
+def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float, tol: float = 0.0) -> int:
+    """Full-batch L-BFGS (scipy's L-BFGS-B) on `value` over the parameters, until no step lowers it, no gradient entry
+    is above `tol`, `iterations` or `deadline`; returns the iterations. Removed units stay at 0 (their gradient is 0)."""
+    from scipy.optimize import minimize  # scipy loads where a polish needs it
 
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
+    def set_to(v) -> None:
+        with torch.no_grad():  # in place: the parameters may be views into a stack (ensembles, stacked sweeps)
+            for p, c in zip(params, torch.as_tensor(v).to(params[0]).split([p.numel() for p in params])):
+                p.copy_(c.view_as(p))
+
+    def value_and_grad(v) -> tuple[float, np.ndarray]:
+        set_to(v)
         with torch.enable_grad():
             obj = value()
-            obj.backward()
-        return obj
+            grads = torch.autograd.grad(obj, params, materialize_grads=True)
+        return float(obj.detach()), torch.cat([g.reshape(-1) for g in grads]).cpu().numpy()
 
-    done = 0
-    while done < iterations and time.perf_counter() < deadline:
-        chunk = min(CHUNK, iterations - done)
-        opt.param_groups[0].update(max_iter=chunk, max_eval=2 * chunk)
-        opt.step(closure)
-        stalled = opt.state[params[0]]["n_iter"] - done < chunk  # it stopped on its own tolerance
-        done = opt.state[params[0]]["n_iter"]
-        if stalled:
-            break
-    opt.zero_grad(set_to_none=True)
-    return done
+    def on_time(_) -> None:
+        if time.perf_counter() > deadline:
+            raise StopIteration
+
+    if iterations <= 0:
+        return 0
+    v = torch.nn.utils.parameters_to_vector(params).detach().cpu().numpy()
+    r = minimize(value_and_grad, v, jac=True, method="L-BFGS-B", callback=on_time,
+                 options={"maxiter": iterations, "maxfun": 2 * iterations, "maxcor": 50, "ftol": 0.0, "gtol": tol})
+    set_to(r.x)
+    return int(r.nit)
+
+
+class _Smooth(TorchFunctionMode):
+    """ReLU / leaky ReLU calls with the kink smoothed: σ(z) = a·z + (1 − a)·d·softplus(z/d), d = `width` × the unit's
+    largest |z| over the data (read on the first call after `scales` is emptied, then kept: the objective is smooth)."""
+
+    def __init__(self):
+        super().__init__()
+        self.width, self.scales, self.at = 1.0, [], 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func not in (torch.relu, F.relu, torch.Tensor.relu, F.leaky_relu):
+            return func(*args, **kwargs)
+        z, a = args[0], float(args[1] if len(args) > 1 else kwargs.get("negative_slope", 0.01)) * (func is F.leaky_relu)
+        if self.at == len(self.scales):
+            self.scales.append(z.detach().abs().reshape(-1, z.shape[-1]).amax(0))
+        d, self.at = self.width * self.scales[self.at], self.at + 1
+        smooth = d * F.softplus(z / d.clamp_min(1e-300), threshold=30.0)
+        return a * z + (1 - a) * torch.where(d > 0, smooth, torch.relu(z))  # a removed unit (z = 0) stays at 0
 
 
 def _newton(pattern, rho: float, iterations: int, deadline: float, fixed: torch.Tensor) -> tuple[int, bool]:
-    """Damped Newton steps on `pattern`'s Lagrangian at penalty `rho`: −(H + μI)⁻¹g with the dense Hessian
-    (forward-over-reverse, torch.func) and μ, from the last step's μ/100 (at least FLAT of H's largest diagonal entry)
-    up ×10, the least for which Cholesky succeeds (H + μI positive definite, so the step descends; at a saddle the
-    least-curved directions take the largest steps out of it), halved until the merit (every entry not held through
-    the activation itself) decreases; a full step that crosses a kink (an entry not held changes side) and does not
-    lower the merit is first cut to the first kink it crosses (bisection), where the solve ends (the update takes the
-    kink in). Until no halving lowers the merit, `iterations` or `deadline`; returns the steps and whether the solve
-    ended on a kink. Entries `fixed` (flat, in parameter order: removed units) stay where they are: H and g are
-    restricted to the others. It leaves the saddles and weakly curved valleys (nearly parallel units merging) where
-    L-BFGS creeps, and converges quadratically at a nondegenerate minimum."""
+    """Damped Newton steps on `pattern`'s Lagrangian at penalty `rho`: −(H + μI)⁻¹g, dense H (torch.func), μ from the
+    last step's μ/100 up ×10 until Cholesky succeeds (the step descends; at a saddle the least-curved directions take
+    the largest steps), halved until the merit (every entry not held through the activation itself) decreases. A full
+    step that crosses a kink without lowering the merit is cut to that kink (bisection), ending the solve. Until no
+    halving lowers the merit, `iterations` or `deadline`; returns the steps and whether the solve ended on a kink.
+    Entries `fixed` (flat: removed units) stay where they are."""
     names, params = zip(*[(n, p) for n, p in pattern.named_parameters() if p.requires_grad])
 
     def f(v: torch.Tensor, *call) -> torch.Tensor:  # `pattern`'s method `call` (default: the Lagrangian) at `v`
@@ -260,10 +282,9 @@ class _ActiveSet(torch.nn.Module):
 
 def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_scale: str, iterations: int,
            seconds: float, tol: float) -> PolishResult:
-    """Polish `model` in place (module docstring): dead units removed, then the active-set method with at most
-    `iterations` iterations in all within `seconds` seconds, until the gradient at the multipliers' slopes is
-    at most `tol` of the penalty's pull. Runs in float64 on the model's device; the parameters are written back in the
-    model's dtype."""
+    """Polish `model` in place (module docstring): dead units removed, the smoothing's widths, then the active set,
+    with at most `iterations` L-BFGS iterations and Newton steps in all within `seconds` seconds, until the measure is at
+    most `tol`. Runs in float64 on the model's device; the parameters are written back in the model's dtype."""
     t0 = time.perf_counter()
     target, model = model, float64_model(model)
     x, y = float64_inputs(model, x, y)
@@ -271,25 +292,43 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
     with torch.no_grad():
         start = float(objective(model, x, y, loss, lam, reg_scale)[0])
     removed, frozen = remove_dead_units(model, x)
-    pattern, rho, done, last, stalled = _ActiveSet(model, x, y, loss, lam, reg_scale), RHO, 0, math.inf, False
-    least = clarke_gradient_norm(model, x, y, loss, lam, reg_scale, max_kinks=EXACT_KINKS)[0]  # NaN beyond EXACT_KINKS
-    # the least measure at ≤ start and its point; the start rated by the certificate's least norm too
-    best = (min(pattern.update(0.0)[1], least / (pattern.pull or 1.0)), [p.detach().clone() for p in params])
+    smooth, rho, done, last, stalled, best = _Smooth(), RHO, 0, math.inf, False, (math.inf, [])
+
+    def keep(element: float, where: str) -> float:
+        """The point's measure (the certificate's least norm where it computes one, else `element`), logged; the point
+        kept if its measure is the least so far at an objective ≤ start's (the start's is kept)."""
+        nonlocal best
+        least = clarke_gradient_norm(model, x, y, loss, lam, reg_scale, max_kinks=EXACT_KINKS)[0]  # NaN beyond
+        measure = element if math.isnan(least) else least / (pattern.pull or 1.0)
+        with torch.no_grad():
+            obj = float(objective(model, x, y, loss, lam, reg_scale)[0])
+        log.info("polish: %s, %d iterations, objective %.12g, Clarke %.3g", where, done, obj, measure)
+        if measure < best[0] and (obj <= start or not best[1]):
+            best = (measure, [p.detach().clone() for p in params])
+        return measure
+
+    def value() -> torch.Tensor:  # the objective with the smoothed activation
+        smooth.at = 0
+        with smooth:
+            return objective(model, x, y, loss, lam, reg_scale)[0]
+    pattern = _ActiveSet(model, x, y, loss, lam, reg_scale)
+    keep(pattern.update(0.0)[1], "start")
+    for smooth.width in WIDTHS:
+        if best[0] <= tol or done >= iterations or time.perf_counter() > t0 + seconds:
+            break
+        smooth.scales = []  # solved to about the width's own accuracy, not beyond
+        done += _descend(params, value, iterations - done, t0 + seconds, smooth.width * pattern.pull)
+        pattern = _ActiveSet(model, x, y, loss, lam, reg_scale)
+        keep(pattern.update(0.0)[1], f"smoothed to width {smooth.width:g}")
     fixed = torch.cat([f.reshape(-1) for f in frozen]) if sum(p.numel() for p in params) <= NEWTON else None
     while best[0] > tol and done < iterations and time.perf_counter() < t0 + seconds:
         value, n = (lambda: pattern.lagrangian(rho)), min(INNER, iterations - done)
         steps, blocked = (_descend(params, value, n, t0 + seconds), False) if fixed is None else _newton(
             pattern, rho, n, t0 + seconds, fixed)
         done += steps
-        far, measure, held = pattern.update(rho, release=not blocked, again=steps == 0)
-        with torch.no_grad():
-            obj = float(objective(model, x, y, loss, lam, reg_scale)[0])
-        log.info("polish: %d iterations, objective %.12g, %d kinks held (|z| ≤ %.2g), Clarke %.3g", done, obj,
-                 held, far, measure)
-        if measure < best[0] and obj <= start:
-            best = (measure, [p.detach().clone() for p in params])
-        if measure <= tol or (steps == 0 and stalled):  # at the tolerance, or twice no step lowers the Lagrangian
-            break
+        far, element, held = pattern.update(rho, release=not blocked, again=steps == 0)
+        if keep(element, f"{held} kinks held (|z| ≤ {far:.2g})") <= tol or (steps == 0 and stalled):
+            break  # at the tolerance, or twice no step lowers the Lagrangian
         stalled = steps == 0
         rho = min(rho * 10, RHO * 1e4) if not blocked and far > max(0.25 * last, 1e-12) else rho
         last = last if blocked else far
