@@ -45,11 +45,14 @@ MAX_ITER = 300  # L-BFGS-B iterations of the matrix-free solve
 
 
 class Slopes(TorchFunctionMode):
-    """ReLU / leaky ReLU calls with the kinked entries' slopes taken from `slopes` (None: find the kinks)."""
+    """ReLU / leaky ReLU calls with the kinked entries' slopes taken from `slopes` (None: find the kinks), or (with
+    `widths`, per call one per unit, train/polish.py) every kink smoothed: a·z + (1 − a)·d·softplus(z/d)."""
 
-    def __init__(self, masks: list | None = None, slopes: torch.Tensor | None = None, pieces: bool = False):
+    def __init__(self, masks: list | None = None, slopes: torch.Tensor | None = None, pieces: bool = False,
+                 widths: list | None = None):
         super().__init__()
         self.masks, self.slopes, self.pieces = masks, slopes, pieces  # pieces: masked entries output s·z (smooth)
+        self.widths, self.scales = widths, []  # scales (finding): per call, each unit's largest |z| over the data
         self.found: list[tuple[torch.Tensor, float]] = []  # per call: kink mask, lower slope
         self.inputs: list[torch.Tensor] = []  # per call: the pre-activations (on the graph if any)
         self.outputs: list[torch.Tensor] = []  # per call (with masks): the activation's output
@@ -66,10 +69,14 @@ class Slopes(TorchFunctionMode):
             return func(*args, **kwargs)
         out = F.leaky_relu(z, lo) if lo else torch.relu(z)
         self.inputs.append(z)
+        if self.widths is not None:  # a unit of width 0 (removed: z = 0) keeps the activation itself
+            d = self.widths[len(self.inputs) - 1]
+            return lo * z + (1 - lo) * torch.where(d > 0, d * F.softplus(z / d.clamp_min(1e-300), threshold=30.0),
+                                                   torch.relu(z))
         if self.masks is None:
             a = z.detach().abs()
-            scale = a.reshape(-1, a.shape[-1]).amax(0) if a.dim() > 1 else a.amax()
-            self.found.append((a <= KINK_TOL * scale, lo))
+            self.scales.append(a.reshape(-1, a.shape[-1]).amax(0) if a.dim() > 1 else a.amax())
+            self.found.append((a <= KINK_TOL * self.scales[-1], lo))
             return out
         mask = self.masks[len(self.outputs)]
         n = int(mask.sum())

@@ -1,28 +1,26 @@
 """Polish: move a trained net towards a critical point of its objective (PhaseConfig.polish).
 
-Units that weight decay has cut off keep weights that shrink geometrically but never reach 0, with every
-pre-activation on a kink, where no smooth method settles. They are removed exactly (`remove_dead_units`): set to 0,
-which changes neither the function on the data nor, beyond their own penalty, the objective, and held there.
+Units that weight decay has cut off keep weights that shrink geometrically but never reach 0, every pre-activation on
+a kink. They are removed exactly (`remove_dead_units`): set to 0, which changes neither the function on the data nor,
+beyond their own penalty, the objective, and held there.
 
 Live units put pre-activations on the kink z = 0 at data points too (Jacot et al. 2022 Prop 1: a kink is part of the
 minimiser), and on the way to a critical point many more cross it. A smoothing continuation crosses them first (Chen
 2012, "Smoothing methods for nonsmooth, nonconvex minimization": the smoothed problems' critical points tend to Clarke
 critical points): each kink becomes a softplus of width WIDTHS × its unit's largest |z| over the data, and full-batch
 float64 L-BFGS (`_descend`) minimises to about each width's own accuracy in turn. A point on a kink ends a few widths
-from it, where the certificate (analysis/clarke.py, KINK_TOL) counts it as kinked.
-
-An active-set augmented Lagrangian finishes: the certificate's kinks are held, z_j(θ) = 0 with output a·z (a: the
-leaky slope, 0 for ReLU), entries released from a kink kept on their side's piece, and objective + ν·z + ρ/2·‖z‖²
-over the held entries minimised by damped Newton steps (`_newton`; L-BFGS above NEWTON parameters). After each solve
-ν += ρz gives each held kink its slope s_j = a + ν_j/(∂obj/∂out_j); a kink whose slope leaves [a, 1] is released to
-that side, an entry that crossed 0 is held. Against cycling, a solve ended on a kink releases nothing and keeps ρ, and a
-kink is released again only after a solve that took no step.
+from it, where the certificate (analysis/clarke.py, KINK_TOL) counts it as kinked. An active-set augmented Lagrangian
+finishes: the certificate's kinks held, z_j(θ) = 0 with output a·z (a: the leaky slope, 0 for ReLU), entries released
+from a kink kept on their side's piece, objective + ν·z + ρ/2·‖z‖² over the held entries minimised by damped Newton
+steps (`_newton`; L-BFGS above NEWTON parameters). After each solve ν += ρz gives each held kink its slope
+s_j = a + ν_j/(∂obj/∂out_j); a kink whose slope leaves [a, 1] is released to that side, an entry that crossed 0 held.
+Against cycling, a solve ended on a kink releases nothing, and a kink is released again only after a solve with no step.
 
 Every point, the start included, is rated by the certificate's least norm over its set (beyond EXACT_KINKS kinks: the
 gradient at the multipliers' slopes clipped to [a, 1]) over the penalty's pull. The polish stops at its tolerance (a
-start there takes no iteration), at its budgets (L-BFGS iterations and Newton steps in all; seconds) or once two solves
-in a row take no step, and keeps the point of least measure, never one above the starting objective. What it
-reaches is measured, not promised (docs/usage.md).
+start there takes no iteration), at its budgets (L-BFGS iterations and Newton steps in all; seconds) or once two
+solves in a row take no step, keeps the point of least measure, never one above the starting objective, and
+promises nothing: what it reaches is measured (docs/usage.md).
 """
 
 from __future__ import annotations
@@ -35,8 +33,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
 
 from ..analysis.arrays import float64_inputs, float64_model
 from ..analysis.clarke import EXACT_KINKS, Slopes, clarke_gradient_norm, kinked
@@ -55,7 +51,7 @@ WIDTHS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)  # the smoothing's widths, relative to e
 
 @dataclass
 class PolishResult:
-    """What a polish did: iterations (Newton steps or L-BFGS iterations), units removed, the objective before and after, and its time."""
+    """What a polish did: iterations (L-BFGS and Newton), units removed, the objective before and after, its time."""
 
     iterations: int
     removed: int
@@ -80,10 +76,9 @@ def _unit_entries(model, layer: int, units: torch.Tensor) -> list[torch.Tensor]:
 
 
 def remove_dead_units(model, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
-    """Set to 0 every unit whose output into the next layer (‖σ(z_k)‖ over the data times its outgoing norm) is at
-    most DEAD times its layer's largest, until none is left; returns how many and, per parameter, the entries
-    zeroed (the polish keeps them at 0). The units are those `unit_norms` names: none without
-    `Structure.unit_rescaling`."""
+    """Set to 0 every unit (of `unit_norms`) whose output into the next layer (‖σ(z_k)‖ over the data times its
+    outgoing norm) is at most DEAD times its layer's largest, until none is left; returns how many and, per
+    parameter, the entries zeroed."""
     params = [p for p in model.parameters() if p.requires_grad]
     frozen = [torch.zeros_like(p, dtype=torch.bool) for p in params]
     removed = 0
@@ -132,26 +127,6 @@ def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float
                  options={"maxiter": iterations, "maxfun": 2 * iterations, "maxcor": 50, "ftol": 0.0, "gtol": tol})
     set_to(r.x)
     return int(r.nit)
-
-
-class _Smooth(TorchFunctionMode):
-    """ReLU / leaky ReLU calls with the kink smoothed: σ(z) = a·z + (1 − a)·d·softplus(z/d), d = `width` × the unit's
-    largest |z| over the data (read on the first call after `scales` is emptied, then kept: the objective is smooth)."""
-
-    def __init__(self):
-        super().__init__()
-        self.width, self.scales, self.at = 1.0, [], 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func not in (torch.relu, F.relu, torch.Tensor.relu, F.leaky_relu):
-            return func(*args, **kwargs)
-        z, a = args[0], float(args[1] if len(args) > 1 else kwargs.get("negative_slope", 0.01)) * (func is F.leaky_relu)
-        if self.at == len(self.scales):
-            self.scales.append(z.detach().abs().reshape(-1, z.shape[-1]).amax(0))
-        d, self.at = self.width * self.scales[self.at], self.at + 1
-        smooth = d * F.softplus(z / d.clamp_min(1e-300), threshold=30.0)
-        return a * z + (1 - a) * torch.where(d > 0, smooth, torch.relu(z))  # a removed unit (z = 0) stays at 0
 
 
 def _newton(pattern, rho: float, iterations: int, deadline: float, fixed: torch.Tensor) -> tuple[int, bool]:
@@ -206,14 +181,14 @@ def _newton(pattern, rho: float, iterations: int, deadline: float, fixed: torch.
 
 
 class _ActiveSet(torch.nn.Module):
-    """The kinked pre-activations' pattern: per activation call, the entries held on the kink (`held`, with multipliers
-    `nu`), those ever released from it (`freed`) and the slope of each such entry's piece (`slope`: 1 above, the leaky a
-    below and on the kink, whose slope comes from `nu`); the other entries keep the activation itself."""
+    """The kinked pre-activations' pattern, per activation call: the entries held on the kink (`held`, multipliers
+    `nu`), those ever released (`freed`), each one's piece's slope (`slope`); the others keep the activation itself."""
 
     def __init__(self, model, x, y, loss, lam, reg_scale):
         super().__init__()
         self.model, self.x, self.y, self.loss, self.lam, self.reg_scale = model, x, y, loss, lam, reg_scale
-        found = kinked(model, x, y, loss, lam, reg_scale)[4].found  # per activation call: its shape, its least slope
+        finder = kinked(model, x, y, loss, lam, reg_scale)[4]
+        found, self.scales = finder.found, finder.scales  # per activation call: shape and least slope; unit scales
         self.lo = [a for _, a in found]
         self.held = [torch.zeros_like(m) for m, _ in found]
         self.freed = [h.clone() for h in self.held]
@@ -221,8 +196,7 @@ class _ActiveSet(torch.nn.Module):
         self.nu = [torch.zeros_like(s) for s in self.slope]
 
     def run(self, slopes: list[torch.Tensor] | None = None):
-        """(objective, Σ‖p‖², mode): every held or released pre-activation on its piece, or (with `slopes`) the held ones
-        at these slopes and every other one through the activation itself."""
+        """(objective, Σ‖p‖², mode): held and released entries on their pieces, or held ones at `slopes` (others: σ)."""
         pieces = [h | f for h, f in zip(self.held, self.freed)]
         masks, s = (pieces, self.slope) if slopes is None else (self.held, slopes)  # else the activation itself
         mode = Slopes(masks, torch.cat([v[t] for v, t in zip(s, masks)]), pieces=True)
@@ -247,11 +221,9 @@ class _ActiveSet(torch.nn.Module):
         return obj + (nu * z).sum() + 0.5 * rho * (z * z).sum()
 
     def update(self, rho: float, release: bool = True, again: bool = False) -> tuple[float, float, int]:
-        """Multipliers stepped, slopes read off them (s = a + ν/(∂obj/∂out)), kinks whose slope leaves [a, 1] released
-        to the side it points to (with `release`; one released before only `again`), entries that crossed 0 and the
-        certificate's kinks not held held; returns the held |z| at most (relative to its unit's largest |z| over the
-        data), the gradient norm at the slopes clipped to [a, 1] (an element of the certificate's set) relative to the
-        penalty's pull (`pull`), and the kinks held."""
+        """Multipliers stepped, slopes read off them, kinks released (with `release`; one released before only `again`)
+        and held (module docstring); returns the held |z| at most (relative to its unit's largest), the gradient norm at
+        the slopes clipped to [a, 1] over the penalty's pull (`pull`), and the kinks held."""
         with torch.enable_grad():
             obj, _, mode = self.run()
             signal = torch.autograd.grad(obj, mode.outputs)
@@ -292,11 +264,10 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
     with torch.no_grad():
         start = float(objective(model, x, y, loss, lam, reg_scale)[0])
     removed, frozen = remove_dead_units(model, x)
-    smooth, rho, done, last, stalled, best = _Smooth(), RHO, 0, math.inf, False, (math.inf, [])
+    widths, rho, done, last, stalled, best = [], RHO, 0, math.inf, False, (math.inf, [])
 
     def keep(element: float, where: str) -> float:
-        """The point's measure (the certificate's least norm where it computes one, else `element`), logged; the point
-        kept if its measure is the least so far at an objective ≤ start's (the start's is kept)."""
+        """The point's measure (module docstring), logged; the point kept if least so far at an objective ≤ start's."""
         nonlocal best
         least = clarke_gradient_norm(model, x, y, loss, lam, reg_scale, max_kinks=EXACT_KINKS)[0]  # NaN beyond
         measure = element if math.isnan(least) else least / (pattern.pull or 1.0)
@@ -307,19 +278,18 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
             best = (measure, [p.detach().clone() for p in params])
         return measure
 
-    def value() -> torch.Tensor:  # the objective with the smoothed activation
-        smooth.at = 0
-        with smooth:
+    def value() -> torch.Tensor:  # the objective with the kinks smoothed
+        with Slopes(widths=widths):
             return objective(model, x, y, loss, lam, reg_scale)[0]
     pattern = _ActiveSet(model, x, y, loss, lam, reg_scale)
     keep(pattern.update(0.0)[1], "start")
-    for smooth.width in WIDTHS:
+    for width in WIDTHS:
         if best[0] <= tol or done >= iterations or time.perf_counter() > t0 + seconds:
             break
-        smooth.scales = []  # solved to about the width's own accuracy, not beyond
-        done += _descend(params, value, iterations - done, t0 + seconds, smooth.width * pattern.pull)
+        widths = [width * s for s in pattern.scales]  # solved to about the width's own accuracy, not beyond
+        done += _descend(params, value, iterations - done, t0 + seconds, width * pattern.pull)
         pattern = _ActiveSet(model, x, y, loss, lam, reg_scale)
-        keep(pattern.update(0.0)[1], f"smoothed to width {smooth.width:g}")
+        keep(pattern.update(0.0)[1], f"smoothed to width {width:g}")
     fixed = torch.cat([f.reshape(-1) for f in frozen]) if sum(p.numel() for p in params) <= NEWTON else None
     while best[0] > tol and done < iterations and time.perf_counter() < t0 + seconds:
         value, n = (lambda: pattern.lagrangian(rho)), min(INNER, iterations - done)
