@@ -56,9 +56,9 @@ class PhaseConfig:
     # 1-D inputs with a scalar output, MSE only; width >= the minimiser's units
     convex_units: bool = False
     # before the phase's first step (after the options above), move each member towards a critical point of this
-    # phase's objective (train/polish.py: dead units removed exactly, then full batch in float64 Newton steps or
-    # L-BFGS iterations): at most this many iterations (0 = off) and `polish_seconds` seconds, until its measure of
-    # stationarity (a bound on the certificate's) is at most `polish_tol`; a member that starts there takes no iteration
+    # phase's objective (train/polish.py, full batch in float64: dead units removed, a smoothing continuation, an
+    # active set): at most this many L-BFGS iterations and Newton steps (0 = off) and `polish_seconds` seconds, until
+    # the certificate's Clarke measure is at most `polish_tol`; a member that starts there takes no iteration
     polish: int = 0
     polish_seconds: float = 600.0
     polish_tol: float = 1e-7
