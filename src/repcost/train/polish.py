@@ -278,7 +278,7 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
             best = (measure, [p.detach().clone() for p in params])
         return measure
 
-    def value() -> torch.Tensor:  # the objective with the kinks smoothed
+    def smoothed() -> torch.Tensor:  # the objective with the kinks smoothed
         with Slopes(widths=widths):
             return objective(model, x, y, loss, lam, reg_scale)[0]
     pattern = _ActiveSet(model, x, y, loss, lam, reg_scale)
@@ -287,7 +287,7 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
         if best[0] <= tol or done >= iterations or time.perf_counter() > t0 + seconds:
             break
         widths = [width * s for s in pattern.scales]  # solved to about the width's own accuracy, not beyond
-        done += _descend(params, value, iterations - done, t0 + seconds, width * pattern.pull)
+        done += _descend(params, smoothed, iterations - done, t0 + seconds, width * pattern.pull)
         pattern = _ActiveSet(model, x, y, loss, lam, reg_scale)
         keep(pattern.update(0.0)[1], f"smoothed to width {width:g}")
     fixed = torch.cat([f.reshape(-1) for f in frozen]) if sum(p.numel() for p in params) <= NEWTON else None
