@@ -99,18 +99,20 @@ def remove_dead_units(model, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
     return removed, frozen
 
 
+def _write(params, v: torch.Tensor) -> None:
+    """The flat `v` written into `params` in place: they may be views into a stack (ensembles, stacked sweeps)."""
+    with torch.no_grad():
+        for p, c in zip(params, v.to(params[0]).split([p.numel() for p in params])):
+            p.copy_(c.view_as(p))
+
+
 def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float, tol: float = 0.0) -> int:
     """Full-batch L-BFGS (scipy's L-BFGS-B) on `value` over the parameters, until no step lowers it, no gradient entry
     is above `tol`, `iterations` or `deadline`; returns the iterations. Removed units stay at 0 (their gradient is 0)."""
     from scipy.optimize import minimize  # scipy loads where a polish needs it
 
-    def set_to(v) -> None:
-        with torch.no_grad():  # in place: the parameters may be views into a stack (ensembles, stacked sweeps)
-            for p, c in zip(params, torch.as_tensor(v).to(params[0]).split([p.numel() for p in params])):
-                p.copy_(c.view_as(p))
-
     def value_and_grad(v) -> tuple[float, np.ndarray]:
-        set_to(v)
+        _write(params, torch.as_tensor(v))
         with torch.enable_grad():
             obj = value()
             grads = torch.autograd.grad(obj, params, materialize_grads=True)
@@ -125,7 +127,7 @@ def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float
     v = torch.nn.utils.parameters_to_vector(params).detach().cpu().numpy()
     r = minimize(value_and_grad, v, jac=True, method="L-BFGS-B", callback=on_time,
                  options={"maxiter": iterations, "maxfun": 2 * iterations, "maxcor": 50, "ftol": 0.0, "gtol": tol})
-    set_to(r.x)
+    _write(params, torch.as_tensor(r.x))
     return int(r.nit)
 
 
@@ -171,9 +173,7 @@ def _newton(pattern, rho: float, iterations: int, deadline: float, fixed: torch.
             t /= 2
         if t < 1e-12:  # no decrease along the step: stalled
             break
-        with torch.no_grad():  # in place: the parameters may be views into a stack (ensembles, stacked sweeps)
-            for p, c in zip(params, torch.split(v - t * step, [p.numel() for p in params])):
-                p.copy_(c.view_as(p))
+        _write(params, v - t * step)
         done += 1
         if a > 0:  # on a kink the pattern does not hold: the update takes it in
             return done, True
