@@ -8,7 +8,7 @@ minimum of R2 on 1-D/2-D data by the convex program of Pilanci & Ergen 2020.
 scipy and cvxpy load inside the functions that solve with them, so importing the package loads neither.
 """
 
-from .alignment import (identity_input_lower_bound, identity_input_min_cost, merge_neurons,
+from .alignment import (identity_input_lower_bound, identity_input_min_cost, merge_units,
                         neuron_groups, optimisation_failures, plateau_start)
 from .convex_relu import min_r2_interpolant
 from .costs import (active_subnetworks, cost_CL, effective_matrix, l2L_quasinorm, parallel_alpha_normalised,

@@ -6,13 +6,12 @@ post-activations, so they act as ONE neuron on the data. `neuron_groups` finds s
 (cosine of the pre-activation vectors above a threshold; neurons whose post-activation is ~0 on
 every data point are 'dead'); the number of groups is the layer's effective width.
 
-`merge_neurons` builds the pruned network (one neuron per group, dead neurons removed) with the
-same outputs on the data (exactly, when the groups are exactly proportional) and a squared norm
-no larger than the original: for a group G with representative r and Z_k = c_k Z_r,
-    incoming  ũ ∝ Z_r (Z^σ_{ℓ−1})⁺  (the minimal-norm row producing Z_r on the data, bias column included)
-    outgoing  ṽ ∝ Σ_{k∈G} c_k v_k   (v_k = column k of W_{ℓ+1})
-balanced so ‖ũ‖ = ‖ṽ‖. Its cost 2‖ṽ‖‖ũ‖ = 2‖Σ c_k v_k‖‖Pu_r‖ ≤ Σ 2‖v_k‖‖Pu_k‖ ≤ Σ(‖v_k‖² + ‖u_k‖²)
-(P: projection on the data span; Pu_k = c_k Pu_r), the Prop 15 merge argument in any dimension.
+`merge_units` makes each group one neuron in place (the others and the dead set to 0) with the same outputs
+on the data (exactly, when the groups are exactly proportional) and, once rebalanced, a squared norm no larger
+than the original: for a group G with representative r, Z_k = c_k Z_r and outgoing columns v_k, the
+representative's outgoing ṽ = Σ_{k∈G} c_k v_k with its incoming u_r; balanced, its cost 2‖ṽ‖‖u_r‖ ≤
+Σ 2‖v_k‖‖c_k u_r‖ = Σ 2‖v_k‖‖u_k‖ ≤ Σ(‖v_k‖² + ‖u_k‖²) where u_k = c_k u_r (as after training with weight
+decay, whose incoming rows lie in the data's span), the Prop 15 merge argument in any dimension.
 Samples are rows here (N × n); Z_ℓ of the paper is the transpose.
 """
 
@@ -22,8 +21,6 @@ import itertools
 
 import torch
 
-from .arrays import float64_model
-from .reformulation import augment
 
 
 def neuron_groups(pre: torch.Tensor, post: torch.Tensor, threshold: float = 0.99,
@@ -50,57 +47,31 @@ def neuron_groups(pre: torch.Tensor, post: torch.Tensor, threshold: float = 0.99
     return groups, sorted(dead)
 
 
-def merge_neurons(model, x: torch.Tensor, threshold: float = 0.99, dead_tol: float = 1e-6):
-    """A new float64 `fc` network with each group of aligned neurons merged into one and dead neurons
-    removed, layer by layer (input side first). Returns (merged model, widths, groups per layer).
-
-    Outputs on x are preserved exactly when every group is exactly proportional; with a threshold
-    < 1 the change is what the approximate proportionality allows (check it with the returned model).
-    """
-    from ..models.fc import FC, FCConfig
-
-    m = float64_model(model)
-    beta = float(m.beta)
-    weights = [w.detach() for w in m.weights]  # lists of tensors, rebound (never written into) as layers merge
-    biases = [b.detach() for b in m.biases] if beta > 0 else []
-
-    def layer(h: torch.Tensor, l: int) -> torch.Tensor:  # pre-activation of hidden layer l + 1
-        return h @ weights[l].T + (beta * biases[l] if beta > 0 else 0.0)
-
-    all_groups = []
+def merge_units(model, x: torch.Tensor, threshold: float, dead_tol: float = 1e-6) -> int:
+    """In place, layer by layer (input side first): each group of aligned units (`neuron_groups` at `threshold` and
+    `dead_tol`) made one, and the dead ones set to 0. The representative r keeps its incoming weights and takes
+    Σ_k c_k v_k as its outgoing ones (Z_k ≈ c_k Z_r, least squares); the others are set to 0. An exactly proportional
+    group keeps the function on the data (σ(cz) = cσ(z)), and after `analysis.critical.rebalance` a norm no larger
+    (module docstring); a group at cosine < 1 changes the function by what its misalignment allows. Returns the
+    units set to 0."""
+    Ws, bs = model.weight_matrices(), model.bias_vectors()
+    if not (model.structure.chain and model.structure.positively_homogeneous and all(W.dim() == 2 for W in Ws)):
+        raise ValueError(f"merging units needs a chain of weight matrices and a positively homogeneous activation "
+                         f"(the {model.family} family is not)")
+    merged = 0
     with torch.no_grad():
-        h = x.to(torch.float64)
-        for l in range(m.depth - 1):
-            zsig_prev = augment(h.T, beta)  # (n_{ℓ−1}[+1]) × N
-            pre = layer(h, l)
-            groups, _ = neuron_groups(pre, m.activation(pre), threshold, dead_tol)
-            all_groups.append(groups)
-            pinv = torch.linalg.pinv(zsig_prev, rtol=1e-10)
-            new_in, new_out = [], []
-            for g in groups:
-                zr = pre[:, g[0]]  # the group's representative
-                c = torch.stack([(pre[:, k] @ zr) / (zr @ zr) for k in g])  # least-squares c_k
-                u = zr @ pinv  # minimal-norm augmented incoming row for Z_r
-                v = (weights[l + 1][:, g] * c).sum(1)
-                t = torch.sqrt(v.norm() / u.norm().clamp_min(1e-300)) if float(v.norm()) > 0 else torch.tensor(1.0)
-                new_in.append(u * t)
-                new_out.append(v / t)
-            if not groups:  # everything dead: keep one zero neuron so shapes stay valid
-                new_in.append(torch.zeros(zsig_prev.shape[0], dtype=torch.float64))
-                new_out.append(torch.zeros(weights[l + 1].shape[0], dtype=torch.float64))
-            u = torch.stack(new_in)
-            weights[l] = u[:, :-1] if beta > 0 else u
-            if beta > 0:
-                biases[l] = u[:, -1]
-            weights[l + 1] = torch.stack(new_out, 1)
-            h = m.activation(layer(h, l))
-    widths = [w.shape[0] for w in weights[:-1]]
-    cfg = FCConfig(depth=m.depth, width=widths, slope=float(m.slope), beta=beta,
-                   bias_regularised=m.structure.biases != "free")
-    new = FC(cfg, weights[0].shape[1], weights[-1].shape[0], torch.Generator().manual_seed(0)).double()
-    new.load_state_dict({f"{kind}.{i}": t for kind, ts in (("weights", weights), ("biases", biases))
-                         for i, t in enumerate(ts)})
-    return new.eval(), widths, all_groups
+        for ell in range(1, len(Ws)):
+            h = model.hidden(x)[ell - 1]  # after the layers below have merged
+            groups, dead = neuron_groups(h.pre, h.post, threshold, dead_tol)
+            gone = [k for k in dead + [k for g in groups for k in g[1:]] if Ws[ell][:, k].any() or Ws[ell - 1][k].any()]
+            for r, *rest in groups:
+                for k in rest:
+                    Ws[ell][:, r] += float(h.pre[:, k] @ h.pre[:, r] / (h.pre[:, r] @ h.pre[:, r])) * Ws[ell][:, k]
+            Ws[ell][:, gone], Ws[ell - 1][gone] = 0.0, 0.0
+            for b in bs[ell - 1:ell]:
+                b[gone] = 0.0
+            merged += len(gone)
+    return merged
 
 
 def plateau_start(widths, values, rel_tol: float = 0.01, log_frac: float | None = None):

@@ -55,6 +55,10 @@ class PhaseConfig:
     # at once (analysis.relu_1d.place_convex_minimum; Bach 2017, Savarese et al. 2019 §3). Two-layer ReLU nets on
     # 1-D inputs with a scalar output, MSE only; width >= the minimiser's units
     convex_units: bool = False
+    # before the phase's first step (after insert_units and convex_units), merge each group of units whose
+    # pre-activations over the data have cosine above this into one (analysis.alignment.merge_units; Jacot et al.
+    # 2022 §3.1: aligned units act as one, and training merges them only slowly); null = off. Chains of matrices
+    merge_units: Optional[float] = None
     # before the phase's first step (after the options above), move each member towards a critical point of this
     # phase's objective (train/polish.py, full batch in float64: dead units removed, a smoothing continuation, an
     # active set): at most this many L-BFGS iterations and Newton steps (0 = off) and `polish_seconds` seconds, until
@@ -76,6 +80,8 @@ class PhaseConfig:
         check(0 < self.final_lr_ratio <= 1, "final_lr_ratio", self.final_lr_ratio, "a number in (0, 1]")
         check(math.isfinite(self.lam_factor) and self.lam_factor > 0, "lam_factor", self.lam_factor, "a λ multiplier > 0")
         check(self.insert_units >= 0, "insert_units", self.insert_units, "an integer >= 0 (0 = off)")
+        check(self.merge_units is None or 0 < self.merge_units < 1, "merge_units", self.merge_units,
+              "a cosine in (0, 1) or null (off)")
         check(self.polish >= 0, "polish", self.polish, "an integer >= 0 (iterations; 0 = off)")
         check(self.polish_seconds > 0, "polish_seconds", self.polish_seconds, "a time budget in seconds > 0")
         check(self.polish_tol > 0, "polish_tol", self.polish_tol, "a tolerance > 0 (relative to the penalty's pull)")

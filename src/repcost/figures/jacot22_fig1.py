@@ -4,18 +4,21 @@ L = 3 ReLU net, widths 50, MNIST digits 7/8/9 (N = 42), full-batch GD on cross-e
 Panels (a, c): the N data points (columns of Z_ℓ) of hidden layers ℓ = 1, 2 projected on their top-2
 (uncentred) principal components; (b, d): the 50 neurons (rows of Z_ℓ). Green = attraction force
 −∂_{Z_ℓ}‖Z_ℓ(Z^σ_{ℓ−1})⁺‖², red = repulsion force −∂_{Z_ℓ}‖Z_{ℓ+1}(Z^σ_ℓ)⁺‖² (Tikhonov pseudo-inverse).
-Grey dashed rays: one per group of ≥ 2 aligned neurons (cosine of pre-activations > COS).
+Grey dashed rays: one per group of aligned neurons (cosine of pre-activations > COS).
 The full preset trains seed 0, the quick one (5k GD steps) seeds 0, 1, 2: each seed is judged by the same
 rule, the verdict is the pass rate, and the plot shows the first seed.
 """
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ..analysis.alignment import merge_neurons, neuron_groups
+from ..analysis.alignment import merge_units, neuron_groups
+from ..analysis.critical import rebalance
 from ..analysis.reformulation import layer_forces, project_points_and_forces, reformulated_loss
 from ..errors import RepcostError
 from . import per_seed
@@ -52,21 +55,22 @@ def _run_rows(run) -> list[dict]:
         h = hs[ell - 1]
         groups, dead = neuron_groups(h.pre, h.post, threshold=COS, dead_tol=DEAD)
         by_cos = {c: len(neuron_groups(h.pre, h.post, threshold=c, dead_tol=DEAD)[0]) for c in (0.9, 0.95, 0.99, 0.999)}
-        big = [g for g in groups if len(g) > 1]
         mass = sorted((float((h.pre[:, g].detach() ** 2).sum()) for g in groups), reverse=True)
         pn = project_points_and_forces(f, "neurons")  # points, attraction, repulsion
         panels.append(dict(**project_points_and_forces(f, "data"), labels=y.numpy(),
                            label_names=[str(d) for d in digits], title=f"({'ac'[ell - 1]}) layer {ell}: {len(y)} data points"))
-        panels.append(dict(**pn, rays=[pn["points"][g].sum(0) for g in big],  # one ray per group of ≥ 2 aligned neurons
+        panels.append(dict(**pn, rays=[pn["points"][g].sum(0) for g in groups],  # one ray per group of aligned neurons
                            title=f"({'bd'[ell - 1]}) layer {ell}: {f['Z'].shape[0]} neurons, {len(groups)} groups, "
                                  f"{len(dead)} dead"))
         att, rep = f["attraction"], f["repulsion"]
-        rows.append({"seed": spec.seed, "layer": ell, "groups": len(groups), "dead": len(dead), "big_groups": len(big),
+        rows.append({"seed": spec.seed, "layer": ell, "groups": len(groups), "dead": len(dead),
                      "top3_mass": sum(mass[:3]) / sum(mass) if mass else float("nan"),
                      **{f"groups_cos{c:g}": v for c, v in by_cos.items()},
                      "group_sizes": " ".join(str(len(g)) for g in sorted(groups, key=len, reverse=True)),
                      "force_balance": float((att + rep).norm() / (att.norm() + rep.norm())), "ridge": ridge})
-    merged, widths, _ = merge_neurons(model, x, threshold=COS, dead_tol=DEAD)
+    merged, widths = copy.deepcopy(model), [r["groups"] for r in rows]
+    merge_units(merged, x, COS, DEAD)
+    rebalance(merged)
     with torch.no_grad():
         out, mout = model(x), merged(x)
         rel = float((mout - out).norm() / out.norm())
@@ -75,7 +79,7 @@ def _run_rows(run) -> list[dict]:
         o.update(merged_widths=" ".join(map(str, widths)), merged_rel_output_change=rel,
                  merged_sq_norm=float(merged.param_sq_norm().detach()), sq_norm=float(model.param_sq_norm().detach()),
                  reformulated=r["reformulated"], original=r["original"], **run.columns(),
-                 stationarity=summary.get("critical.stationarity"))
+                 clarke=summary.get("critical.clarke_stationarity", summary.get("critical.stationarity")))
     rows[0]["_panels"] = panels
     return rows
 
@@ -118,5 +122,5 @@ def verdict(rows: list[dict]) -> tuple[bool, list[str]]:
     r0 = rows[0]
     lines.append(f"  merged network widths {r0['merged_widths']}: relative output change {r0['merged_rel_output_change']:.2e}, "
                  f"‖θ‖² {r0['sq_norm']:.4g} -> {r0['merged_sq_norm']:.4g}; Prop 1: L^r(Z) = {r0['reformulated']:.6g} vs "
-                 f"L_λ(W) = {r0['original']:.6g}; stationarity {r0['stationarity']}, critical point: {r0['critical_point']}")
+                 f"L_λ(W) = {r0['original']:.6g}; Clarke measure {r0['clarke']:.2g}, critical point: {r0['critical_point']}")
     return all(r["groups"] == RAYS for r in rows), lines

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from tqdm.auto import tqdm
 
+from ..analysis.alignment import merge_units
 from ..analysis.critical import rebalance
 from ..analysis.relu_1d import duality_gap, insert_units, place_convex_minimum
 from ..config.schema import PhaseConfig, TrainConfig
@@ -137,7 +138,7 @@ class Member:
 
     # -- what a phase does before its first step --------------------------------------------
     def prepare(self, key: str, ph: PhaseConfig) -> str | None:
-        """Phase `ph`'s `key` (insert_units, convex_units, rebalance or polish) applied to the model; what it did."""
+        """Phase `ph`'s `key` (insert_units, convex_units, merge_units, rebalance or polish) applied to the model; what it did."""
         x, y, rho = self.data.x_train, self.y_train, self.reg_coef * ph.lam_factor
         if key == "insert_units":
             feats = insert_units(self.model, x, y, ph.insert_units, rho)
@@ -145,6 +146,10 @@ class Member:
         if key == "convex_units":
             k = place_convex_minimum(self.model, x, y, rho)
             return f"placed the convex problem's minimiser ({k} units)" if k else "kept (no lower objective)"
+        if key == "merge_units":
+            before = self.evaluate()["objective"]
+            n = merge_units(self.model, x, ph.merge_units)
+            return f"merged {n} units into their groups, objective {before:.10g} -> {self.evaluate()['objective']:.10g}"
         if key == "rebalance":
             loss0 = self.evaluate()["train_loss"]
             before, after = rebalance(self.model)
@@ -370,9 +375,9 @@ class Engine:
 
     # -- phases --------------------------------------------------------------------------------
     def _before_phase(self, ph: PhaseConfig) -> None:
-        """What a phase does to the models before its first step: unit insertion, convex placement, rebalancing,
-        polish (`Member.prepare`)."""
-        keys = [k for k in ("insert_units", "convex_units", "rebalance", "polish") if getattr(ph, k)]
+        """What a phase does to the models before its first step: unit insertion, convex placement, merging,
+        rebalancing, polish (`Member.prepare`)."""
+        keys = [k for k in ("insert_units", "convex_units", "merge_units", "rebalance", "polish") if getattr(ph, k)]
         n = len(self.cfg.phases)  # the phase's config key, for messages:
         where = (f"train.phases[{self.pos.phase}]" if self.pos.phase < n
                  else f"train.certify.phases[{(self.pos.phase - n) % len(self.cfg.certify.phases)}]")

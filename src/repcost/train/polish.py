@@ -44,7 +44,7 @@ DEAD = 1e-12  # a unit whose output into the next layer is at most this fraction
 RHO = 1e3  # the augmented Lagrangian's first penalty on the held pre-activations (×10 while they do not shrink 4×)
 INNER = 200  # L-BFGS iterations (or Newton steps) at most between multiplier updates
 RELEASE = 0.1  # a held kink is released once its slope is this far outside [a, 1]
-NEWTON = 4000  # nets with at most this many parameters take Newton steps (dense Hessian), larger ones L-BFGS
+NEWTON = 4000  # with at most this many free parameters the active set takes Newton steps (dense Hessian), else L-BFGS
 FLAT = 1e-11  # Newton's least damping, relative to the Hessian's largest diagonal entry (flat directions: symmetries)
 WIDTHS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)  # the smoothing's widths, relative to each unit's largest |z| over the data
 
@@ -78,7 +78,7 @@ def _unit_entries(model, layer: int, units: torch.Tensor) -> list[torch.Tensor]:
 def remove_dead_units(model, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
     """Set to 0 every unit (of `unit_norms`) whose output into the next layer (‖σ(z_k)‖ over the data times its
     outgoing norm) is at most DEAD times its layer's largest, until none is left; returns how many and, per
-    parameter, the entries zeroed."""
+    parameter, the entries at 0 (those of units already there too, e.g. merged ones)."""
     params = [p for p in model.parameters() if p.requires_grad]
     frozen = [torch.zeros_like(p, dtype=torch.bool) for p in params]
     removed = 0
@@ -88,8 +88,8 @@ def remove_dead_units(model, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
             hs = model.hidden(x)
             for u in model.unit_norms():  # all read before any unit is set to 0
                 out = hs[u.layer - 1].post.norm(dim=0) * u.outgoing.sqrt()
-                d = (out <= DEAD * out.max()) & ~((u.incoming == 0) & (u.outgoing == 0))  # not removed yet
-                found += int(d.sum())
+                d = out <= DEAD * out.max()
+                found += int((d & ~((u.incoming == 0) & (u.outgoing == 0))).sum())  # not at 0 yet
                 for p, f, e in zip(params, frozen, _unit_entries(model, u.layer, d) if d.any() else []):
                     p.masked_fill_(e, 0.0)
                     f |= e
@@ -106,17 +106,21 @@ def _write(params, v: torch.Tensor) -> None:
             p.copy_(c.view_as(p))
 
 
-def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float, tol: float = 0.0) -> int:
-    """Full-batch L-BFGS (scipy's L-BFGS-B) on `value` over the parameters, until no step lowers it, no gradient entry
-    is above `tol`, `iterations` or `deadline`; returns the iterations. Removed units stay at 0 (their gradient is 0)."""
+def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float, free: torch.Tensor,
+             tol: float = 0.0) -> int:
+    """Full-batch L-BFGS (scipy's L-BFGS-B) on `value` over the parameters' `free` entries (flat; L-BFGS-B's work per
+    iteration grows with their number), until no step lowers it, no gradient entry is above `tol`, `iterations` or
+    `deadline`; returns the iterations."""
     from scipy.optimize import minimize  # scipy loads where a polish needs it
 
-    def value_and_grad(v) -> tuple[float, np.ndarray]:
-        _write(params, torch.as_tensor(v))
+    full = torch.nn.utils.parameters_to_vector(params).detach()
+
+    def value_and_grad(w) -> tuple[float, np.ndarray]:
+        _write(params, full.masked_scatter(free, torch.as_tensor(w).to(full)))
         with torch.enable_grad():
             obj = value()
             grads = torch.autograd.grad(obj, params, materialize_grads=True)
-        return float(obj.detach()), torch.cat([g.reshape(-1) for g in grads]).cpu().numpy()
+        return float(obj.detach()), torch.cat([g.reshape(-1) for g in grads])[free].cpu().numpy()
 
     def on_time(_) -> None:
         if time.perf_counter() > deadline:
@@ -124,34 +128,32 @@ def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float
 
     if iterations <= 0:
         return 0
-    v = torch.nn.utils.parameters_to_vector(params).detach().cpu().numpy()
-    r = minimize(value_and_grad, v, jac=True, method="L-BFGS-B", callback=on_time,
+    r = minimize(value_and_grad, full[free].cpu().numpy(), jac=True, method="L-BFGS-B", callback=on_time,
                  options={"maxiter": iterations, "maxfun": 2 * iterations, "maxcor": 50, "ftol": 0.0, "gtol": tol})
-    _write(params, torch.as_tensor(r.x))
+    _write(params, full.masked_scatter(free, torch.as_tensor(r.x).to(full)))
     return int(r.nit)
 
 
-def _newton(pattern, rho: float, iterations: int, deadline: float, fixed: torch.Tensor) -> tuple[int, bool]:
+def _newton(pattern, rho: float, iterations: int, deadline: float, free: torch.Tensor) -> tuple[int, bool]:
     """Damped Newton steps on `pattern`'s Lagrangian at penalty `rho`: −(H + μI)⁻¹g, dense H (torch.func), μ from the
     last step's μ/100 up ×10 until Cholesky succeeds (the step descends; at a saddle the least-curved directions take
     the largest steps), halved until the merit (every entry not held through the activation itself) decreases. A full
     step that crosses a kink without lowering the merit is cut to that kink (bisection), ending the solve. Until no
     halving lowers the merit, `iterations` or `deadline`; returns the steps and whether the solve ended on a kink.
-    Entries `fixed` (flat: removed units) stay where they are."""
+    Only the `free` entries (flat) move."""
     names, params = zip(*[(n, p) for n, p in pattern.named_parameters() if p.requires_grad])
+    full, at = torch.nn.utils.parameters_to_vector(params).detach(), free.nonzero()[:, 0]
 
     def f(v: torch.Tensor, *call) -> torch.Tensor:  # `pattern`'s method `call` (default: the Lagrangian) at `v`
-        parts = torch.split(v, [p.numel() for p in params])
+        parts = torch.split(full.index_copy(0, at, v), [p.numel() for p in params])
         return torch.func.functional_call(pattern, {n: c.view_as(p) for n, p, c in zip(names, params, parts)},
                                           call or (pattern.lagrangian, rho))
 
-    done, mu, free = 0, 0.0, ~fixed
-    basis = torch.eye(len(fixed)).to(params[0])[free]  # the free entries' unit vectors
-    eye, merit, sides = basis[:, free], (pattern.lagrangian, rho, True), (pattern.sides,)
+    done, mu, v = 0, 0.0, full[at]
+    eye, merit, sides = torch.eye(len(at)).to(v), (pattern.lagrangian, rho, True), (pattern.sides,)
     while done < iterations and time.perf_counter() < deadline:
-        v = torch.nn.utils.parameters_to_vector(params).detach()
-        g = torch.func.grad(f)(v)[free]
-        H = torch.func.vmap(lambda u: torch.func.jvp(torch.func.grad(f), (v,), (u,))[1][free], chunk_size=256)(basis)
+        g = torch.func.grad(f)(v)
+        H = torch.func.vmap(lambda u: torch.func.jvp(torch.func.grad(f), (v,), (u,))[1], chunk_size=256)(eye)
         if not bool(torch.isfinite(H).all()):
             break
         # the last step's damping, lowered (at least a positive floor: ×10 must be able to reach H's scale)
@@ -160,7 +162,7 @@ def _newton(pattern, rho: float, iterations: int, deadline: float, fixed: torch.
             mu *= 10
         if factor[1] != 0:
             break
-        step = torch.zeros_like(v).masked_scatter_(free, torch.cholesky_solve(g[:, None], factor[0])[:, 0])
+        step = torch.cholesky_solve(g[:, None], factor[0])[:, 0]
         t, f0, side, a = 1.0, float(f(v, *merit)), f(v, *sides), 0.0
         if float(f(v - step, *merit)) >= f0 and not torch.equal(f(v - step, *sides), side):
             b = 1.0  # the full step crosses a kink and does not descend: to the first kink it crosses (bisection)
@@ -173,7 +175,8 @@ def _newton(pattern, rho: float, iterations: int, deadline: float, fixed: torch.
             t /= 2
         if t < 1e-12:  # no decrease along the step: stalled
             break
-        _write(params, v - t * step)
+        v = v - t * step
+        _write(params, full.index_copy(0, at, v))
         done += 1
         if a > 0:  # on a kink the pattern does not hold: the update takes it in
             return done, True
@@ -258,12 +261,22 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
     with at most `iterations` L-BFGS iterations and Newton steps in all within `seconds` seconds, until the measure is at
     most `tol`. Runs in float64 on the model's device; the parameters are written back in the model's dtype."""
     t0 = time.perf_counter()
-    target, model = model, float64_model(model)
+    target, model = model, copy.deepcopy(float64_model(model))
     x, y = float64_inputs(model, x, y)
     params = [p for p in model.parameters() if p.requires_grad]
     with torch.no_grad():
         start = float(objective(model, x, y, loss, lam, reg_scale)[0])
     removed, frozen = remove_dead_units(model, x)
+    # W_1 meets the data only in their span: polished in its coordinates (x Q, W_1 Q), dropping W_1's part outside it
+    # (penalty only, 0 at a critical point) and most of L-BFGS-B's work where inputs outnumber points (MNIST)
+    first, (_, sv, basis) = model.weight_matrices()[0], torch.linalg.svd(x, full_matrices=False)
+    span = basis[sv > sv[0] * max(x.shape) * torch.finfo(x.dtype).eps].T
+    if span.shape[1] == x.shape[1] or not any(p is first for p in params):
+        span = None
+    else:
+        x, i = x @ span, next(i for i, p in enumerate(params) if p is first)
+        first.data, frozen[i] = first.data @ span, frozen[i].all(-1, keepdim=True).expand(*first.shape[:-1], span.shape[1])
+    free = ~torch.cat([f.reshape(-1) for f in frozen])
     widths, rho, done, last, stalled, best = [], RHO, 0, math.inf, False, (math.inf, [])
 
     def keep(element: float, where: str) -> float:
@@ -287,14 +300,13 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
         if best[0] <= tol or done >= iterations or time.perf_counter() > t0 + seconds:
             break
         widths = [width * s for s in pattern.scales]  # solved to about the width's own accuracy, not beyond
-        done += _descend(params, smoothed, iterations - done, t0 + seconds, width * pattern.pull)
+        done += _descend(params, smoothed, iterations - done, t0 + seconds, free, width * pattern.pull)
         pattern = _ActiveSet(model, x, y, loss, lam, reg_scale)
         keep(pattern.update(0.0)[1], f"smoothed to width {width:g}")
-    fixed = torch.cat([f.reshape(-1) for f in frozen]) if sum(p.numel() for p in params) <= NEWTON else None
     while best[0] > tol and done < iterations and time.perf_counter() < t0 + seconds:
         value, n = (lambda: pattern.lagrangian(rho)), min(INNER, iterations - done)
-        steps, blocked = (_descend(params, value, n, t0 + seconds), False) if fixed is None else _newton(
-            pattern, rho, n, t0 + seconds, fixed)
+        steps, blocked = (_descend(params, value, n, t0 + seconds, free), False) if free.sum() > NEWTON else _newton(
+            pattern, rho, n, t0 + seconds, free)
         done += steps
         far, element, held = pattern.update(rho, release=not blocked, again=steps == 0)
         if keep(element, f"{held} kinks held (|z| ≤ {far:.2g})") <= tol or (steps == 0 and stalled):
@@ -305,6 +317,6 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
     with torch.no_grad():  # written back through the caller's tensors too (they may be views into a stack)
         for p, q, r in zip(params, best[1], [p for p in target.parameters() if p.requires_grad]):
             p.copy_(q)
-            r.copy_(q)
+            r.copy_(q if span is None or p is not first else q @ span.T)
         end = float(objective(model, x, y, loss, lam, reg_scale)[0])
     return PolishResult(done, removed, start, end, time.perf_counter() - t0, best[0])
