@@ -16,9 +16,7 @@ ReLU layer, multilinear across layers), so its columns ∂G/∂s_j = G(s₀ + e_
 the slopes minimising ‖G(s₀) + J(s − s₀)‖ in the box come from bounded least squares
 (scipy's BVLS), and the value reported is ‖G(s*)‖ evaluated at those slopes, so it is attained by
 an element of the set: an upper bound on its least norm (exact for one hidden layer). With kinks in several layers
-the columns hold only at s₀ (a layer-1 slope times a layer-2 slope enters G), and BVLS's slopes can be far from the
-least norm (0.026 where 1.3·10⁻⁶ is attained, relative, on a polished Jacot 2022 Fig 1 net), so the matrix-free
-solve below continues from them.
+the columns hold only at s₀, and the matrix-free solve below continues from BVLS's slopes (docs/recipes-and-certificates.md).
 
 Beyond `EXACT_KINKS` kinks, unless the columns hold at most `EXACT_ENTRIES` numbers (a small net: the 1-D
 recipe's width-400 net at 350 kinks), they would not fit in memory (a deep net at a minimum has thousands),

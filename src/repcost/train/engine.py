@@ -147,9 +147,8 @@ class Member:
             k = place_convex_minimum(self.model, x, y, rho)
             return f"placed the convex problem's minimiser ({k} units)" if k else "kept (no lower objective)"
         if key == "merge_units":
-            before = self.evaluate()["objective"]
-            n = merge_units(self.model, x, ph.merge_units)
-            return f"merged {n} units into their groups, objective {before:.10g} -> {self.evaluate()['objective']:.10g}"
+            before, n = self.evaluate()["objective"], merge_units(self.model, x, ph.merge_units)  # in this order
+            return f"{n} units merged or dead set to 0, objective {before:.10g} -> {self.evaluate()['objective']:.10g}"
         if key == "rebalance":
             loss0 = self.evaluate()["train_loss"]
             before, after = rebalance(self.model)

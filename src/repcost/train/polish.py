@@ -2,7 +2,7 @@
 
 Units that weight decay has cut off keep weights that shrink geometrically but never reach 0, every pre-activation on
 a kink. They are removed exactly (`remove_dead_units`): set to 0, which changes neither the function on the data nor,
-beyond their own penalty, the objective, and held there.
+beyond their own penalty, the objective, and held there; only the other entries are optimised (W_1 in the data's span).
 
 Live units put pre-activations on the kink z = 0 at data points too (Jacot et al. 2022 Prop 1: a kink is part of the
 minimiser), and on the way to a critical point many more cross it. A smoothing continuation crosses them first (Chen
@@ -12,7 +12,7 @@ float64 L-BFGS (`_descend`) minimises to about each width's own accuracy in turn
 from it, where the certificate (analysis/clarke.py, KINK_TOL) counts it as kinked. An active-set augmented Lagrangian
 finishes: the certificate's kinks held, z_j(θ) = 0 with output a·z (a: the leaky slope, 0 for ReLU), entries released
 from a kink kept on their side's piece, objective + ν·z + ρ/2·‖z‖² over the held entries minimised by damped Newton
-steps (`_newton`; L-BFGS above NEWTON parameters). After each solve ν += ρz gives each held kink its slope
+steps (`_newton`; L-BFGS above NEWTON free entries). After each solve ν += ρz gives each held kink its slope
 s_j = a + ν_j/(∂obj/∂out_j); a kink whose slope leaves [a, 1] is released to that side, an entry that crossed 0 held.
 Against cycling, a solve ended on a kink releases nothing, and a kink is released again only after a solve with no step.
 
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..analysis.arrays import float64_inputs, float64_model
+from ..analysis.arrays import float64_inputs
 from ..analysis.clarke import EXACT_KINKS, Slopes, clarke_gradient_norm, kinked
 from ..objective import objective, reg_scale_factor
 
@@ -261,7 +261,7 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
     with at most `iterations` L-BFGS iterations and Newton steps in all within `seconds` seconds, until the measure is at
     most `tol`. Runs in float64 on the model's device; the parameters are written back in the model's dtype."""
     t0 = time.perf_counter()
-    target, model = model, copy.deepcopy(float64_model(model))
+    target, model = model, copy.deepcopy(model).to(torch.float64)  # a copy: W_1 may change shape (below)
     x, y = float64_inputs(model, x, y)
     params = [p for p in model.parameters() if p.requires_grad]
     with torch.no_grad():
