@@ -35,6 +35,7 @@ def test_quick_preset_runs_a_few_steps(tmp_path, preset):
     n_phases, n_rounds = len(cfg.train.phases), len(cfg.train.certify.phases)
     cfg = compose_config([f"experiment={preset}", "train.progress=false"]
                          + [f"train.phases.{i}.steps=3" for i in range(n_phases)]
+                         + [f"++train.phases.{i}.polish_seconds=5" for i in range(n_phases)]  # a polish: seconds, not 5 min
                          + [f"train.certify.phases.{i}.steps=3" for i in range(n_rounds)])
     spec = validate(cfg)
     s = train_run(spec, OmegaConf.to_container(cfg, resolve=True), tmp_path / "run")

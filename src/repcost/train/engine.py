@@ -148,7 +148,7 @@ class Member:
             return f"placed the convex problem's minimiser ({k} units)" if k else "kept (no lower objective)"
         if key == "merge_units":
             before, n = self.evaluate()["objective"], merge_units(self.model, x, ph.merge_units)  # in this order
-            return f"{n} units merged or dead set to 0, objective {before:.10g} -> {self.evaluate()['objective']:.10g}"
+            return f"set {n} units to 0 (merged or dead), objective {before:.10g} -> {self.evaluate()['objective']:.10g}"
         if key == "rebalance":
             loss0 = self.evaluate()["train_loss"]
             before, after = rebalance(self.model)
