@@ -3,7 +3,9 @@
 Each run's best member (the run itself when it has no members) is loaded, certified, polished in float64 and
 certified again, as REPRODUCTION.md's two-rays critical points are measured; the run directory is only read.
 
-    python benchmarks/polish_runs.py RUN_DIR [RUN_DIR ...] [--iterations 2000] [--seconds 300] [--tol 1e-7]
+    python benchmarks/polish_runs.py RUN_DIR [RUN_DIR ...] [--iterations 2000] [--seconds 300] [--tol 1e-7] [--merge 0.99]
+
+With --merge C each net's groups of units at cosine > C are merged first (`merge_units`, as the phase option).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 
 import torch
 
+from repcost.analysis.alignment import merge_units
 from repcost.analysis.critical import critical_point_certificate
 from repcost.api import Run
 from repcost.config.schema import PhaseConfig
@@ -19,7 +22,7 @@ from repcost.objective import training_targets
 from repcost.train.polish import polish
 
 
-def measure(run_dir: str, iterations: int, seconds: float, tol: float) -> str:
+def measure(run_dir: str, iterations: int, seconds: float, tol: float, merge: float | None = None) -> str:
     """One run's line: certificate at the end of training, what the polish did, certificate at the polished point."""
     run = Run(run_dir)
     best = run.summary.get("best_member")
@@ -34,10 +37,11 @@ def measure(run_dir: str, iterations: int, seconds: float, tol: float) -> str:
         return f"critical point: {verdict} (measure {measure:.2g}, C {float(net.cost().detach()):.6g})"
 
     before = certify()
+    merged = f" ({merge_units(net, x, merge)} units first merged or dead set to 0: from there)" if merge else ""
     r = polish(net, x, y, t.loss, t.lam, t.reg_scale, iterations, seconds, tol)
     change = r.objective_end / r.objective_start - 1
     return (f"{run_dir}: {before} -> {certify()}; polish {r.iterations} iterations, {r.seconds:.1f} s, "
-            f"{r.removed} units removed, objective {change:+.1e} relative")
+            f"{r.removed} units removed, objective {change:+.1e} relative{merged}")
 
 
 def main() -> None:
@@ -46,10 +50,11 @@ def main() -> None:
     p.add_argument("--iterations", type=int, default=2000)
     p.add_argument("--seconds", type=float, default=300.0, help="the polish's wall-time budget per run")
     p.add_argument("--tol", type=float, default=PhaseConfig.polish_tol, help="the polish's tolerance (polish_tol)")
+    p.add_argument("--merge", type=float, default=None, help="merge the groups at cosine above this first")
     a = p.parse_args()
     torch.set_num_threads(1)
     for run_dir in a.runs:
-        print(measure(run_dir, a.iterations, a.seconds, a.tol), flush=True)
+        print(measure(run_dir, a.iterations, a.seconds, a.tol, a.merge), flush=True)
 
 
 if __name__ == "__main__":
