@@ -398,3 +398,16 @@ def run(c: Command, home: Path, bin_dir: Path = BIN) -> None:
         assert (p.stdout + p.stderr).strip() == c.expect, f"{c.where}: {c.text}\n{p.stdout}{p.stderr}"
     else:
         assert p.returncode == 0, f"{c.where}: {c.text}\nran: {script}\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
+
+
+def stored_net(name: str, family: str, d_in: int, d_out: int, **schema) -> tuple:
+    """(model, x, y) stored in tests/fixtures/`name`: a float64 `family` net of `schema` with its state and its data
+    (y as stored: float targets, or class labels)."""
+    from repcost.models import MODELS
+
+    stored = json.loads((REPO / "tests" / "fixtures" / name).read_text())
+    spec = MODELS.get(family)
+    m = spec.build(spec.schema(**schema), d_in, d_out, torch.Generator().manual_seed(0)).double()
+    m.load_state_dict({k: torch.tensor(v, dtype=torch.float64) for k, v in stored["state"].items()})
+    y = torch.tensor(stored["y"])
+    return m, torch.tensor(stored["x"], dtype=torch.float64), y.double() if y.is_floating_point() else y

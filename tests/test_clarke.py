@@ -126,16 +126,11 @@ def test_with_kinks_in_two_layers_it_is_no_worse_than_descent_over_one_layer_at_
     there only. A polished Jacot 2022 Fig 1 net (stored: inputs in the data's span, 5 and 3 units, kinks in both
     layers): minimising ‖G‖ over one layer's slopes at a time (BVLS, exact since G is affine in them) is an
     independent estimate of the least norm, and the certificate's element must be at least as small."""
-    import json
-    from pathlib import Path
-
     from scipy.optimize import lsq_linear
 
-    stored = json.loads((Path(__file__).parent / "fixtures" / "jacot22_fig1_polished.json").read_text())
-    spec = MODELS.get("fc")
-    m = spec.build(spec.schema(depth=3, width=[5, 3]), 42, 3, torch.Generator().manual_seed(0)).double()
-    m.load_state_dict({k: torch.tensor(v, dtype=torch.float64) for k, v in stored["state"].items()})
-    x, y = torch.tensor(stored["x"], dtype=torch.float64), torch.tensor(stored["y"])
+    from helpers import stored_net
+
+    m, x, y = stored_net("jacot22_fig1_polished.json", "fc", 42, 3, depth=3, width=[5, 3])
     _, masks, lo, G, _ = clarke.kinked(m, x, y, "cross_entropy", 1e-2, "one")
     layer = np.concatenate([np.full(int(k.sum()), i) for i, k in enumerate(masks)])
     assert len(set(layer)) == 2

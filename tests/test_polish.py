@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,7 +15,7 @@ from repcost.analysis.critical import critical_point_certificate
 from repcost.config.schema import PhaseConfig
 from repcost.models import MODELS
 from repcost.objective import objective
-from helpers import train
+from helpers import stored_net, train
 
 from repcost.train.polish import polish, remove_dead_units
 
@@ -213,22 +212,13 @@ def test_polish_reaches_a_critical_point_of_a_deep_net_where_plain_lbfgs_stalls(
     assert r.objective_end < r.objective_start
 
 
-def _stored_two_rays(name: str, depth: int):
-    """A two-rays recipe's net (width 50) and its data, stored in tests/fixtures as `name`."""
-    stored = json.loads((Path(__file__).parent / "fixtures" / name).read_text())
-    spec = MODELS.get("linear_relu")
-    m = spec.build(spec.schema(depth=depth, width=50), 2, 1, torch.Generator().manual_seed(0)).double()
-    m.load_state_dict({k: torch.tensor(v, dtype=torch.float64) for k, v in stored["state"].items()})
-    return m, *(torch.tensor(stored[k], dtype=torch.float64) for k in ("x", "y"))
-
-
 @pytest.mark.slow
 def test_polish_leaves_a_kink_a_trained_two_rays_net_sits_on():
     """The two-rays recipe's net at L = 2 on held-out dataset 246 at the end of training (its best restart, stored):
     one live unit's kink sits on a data point with no slope in [0, 1] that makes the gradient vanish (not critical).
     The polish takes that kink off and reaches a critical point below the start; the certificate's least norm over
     its set agrees."""
-    m, x, y = _stored_two_rays("two_rays_246.json", depth=2)
+    m, x, y = stored_net("two_rays_246.json", "linear_relu", 2, 1, depth=2, width=50)
     before = critical_point_certificate(m, x, y, "mse", 1e-4, "per_depth")
     assert before["kinks"] >= 1 and before["clarke_stationarity"] > 1e-3 and not before["critical_point"]
     r = polish(m, x, y, "mse", 1e-4, "per_depth", 2000, math.inf, TOL)
@@ -243,7 +233,7 @@ def test_polish_crosses_the_kinks_between_a_depth_3_two_rays_net_and_a_critical_
     off a critical point, and the nearest one lies across kinks that an active set holding them one at a time
     reaches only after hundreds of solves. The smoothing continuation crosses them; the polish reaches a critical
     point below its start within 2 000 iterations, and the certificate's least norm agrees with its measure."""
-    m, x, y = _stored_two_rays("two_rays_L3_257.json", depth=3)
+    m, x, y = stored_net("two_rays_L3_257.json", "linear_relu", 2, 1, depth=3, width=50)
     before = critical_point_certificate(m, x, y, "mse", 1e-4, "per_depth")
     assert before["clarke_stationarity"] > 1e-2 and not before["critical_point"]
     r = polish(m, x, y, "mse", 1e-4, "per_depth", 2000, math.inf, TOL)

@@ -106,21 +106,20 @@ def _write(params, v: torch.Tensor) -> None:
             p.copy_(c.view_as(p))
 
 
-def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float, free: torch.Tensor,
+def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float, at: torch.Tensor,
              tol: float = 0.0) -> int:
-    """Full-batch L-BFGS (scipy's L-BFGS-B) on `value` over the parameters' `free` entries (flat; L-BFGS-B's work per
-    iteration grows with their number), until no step lowers it, no gradient entry is above `tol`, `iterations` or
-    `deadline`; returns the iterations."""
+    """Full-batch L-BFGS (scipy's L-BFGS-B) on `value` over the parameters' free entries (flat indices `at`), until no
+    step lowers it, no gradient entry is above `tol`, `iterations` or `deadline`; returns the iterations."""
     from scipy.optimize import minimize  # scipy loads where a polish needs it
 
     full = torch.nn.utils.parameters_to_vector(params).detach()
 
     def value_and_grad(w) -> tuple[float, np.ndarray]:
-        _write(params, full.masked_scatter(free, torch.as_tensor(w).to(full)))
+        _write(params, full.index_copy(0, at, torch.as_tensor(w).to(full)))
         with torch.enable_grad():
             obj = value()
             grads = torch.autograd.grad(obj, params, materialize_grads=True)
-        return float(obj.detach()), torch.cat([g.reshape(-1) for g in grads])[free].cpu().numpy()
+        return float(obj.detach()), torch.cat([g.reshape(-1) for g in grads])[at].cpu().numpy()
 
     def on_time(_) -> None:
         if time.perf_counter() > deadline:
@@ -128,21 +127,21 @@ def _descend(params: list[torch.Tensor], value, iterations: int, deadline: float
 
     if iterations <= 0:
         return 0
-    r = minimize(value_and_grad, full[free].cpu().numpy(), jac=True, method="L-BFGS-B", callback=on_time,
+    r = minimize(value_and_grad, full[at].cpu().numpy(), jac=True, method="L-BFGS-B", callback=on_time,
                  options={"maxiter": iterations, "maxfun": 2 * iterations, "maxcor": 50, "ftol": 0.0, "gtol": tol})
-    _write(params, full.masked_scatter(free, torch.as_tensor(r.x).to(full)))
+    _write(params, full.index_copy(0, at, torch.as_tensor(r.x).to(full)))
     return int(r.nit)
 
 
-def _newton(pattern, rho: float, iterations: int, deadline: float, free: torch.Tensor) -> tuple[int, bool]:
+def _newton(pattern, rho: float, iterations: int, deadline: float, at: torch.Tensor) -> tuple[int, bool]:
     """Damped Newton steps on `pattern`'s Lagrangian at penalty `rho`: −(H + μI)⁻¹g, dense H (torch.func), μ from the
     last step's μ/100 up ×10 until Cholesky succeeds (the step descends; at a saddle the least-curved directions take
     the largest steps), halved until the merit (every entry not held through the activation itself) decreases. A full
     step that crosses a kink without lowering the merit is cut to that kink (bisection), ending the solve. Until no
     halving lowers the merit, `iterations` or `deadline`; returns the steps and whether the solve ended on a kink.
-    Only the `free` entries (flat) move."""
+    Only the free entries (flat indices `at`) move."""
     names, params = zip(*[(n, p) for n, p in pattern.named_parameters() if p.requires_grad])
-    full, at = torch.nn.utils.parameters_to_vector(params).detach(), free.nonzero()[:, 0]
+    full = torch.nn.utils.parameters_to_vector(params).detach()
 
     def f(v: torch.Tensor, *call) -> torch.Tensor:  # `pattern`'s method `call` (default: the Lagrangian) at `v`
         parts = torch.split(full.index_copy(0, at, v), [p.numel() for p in params])
@@ -271,12 +270,13 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
     # (penalty only, 0 at a critical point) and most of L-BFGS-B's work where inputs outnumber points (MNIST)
     first, (_, sv, basis) = model.weight_matrices()[0], torch.linalg.svd(x, full_matrices=False)
     span = basis[sv > sv[0] * max(x.shape) * torch.finfo(x.dtype).eps].T
-    if span.shape[1] == x.shape[1] or not any(p is first for p in params):
+    i = next((i for i, p in enumerate(params) if p is first), None)
+    if span.shape[1] == x.shape[1] or i is None:
         span = None
     else:
-        x, i = x @ span, next(i for i, p in enumerate(params) if p is first)
-        first.data, frozen[i] = first.data @ span, frozen[i].all(-1, keepdim=True).expand(*first.shape[:-1], span.shape[1])
-    free = ~torch.cat([f.reshape(-1) for f in frozen])
+        frozen[i] = frozen[i].all(-1, keepdim=True).expand(*first.shape[:-1], span.shape[1])
+        x, first.data = x @ span, first.data @ span
+    at = (~torch.cat([f.reshape(-1) for f in frozen])).nonzero()[:, 0]  # the free entries
     widths, rho, done, last, stalled, best = [], RHO, 0, math.inf, False, (math.inf, [])
 
     def keep(element: float, where: str) -> float:
@@ -300,13 +300,13 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
         if best[0] <= tol or done >= iterations or time.perf_counter() > t0 + seconds:
             break
         widths = [width * s for s in pattern.scales]  # solved to about the width's own accuracy, not beyond
-        done += _descend(params, smoothed, iterations - done, t0 + seconds, free, width * pattern.pull)
+        done += _descend(params, smoothed, iterations - done, t0 + seconds, at, width * pattern.pull)
         pattern = _ActiveSet(model, x, y, loss, lam, reg_scale)
         keep(pattern.update(0.0)[1], f"smoothed to width {width:g}")
     while best[0] > tol and done < iterations and time.perf_counter() < t0 + seconds:
         value, n = (lambda: pattern.lagrangian(rho)), min(INNER, iterations - done)
-        steps, blocked = (_descend(params, value, n, t0 + seconds, free), False) if free.sum() > NEWTON else _newton(
-            pattern, rho, n, t0 + seconds, free)
+        steps, blocked = (_descend(params, value, n, t0 + seconds, at), False) if len(at) > NEWTON else _newton(
+            pattern, rho, n, t0 + seconds, at)
         done += steps
         far, element, held = pattern.update(rho, release=not blocked, again=steps == 0)
         if keep(element, f"{held} kinks held (|z| ≤ {far:.2g})") <= tol or (steps == 0 and stalled):
