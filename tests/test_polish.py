@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import time
 
 import pytest
 import torch
@@ -17,7 +18,8 @@ from repcost.models import MODELS
 from repcost.objective import objective
 from helpers import stored_net, train
 
-from repcost.train.polish import polish, remove_dead_units
+from repcost.train import polish as polish_module
+from repcost.train.polish import WIDTHS, polish, remove_dead_units
 
 LAM = 1e-2
 TOL = PhaseConfig.polish_tol  # the phase's default
@@ -167,6 +169,23 @@ def test_a_start_within_the_tolerance_is_kept_and_one_above_it_is_polished():
     assert r.iterations == 0 and all(torch.equal(p, q) for p, q in zip(kept.parameters(), m.parameters()))
     r = polish(polished, x, y, "mse", LAM, "one", 50, math.inf, measure / 2)
     assert r.iterations > 0 and r.objective_end < r.objective_start
+
+
+def test_a_width_that_does_not_converge_leaves_the_later_stages_their_share_of_the_time(monkeypatch):
+    """A smoothed problem that takes its whole deadline (a deep net's first width can take hours) must not take the
+    whole budget: every width gets its turn within `seconds`, as the docstring promises."""
+    deadlines = []
+
+    def slow(params, value, iterations, deadline, at, tol=0.0) -> int:
+        deadlines.append(deadline)
+        time.sleep(max(0.0, deadline - time.perf_counter()))
+        return 1
+    monkeypatch.setattr(polish_module, "_descend", slow)
+    m = _fc(3, 8, 3, 2, seed=3)
+    x, y = _data(12, 3, 2)
+    t0 = time.perf_counter()
+    polish(m, x, y, "mse", LAM, "one", 10 ** 6, 1.5, 0.0)
+    assert len(deadlines) >= len(WIDTHS) and deadlines[len(WIDTHS) - 1] <= t0 + 1.5
 
 
 def test_chain_rule_set_is_clarke_for_one_kinked_layer_with_independent_gradients():

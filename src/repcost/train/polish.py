@@ -8,13 +8,14 @@ Live units put pre-activations on the kink z = 0 at data points too (Jacot et al
 minimiser), and on the way to a critical point many more cross it. A smoothing continuation crosses them first (Chen
 2012, "Smoothing methods for nonsmooth, nonconvex minimization": the smoothed problems' critical points tend to Clarke
 critical points): each kink becomes a softplus of width WIDTHS × its unit's largest |z| over the data, and full-batch
-float64 L-BFGS (`_descend`) minimises to about each width's own accuracy in turn. A point on a kink ends a few widths
-from it, where the certificate (analysis/clarke.py, KINK_TOL) counts it as kinked. An active-set augmented Lagrangian
-finishes: the certificate's kinks held, z_j(θ) = 0 with output a·z (a: the leaky slope, 0 for ReLU), entries released
-from a kink kept on their side's piece, objective + ν·z + ρ/2·‖z‖² over the held entries minimised by damped Newton
-steps (`_newton`; L-BFGS above NEWTON free entries). After each solve ν += ρz gives each held kink its slope
-s_j = a + ν_j/(∂obj/∂out_j); a kink whose slope leaves [a, 1] is released to that side, an entry that crossed 0 held.
-Against cycling, a solve ended on a kink releases nothing, and a kink is released again only after a solve with no step.
+float64 L-BFGS (`_descend`) minimises to about each width's own accuracy in turn, each stage (widths, active set) in an
+equal share of the time left. A point on a kink ends within a few widths of it: kinked for the certificate
+(clarke.KINK_TOL). An active-set augmented Lagrangian finishes: the certificate's kinks held, z_j(θ) = 0 with output a·z
+(a: the leaky slope, 0 for ReLU), entries released from a kink kept on their side's piece, objective + ν·z + ρ/2·‖z‖²
+over the held entries minimised by damped Newton steps (`_newton`; L-BFGS above NEWTON free entries). After each solve
+ν += ρz gives each held kink its slope s_j = a + ν_j/(∂obj/∂out_j); a kink whose slope leaves [a, 1] is released to that
+side, an entry that crossed 0 held. Against cycling, a solve ended on a kink releases nothing; a kink is released again
+only after a stalled solve.
 
 Every point, the start included, is rated by the certificate's least norm over its set (beyond EXACT_KINKS kinks: the
 gradient at the multipliers' slopes clipped to [a, 1]) over the penalty's pull. The polish stops at its tolerance (a
@@ -296,11 +297,11 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
             return objective(model, x, y, loss, lam, reg_scale)[0]
     pattern = _ActiveSet(model, x, y, loss, lam, reg_scale)
     keep(pattern.update(0.0)[1], "start")
-    for width in WIDTHS:
+    for k, width in enumerate(WIDTHS):
         if best[0] <= tol or done >= iterations or time.perf_counter() > t0 + seconds:
             break
-        widths = [width * s for s in pattern.scales]  # solved to about the width's own accuracy, not beyond
-        done += _descend(params, smoothed, iterations - done, t0 + seconds, at, width * pattern.pull)
+        widths, share = [width * s for s in pattern.scales], (t0 + seconds - time.perf_counter()) / (len(WIDTHS) + 1 - k)
+        done += _descend(params, smoothed, iterations - done, time.perf_counter() + share, at, width * pattern.pull)
         pattern = _ActiveSet(model, x, y, loss, lam, reg_scale)
         keep(pattern.update(0.0)[1], f"smoothed to width {width:g}")
     while best[0] > tol and done < iterations and time.perf_counter() < t0 + seconds:
@@ -311,9 +312,8 @@ def polish(model, x: torch.Tensor, y: torch.Tensor, loss: str, lam: float, reg_s
         far, element, held = pattern.update(rho, release=not blocked, again=steps == 0)
         if keep(element, f"{held} kinks held (|z| ≤ {far:.2g})") <= tol or (steps == 0 and stalled):
             break  # at the tolerance, or twice no step lowers the Lagrangian
-        stalled = steps == 0
         rho = min(rho * 10, RHO * 1e4) if not blocked and far > max(0.25 * last, 1e-12) else rho
-        last = last if blocked else far
+        stalled, last = steps == 0, last if blocked else far
     with torch.no_grad():  # written back through the caller's tensors too (they may be views into a stack)
         for p, q, r in zip(params, best[1], [p for p in target.parameters() if p.requires_grad]):
             p.copy_(q)
