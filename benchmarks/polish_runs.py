@@ -1,7 +1,9 @@
 """The polish (`train/polish.py`) on finished runs: the critical-point certificate before and after, one line each.
 
 Each run's best member (the run itself when it has no members) is loaded, certified, polished in float64 and
-certified again, as REPRODUCTION.md's two-rays critical points are measured; the run directory is only read.
+certified again, as REPRODUCTION.md's two-rays critical points are measured; the run directory is only read. Each
+certificate comes with Jacot 2023's terms where they apply (`descent_probe.claims`): the middle layers' rank ratio on
+rank-k data, the Prop 12 gap of a layered net.
 
     python benchmarks/polish_runs.py RUN_DIR [RUN_DIR ...] [--iterations 2000] [--seconds 300] [--tol 1e-7] [--merge 0.99]
 
@@ -19,6 +21,7 @@ from repcost.analysis.critical import critical_point_certificate
 from repcost.api import Run
 from repcost.config.schema import PhaseConfig
 from repcost.objective import training_targets
+from repcost.studies.descent_probe import claims
 from repcost.train.polish import polish
 
 
@@ -29,12 +32,14 @@ def measure(run_dir: str, iterations: int, seconds: float, tol: float, merge: fl
     member = run.members()[best] if best is not None else run
     net, data, t = member.model(), member.data(), member.spec.train
     x, y = data.x_train, training_targets(data, data.y_train, t.loss)
+    k = data.meta.get("k") if hasattr(net, "hidden") else None  # rank-k data: the middle layers' verdict (Jacot 2023)
 
     def certify() -> str:
         c = critical_point_certificate(net, x, y, t.loss, t.lam, t.reg_scale)
         measure = c.get("clarke_stationarity", c["stationarity"])
         verdict = "yes" if c["critical_point"] else "no"
-        return f"critical point: {verdict} (measure {measure:.2g}, C {float(net.cost().detach()):.6g})"
+        terms = "".join(f", {t}" for t in claims(net, x, k))
+        return f"critical point: {verdict} (measure {measure:.2g}, C {float(net.cost().detach()):.6g}{terms})"
 
     before = certify()
     merged = f" ({merge_units(net, x, merge)} units first merged or dead set to 0: from there)" if merge else ""

@@ -135,8 +135,7 @@ class WandbTracker:
         import wandb
 
         tracking, self.run_dir = TrackingConfig(**cfg.get("tracking", {})), run_dir
-        settings = wandb.Settings(mode=tracking.mode, silent=True, console="off", x_disable_stats=True,
-                                  save_code=False)
+        settings = wandb.Settings(mode=tracking.mode, silent=True, console="off", x_disable_stats=True, save_code=False)
         self.run = wandb.init(dir=str(run_dir), project=tracking.project,
                               group=str(cfg.get("name", "default")), name=run_dir.name, id=run_id,
                               resume="allow" if run_id else None, config={**run_identity(cfg), "repcost": _tags(run_dir, chash)},

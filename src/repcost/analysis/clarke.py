@@ -108,8 +108,7 @@ def kinked(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, 
     masks = [m for m, _ in finder.found]
 
     def lower_slopes() -> np.ndarray:
-        return np.array([lo for m, (_, lo) in zip(masks, finder.found) for _ in range(int(m.sum()))],
-                        dtype=np.float64)
+        return np.array([lo for m, (_, lo) in zip(masks, finder.found) for _ in range(int(m.sum()))], dtype=np.float64)
 
     if any(bool(m.any()) for m in masks):
         obj, mode = run(masks, torch.tensor(lower_slopes()))

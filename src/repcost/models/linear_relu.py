@@ -63,9 +63,8 @@ class LinearReLU(RepModel):
         self.depth = cfg.depth
         m = cfg.linear_width or cfg.width
         dims = [d_in] + [m] * (cfg.depth - 2) + [cfg.width]
-        self.linear = nn.ParameterList(
-            gaussian_param((dims[i + 1], dims[i]), 1.0, cfg.init_scale, gen)
-            for i in range(cfg.depth - 1))
+        self.linear = nn.ParameterList(gaussian_param((dims[i + 1], dims[i]), 1.0, cfg.init_scale, gen)
+                                       for i in range(cfg.depth - 1))
         self.b = nn.Parameter(torch.zeros(cfg.width, dtype=torch.float64))
         self.a = gaussian_param((d_out, cfg.width), 2.0, cfg.init_scale, gen)
         self.c = nn.Parameter(torch.zeros(d_out, dtype=torch.float64)) if cfg.output_bias else None

@@ -8,7 +8,7 @@ final parameters. Every `--every` objective evaluations it prints the objective,
 from the run's end, the certificate (stationarity, Clarke measure) and, for data with a known rank k
 (`data.meta["k"]`, e.g. `rank_k`), the middle hidden layers' largest s_{k+1}/s_k (Jacot 2023 Fig 1's rank
 verdict; representations centred, post-activation, on the training inputs as the `spectra` analysis
-takes them).
+takes them) and, for a layered net, the Prop 12 gap (Jacot 2023).
 
 The decrease is a lower bound on how far above a local minimum the run ended; whether a rank verdict
 survives the descent says whether it is a property of the minimum or of where training stopped. The
@@ -25,7 +25,7 @@ import time
 import torch
 
 from repcost.analysis.arrays import float64_inputs
-from repcost.analysis.critical import critical_point_certificate, lbfgs_descent
+from repcost.analysis.critical import critical_point_certificate, layer_balance, lbfgs_descent
 from repcost.analysis.spectra import hidden_spectra
 from repcost.api import load_run
 from repcost.config.messages import clean_exit
@@ -35,20 +35,23 @@ from repcost.objective import objective, training_targets
 
 
 def describe(model, x, y, train, k: int | None) -> tuple[float, str]:
-    """The objective at the model's parameters, and a line of its terms, the certificate and (rank-k data) the
-    middle-layer ratio."""
+    """The objective at the model's parameters, and a line of its terms, the certificate and `claims`."""
     c = critical_point_certificate(model, x, y, train.loss, train.lam, train.reg_scale)
     with torch.no_grad():
         obj, dl, sq = (float(v) for v in objective(model, x, y, train.loss, train.lam, train.reg_scale))
     parts = [f"objective {obj:.8g}", f"data loss {dl:.3g}", f"‖θ‖² {sq:.6g}", f"stationarity {c['stationarity']:.3g}"]
     if "clarke_stationarity" in c:
         parts.append(f"Clarke {c['clarke_stationarity']:.3g} ({c['kinks']} kinks)")
-    if k is not None:  # max over the middle hidden layers (L/4 ≤ ℓ ≤ 3L/4) of s_{k+1}/s_k, centred representations
-        L = int(model.depth)
-        worst = max(ratio(sp["s"], k) for sp in hidden_spectra(model, x, centred=True, which="post")
-                    if L / 4 <= sp["layer"] <= 3 * L / 4)
-        parts.append(f"middle max s{k + 1}/s{k} {worst:.4f}")
-    return obj, ", ".join(parts)
+    return obj, ", ".join(parts + claims(model, x, k))
+
+
+def claims(model, x, k: int | None) -> list[str]:
+    """Jacot 2023's terms at the model's parameters: (rank-k data) the middle hidden layers' (L/4 ≤ ℓ ≤ 3L/4) largest
+    s_{k+1}/s_k, centred representations, and (a layered net) the Prop 12 gap, largest over the layer pairs."""
+    L, spectra = int(model.depth), hidden_spectra(model, x, centred=True, which="post") if k is not None else []
+    worst = [ratio(sp["s"], k) for sp in spectra if L / 4 <= sp["layer"] <= 3 * L / 4]
+    return ([f"middle max s{k + 1}/s{k} {max(worst):.4f}"] if worst else []) + (
+        [f"Prop 12 gap {max(b.gap for b in layer_balance(model)):.3g}"] if model.structure.layer_rescaling else [])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -120,8 +120,7 @@ class Optimizer:
 
 
 def update_(name: str, params: list[torch.Tensor], grads: list[torch.Tensor], bufs: list[list[torch.Tensor]],
-            steps_taken: torch.Tensor, lr: torch.Tensor, active: torch.Tensor, momentum: float,
-            stacked: bool) -> None:
+            steps_taken: torch.Tensor, lr: torch.Tensor, active: torch.Tensor, momentum: float, stacked: bool) -> None:
     """The in-place update of `Optimizer.step` as a free function (what `train.step` compiles)."""
     steps_taken.add_(1.0)
     if name == "adam":

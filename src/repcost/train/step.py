@@ -130,8 +130,7 @@ class Stepper:
     def _grads_now(self, idx: torch.Tensor | None):
         for p in self.terms.params:
             p.grad = None
-        obj, dl, sq, trained = self._objective(self.terms, self.x, self.y, idx, self.stated_coef,
-                                               self.trained_coef)
+        obj, dl, sq, trained = self._objective(self.terms, self.x, self.y, idx, self.stated_coef, self.trained_coef)
         trained.backward()
         norms = _grad_norms(self.terms.params, self.K) if self.graphed and self.want_grad else None
         return (obj.detach(), dl.detach(), sq.detach()), norms
